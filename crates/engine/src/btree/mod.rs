@@ -1,0 +1,173 @@
+//! B+tree algorithms over MDBX pages: key comparison and page search (here),
+//! read cursors (`cursor`), and edits: insert, split, delete, rebalance and large
+//! values (`write`).
+
+pub mod cursor;
+pub(crate) mod write;
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::flags::DbFlags;
+use crate::format::node::{self, Node, N_BIG};
+use crate::format::page::Page;
+use crate::format::{u16_at, NODESIZE, PAGEHDRSZ};
+use crate::txn::Pages;
+
+/// Deepest tree a cursor follows (libmdbx's cursor stack depth on 64-bit).
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// Key comparator chosen by the table flags (format doc §10.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    /// memcmp, shorter first on a common prefix.
+    Lex,
+    /// Compare from the last byte backwards.
+    Rev,
+    /// Native-endian unsigned integers of equal width (4 or 8 bytes).
+    Int,
+}
+
+impl Cmp {
+    pub(crate) fn for_keys(flags: DbFlags) -> Cmp {
+        if flags.contains(DbFlags::INTEGER_KEY) {
+            Cmp::Int
+        } else if flags.contains(DbFlags::REVERSE_KEY) {
+            Cmp::Rev
+        } else {
+            Cmp::Lex
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cmp(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            Cmp::Lex => a.cmp(b),
+            Cmp::Rev => a.iter().rev().cmp(b.iter().rev()),
+            Cmp::Int => match (a.len(), b.len()) {
+                (8, 8) => u64::from_le_bytes(a.try_into().unwrap()).cmp(&u64::from_le_bytes(b.try_into().unwrap())),
+                (4, 4) => u32::from_le_bytes(a.try_into().unwrap()).cmp(&u32::from_le_bytes(b.try_into().unwrap())),
+                // Damaged data: any total order keeps searches safe.
+                _ => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
+            },
+        }
+    }
+}
+
+/// Key of node `i`, bounds-checked.
+#[inline]
+pub(crate) fn key_at<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
+    let buf = page.buf;
+    let off = PAGEHDRSZ + page.entry(i);
+    if off + NODESIZE > buf.len() {
+        return Err(Error::corrupted(pgno, "node offset outside the page"));
+    }
+    let ksize = u16_at(buf, off + 6) as usize;
+    buf.get(off + NODESIZE..off + NODESIZE + ksize).ok_or(Error::corrupted(pgno, "node key overruns the page"))
+}
+
+/// Binary search in a leaf: index of the first key `>= key` and whether it is equal.
+#[inline]
+pub(crate) fn search_leaf(page: Page<'_>, key: &[u8], cmp: Cmp, pgno: u32) -> Result<(usize, bool)> {
+    let (mut lo, mut hi) = (0usize, page.num_entries());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match cmp.cmp(key_at(page, mid, pgno)?, key) {
+            Ordering::Less => lo = mid + 1,
+            Ordering::Equal => return Ok((mid, true)),
+            Ordering::Greater => hi = mid,
+        }
+    }
+    Ok((lo, false))
+}
+
+/// Binary search in a branch: index of the child whose subtree may hold `key`
+/// (the last entry with key `<= key`; entry 0 is minus infinity).
+#[inline]
+pub(crate) fn search_branch(page: Page<'_>, key: &[u8], cmp: Cmp, pgno: u32) -> Result<usize> {
+    let (mut lo, mut hi) = (1usize, page.num_entries());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match cmp.cmp(key_at(page, mid, pgno)?, key) {
+            Ordering::Less => lo = mid + 1,
+            Ordering::Equal => return Ok(mid),
+            Ordering::Greater => hi = mid,
+        }
+    }
+    Ok(lo - 1)
+}
+
+/// Child page number of branch entry `i`.
+#[inline]
+pub(crate) fn child_at(page: Page<'_>, i: usize, pgno: u32) -> Result<u32> {
+    let off = PAGEHDRSZ + page.entry(i);
+    if off + NODESIZE > page.buf.len() {
+        return Err(Error::corrupted(pgno, "node offset outside the page"));
+    }
+    Ok(crate::format::u32_at(page.buf, off))
+}
+
+/// Loads tree page `pgno` and checks its header (`front` is the parent's txnid).
+#[inline]
+pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64) -> Result<Page<'t>> {
+    let page = Page { buf: pages.get(pgno)? };
+    page.check_tree_page(pgno, front)?;
+    Ok(page)
+}
+
+/// The value of a leaf node: inline bytes or the contents of its large chunk.
+#[inline]
+pub(crate) fn node_value<'t>(pages: &Pages<'t>, n: &Node<'t>, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
+    if n.flags & N_BIG == 0 {
+        if n.flags & node::N_DUP != 0 {
+            return Err(Error::Incompatible("multimap (DUPSORT) values are not supported yet".into()));
+        }
+        return Ok(n.data);
+    }
+    pages.large(n.big_pgno(), n.dsize as usize, leaf_pgno, leaf_txnid)
+}
+
+/// Result of a root-to-leaf descent.
+pub(crate) struct Found<'t> {
+    pub leaf: Page<'t>,
+    pub pgno: u32,
+    pub idx: usize,
+    pub exact: bool,
+}
+
+/// Descends from `root` to the leaf that may hold `key`.
+pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Found<'t>> {
+    let mut pgno = root;
+    let mut front = pages.front;
+    let mut depth = 1usize;
+    loop {
+        let page = load(pages, pgno, front)?;
+        if page.is_leaf() {
+            if depth != height as usize {
+                return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+            }
+            let (idx, exact) = search_leaf(page, key, cmp, pgno)?;
+            return Ok(Found { leaf: page, pgno, idx, exact });
+        }
+        if depth >= height as usize || depth >= MAX_DEPTH {
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+        }
+        let i = search_branch(page, key, cmp, pgno)?;
+        front = page.txnid();
+        pgno = child_at(page, i, pgno)?;
+        depth += 1;
+    }
+}
+
+/// Looks `key` up in a tree: the node if present.
+pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Option<&'t [u8]>> {
+    if root == crate::format::P_INVALID {
+        return Ok(None);
+    }
+    let f = descend(pages, root, height, key, cmp)?;
+    if !f.exact {
+        return Ok(None);
+    }
+    let n = node::node(f.leaf, f.idx, f.pgno)?;
+    node_value(pages, &n, f.pgno, f.leaf.txnid()).map(Some)
+}

@@ -1,0 +1,603 @@
+//! Tree edits inside a write transaction: insert with page splits, delete with
+//! merging and borrowing between siblings, large values, and clearing a tree.
+//!
+//! Every edit first finds the root-to-leaf path read-only, then copies the path
+//! on write ("touch", see `gc`), edits the leaf, and propagates splits upward or
+//! underflow fixes upward. Pages are rebuilt through the node functions of
+//! `format::node`, which keep the node area contiguous as libmdbx does.
+
+use super::{child_at, key_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
+use crate::error::{Error, Result};
+use crate::flags::{DbFlags, PutFlags};
+use crate::format::node::{self, N_BIG};
+use crate::format::page::{self as fpage, flags as pflags, Page};
+use crate::format::tree::Tree;
+use crate::format::{even_ceil, put_u32, NODESIZE, PAGEHDRSZ, P_INVALID};
+use crate::gc;
+use crate::txn::{Db, RwTxn};
+
+/// A value to store.
+pub(crate) enum Val<'a> {
+    Bytes(&'a [u8]),
+    /// Zero-filled space of this length, to be filled by the caller.
+    Reserve(usize),
+}
+
+impl Val<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Val::Bytes(b) => b.len(),
+            Val::Reserve(n) => *n,
+        }
+    }
+    fn copy_to(&self, dst: &mut [u8]) {
+        match self {
+            Val::Bytes(b) => dst.copy_from_slice(b),
+            Val::Reserve(_) => dst.fill(0),
+        }
+    }
+}
+
+/// Where a stored value lives (a dirty page and a byte range of it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ValLoc {
+    pub pgno: u32,
+    pub off: usize,
+    pub len: usize,
+}
+
+/// Root-to-leaf path: (page, index) per level; at branches the child index, at
+/// the leaf the node index.
+#[derive(Clone, Copy)]
+pub(crate) struct Path {
+    e: [(u32, usize); MAX_DEPTH],
+    len: usize,
+}
+
+impl Path {
+    fn leaf(&self) -> usize {
+        self.len - 1
+    }
+}
+
+/// An owned node while pages are rebuilt.
+struct OwnedNode {
+    key: Vec<u8>,
+    hdr: u32,
+    flags: u8,
+    data: Vec<u8>,
+}
+
+impl OwnedNode {
+    fn size(&self, branch: bool) -> usize {
+        if branch {
+            NODESIZE + even_ceil(self.key.len()) + 2
+        } else {
+            NODESIZE + even_ceil(self.key.len() + self.data.len()) + 2
+        }
+    }
+}
+
+fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
+    let page = Page { buf };
+    (0..page.num_entries())
+        .map(|i| {
+            let n = node::node(page, i, pgno)?;
+            Ok(OwnedNode { key: n.key.to_vec(), hdr: n.dsize, flags: n.flags, data: n.data.to_vec() })
+        })
+        .collect()
+}
+
+fn write_nodes(buf: &mut [u8], nodes: &[OwnedNode]) {
+    let p = Page { buf };
+    let (pgno, flags, txnid) = (p.pgno(), p.flags(), p.txnid());
+    fpage::init_page(buf, pgno, flags, txnid);
+    for (i, n) in nodes.iter().enumerate() {
+        node::insert(buf, i, &n.key, n.hdr, n.flags, &n.data);
+    }
+}
+
+/// Descends to the leaf for `key`, recording the path.
+fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
+    let pages = txn.pages();
+    let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
+    let mut pgno = tree.root;
+    let mut front = pages.front;
+    loop {
+        if path.len >= MAX_DEPTH || path.len >= tree.height as usize {
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+        }
+        let page = load(&pages, pgno, front)?;
+        let last = path.len + 1 == tree.height as usize;
+        if page.is_leaf() != last {
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+        }
+        if page.is_leaf() {
+            let (i, exact) = search_leaf(page, key, cmp, pgno)?;
+            path.e[path.len] = (pgno, i);
+            path.len += 1;
+            return Ok((path, exact));
+        }
+        let i = search_branch(page, key, cmp, pgno)?;
+        path.e[path.len] = (pgno, i);
+        path.len += 1;
+        front = page.txnid();
+        pgno = child_at(page, i, pgno)?;
+    }
+}
+
+/// Copies every page of the path on write and links the copies.
+fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
+    for level in 0..path.len {
+        let old = path.e[level].0;
+        let new = gc::touch(txn, old)?;
+        if new != old {
+            if level == 0 {
+                tree.root = new;
+            } else {
+                let (ppg, pidx) = path.e[level - 1];
+                node::set_child(txn.dirty_mut(ppg), pidx, new);
+            }
+            path.e[level].0 = new;
+        }
+    }
+    tree.mod_txnid = txn.txnid;
+    Ok(())
+}
+
+fn room(buf: &[u8]) -> usize {
+    Page { buf }.room()
+}
+
+/// Inserts a node at `idx` of the page at `level`, splitting as needed.
+#[allow(clippy::too_many_arguments)]
+fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, idx: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8], rightmost: bool) -> Result<()> {
+    let pgno = path.e[level].0;
+    let is_branch = Page { buf: txn.dirty_ref(pgno) }.is_branch();
+    let size = if is_branch { NODESIZE + even_ceil(key.len()) } else { NODESIZE + even_ceil(key.len() + data.len()) };
+    if size + 2 <= room(txn.dirty_ref(pgno)) {
+        node::insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
+        return Ok(());
+    }
+    // Split.
+    let ps = txn.env.page_size;
+    let cap = ps - PAGEHDRSZ;
+    let mut nodes = read_nodes(txn.dirty_ref(pgno), pgno)?;
+    let at_end = idx == nodes.len();
+    nodes.insert(idx, OwnedNode { key: key.to_vec(), hdr, flags, data: data.to_vec() });
+    let total = nodes.len();
+    let sizes: Vec<usize> = nodes.iter().map(|n| n.size(is_branch)).collect();
+    let fits = |sp: usize| -> bool {
+        let left: usize = sizes[..sp].iter().sum();
+        let mut right: usize = sizes[sp..].iter().sum();
+        if is_branch {
+            right -= even_ceil(nodes[sp].key.len());
+        }
+        left <= cap && right <= cap
+    };
+    // Each half keeps at least one node (leaves) or two (branches).
+    let min = if is_branch { 2 } else { 1 };
+    let sp = if !is_branch && at_end && rightmost && fits(total - 1) {
+        total - 1
+    } else {
+        let all: usize = sizes.iter().sum();
+        let mut best: Option<(usize, usize)> = None;
+        let mut acc = 0usize;
+        for sp in 1..total {
+            acc += sizes[sp - 1];
+            if sp >= min && total - sp >= min && fits(sp) {
+                let d = acc.abs_diff(all - acc);
+                if best.is_none_or(|b| d < b.1) {
+                    best = Some((sp, d));
+                }
+            }
+        }
+        best.ok_or(Error::Problem("no valid page split".into()))?.0
+    };
+    let mut right_nodes = nodes.split_off(sp);
+    let sep = right_nodes[0].key.clone();
+    if is_branch {
+        right_nodes[0].key.clear();
+    }
+    let page_flags = Page { buf: txn.dirty_ref(pgno) }.flags();
+    let right = gc::new_page(txn, page_flags)?;
+    write_nodes(txn.dirty_mut(pgno), &nodes);
+    write_nodes(txn.dirty_mut(right), &right_nodes);
+    if is_branch {
+        tree.branch_pages += 1;
+    } else {
+        tree.leaf_pages += 1;
+    }
+    if level == 0 {
+        let root = gc::new_page(txn, pflags::BRANCH)?;
+        let buf = txn.dirty_mut(root);
+        node::insert(buf, 0, &[], pgno, 0, &[]);
+        node::insert(buf, 1, &sep, right, 0, &[]);
+        tree.root = root;
+        tree.height += 1;
+        tree.branch_pages += 1;
+        return Ok(());
+    }
+    let (_, pidx) = path.e[level - 1];
+    let parent_rightmost = rightmost;
+    insert_at(txn, tree, path, level - 1, pidx + 1, &sep, right, 0, &[], parent_rightmost)
+}
+
+/// Whether the path follows the last entry of every branch.
+fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
+    for l in 0..path.leaf() {
+        let (pg, i) = path.e[l];
+        if i + 1 != (Page { buf: txn.pages().get(pg)? }).num_entries() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Frees the large chunk at `pgno` (reading its page count).
+fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Result<()> {
+    let n = {
+        let pages = txn.pages();
+        let head = pages.get(pgno)?;
+        let p = Page { buf: head };
+        if p.flags() != pflags::LARGE || p.large_count() == 0 {
+            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
+        }
+        p.large_count()
+    };
+    if pgno as u64 + n as u64 > txn.geo.first_unallocated as u64 {
+        return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
+    }
+    tree.large_pages = tree.large_pages.saturating_sub(n);
+    gc::free(txn, pgno, n as usize);
+    Ok(())
+}
+
+/// Stores a value: inline bytes in `data`, or a new large chunk.
+fn make_value(txn: &mut RwTxn<'_>, tree: &mut Tree, klen: usize, val: &Val<'_>, nflags: u8) -> Result<(u32, u8, Vec<u8>)> {
+    let len = val.len();
+    if txn.env.limits.fits_inline(klen, len) {
+        let mut data = vec![0u8; len];
+        val.copy_to(&mut data);
+        return Ok((len as u32, nflags, data));
+    }
+    let n = txn.env.limits.large_pages(len);
+    let pgno = gc::new_large(txn, n)?;
+    val.copy_to(&mut txn.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
+    tree.large_pages += n as u32;
+    Ok((len as u32, nflags | N_BIG, pgno.to_le_bytes().to_vec()))
+}
+
+/// Put (upsert by default). `nflags` are node flags (N_TREE for table records).
+pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Val<'_>, flags: PutFlags, nflags: u8) -> Result<ValLoc> {
+    let t = txn.table(db)?;
+    txn.env.check_value(&t, val.len())?;
+    if t.flags.contains(DbFlags::DUP_SORT) {
+        return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
+    }
+    let cmp = t.cmp;
+    let mut tree = t.tree;
+    let reserve = matches!(val, Val::Reserve(_));
+    if tree.root == P_INVALID {
+        if flags.contains(PutFlags::CURRENT) {
+            return Err(Error::NotFound);
+        }
+        let pg = gc::new_page(txn, pflags::LEAF)?;
+        let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
+        node::insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data);
+        tree.root = pg;
+        tree.height = 1;
+        tree.leaf_pages = 1;
+        tree.items = 1;
+        tree.mod_txnid = txn.txnid;
+        finish(txn, db, tree);
+        return if reserve { locate(txn, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
+    }
+    let (mut path, exact) = find_path(txn, &tree, key, cmp)?;
+    let leaf = path.leaf();
+    let (lpg, idx) = path.e[leaf];
+    {
+        let lp = Page { buf: txn.pages().get(lpg)? };
+        if cmp == Cmp::Int {
+            let k0 = key_at(lp, 0, lpg)?;
+            if k0.len() != key.len() {
+                return Err(Error::BadValSize(format!("INTEGER_KEY table uses {}-byte keys, got {}", k0.len(), key.len())));
+            }
+        }
+        if flags.contains(PutFlags::APPEND) {
+            let n = lp.num_entries();
+            let ok = (idx == n || (exact && idx + 1 == n)) && is_rightmost(txn, &path)?;
+            if !ok {
+                return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
+            }
+        }
+    }
+    if exact && flags.contains(PutFlags::NO_OVERWRITE) {
+        return Err(Error::KeyExist);
+    }
+    if !exact && flags.contains(PutFlags::CURRENT) {
+        return Err(Error::NotFound);
+    }
+    let rightmost = !exact && is_rightmost(txn, &path)?;
+    touch_path(txn, &mut tree, &mut path)?;
+    let lpg = path.e[leaf].0;
+    if exact {
+        let (oflags, odsize, odata_len, big_pgno) = {
+            let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
+            (n.flags, n.dsize, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
+        };
+        if nflags == 0 && oflags & !N_BIG != 0 {
+            return Err(Error::Incompatible("the record is not a plain value".into()));
+        }
+        let new_inline = txn.env.limits.fits_inline(key.len(), val.len());
+        // Same-size inline value: overwrite in place.
+        if oflags & N_BIG == 0 && new_inline && odata_len == val.len() && oflags == nflags {
+            let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
+            val.copy_to(&mut txn.dirty_mut(lpg)[off..off + len]);
+            let _ = odsize;
+            finish(txn, db, tree);
+            return Ok(ValLoc { pgno: lpg, off, len });
+        }
+        // Large value of the same page count in a chunk this txn wrote: in place.
+        if oflags & N_BIG != 0 && !new_inline && txn.is_dirty(big_pgno) {
+            let n_old = Page { buf: txn.dirty_ref(big_pgno) }.large_count() as usize;
+            if n_old == txn.env.limits.large_pages(val.len()) {
+                let len = val.len();
+                val.copy_to(&mut txn.dirty_mut_full(big_pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
+                let off = PAGEHDRSZ + Page { buf: txn.dirty_ref(lpg) }.entry(idx);
+                put_u32(txn.dirty_mut(lpg), off, len as u32);
+                finish(txn, db, tree);
+                return Ok(ValLoc { pgno: big_pgno, off: PAGEHDRSZ, len });
+            }
+        }
+        if oflags & N_BIG != 0 {
+            free_large(txn, &mut tree, big_pgno)?;
+        }
+        node::remove(txn.dirty_mut(lpg), idx);
+        tree.items -= 1;
+    }
+    let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
+    insert_at(txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
+    tree.items += 1;
+    finish(txn, db, tree);
+    if reserve {
+        locate(txn, db, key)
+    } else {
+        Ok(ValLoc { pgno: 0, off: 0, len: 0 })
+    }
+}
+
+fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
+    tree.mod_txnid = txn.txnid;
+    if let Ok(t) = txn.table_mut(db) {
+        t.tree = tree;
+        t.dirty = true;
+    }
+}
+
+/// Finds where the value of `key` lives (after a RESERVE put).
+fn locate(txn: &RwTxn<'_>, db: Db, key: &[u8]) -> Result<ValLoc> {
+    let t = txn.table(db)?;
+    let (path, exact) = find_path(txn, &t.tree, key, t.cmp)?;
+    if !exact {
+        return Err(Error::Problem("reserved value vanished".into()));
+    }
+    let (lpg, idx) = path.e[path.leaf()];
+    let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
+    if n.flags & N_BIG != 0 {
+        return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });
+    }
+    let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
+    Ok(ValLoc { pgno: lpg, off, len })
+}
+
+/// Deletes `key` (only if its value equals `val`, when given).
+pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+    let t = txn.table(db)?;
+    if t.flags.contains(DbFlags::DUP_SORT) {
+        return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
+    }
+    let mut tree = t.tree;
+    if tree.root == P_INVALID {
+        return Ok(false);
+    }
+    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    if !exact {
+        return Ok(false);
+    }
+    let leaf = path.leaf();
+    let (lpg, idx) = path.e[leaf];
+    let big = {
+        let pages = txn.pages();
+        let lp = Page { buf: pages.get(lpg)? };
+        let n = node::node(lp, idx, lpg)?;
+        if let Some(v) = val {
+            if super::node_value(&pages, &n, lpg, lp.txnid())? != v {
+                return Ok(false);
+            }
+        }
+        if n.flags & N_BIG != 0 {
+            Some(n.big_pgno())
+        } else {
+            None
+        }
+    };
+    touch_path(txn, &mut tree, &mut path)?;
+    if let Some(b) = big {
+        free_large(txn, &mut tree, b)?;
+    }
+    node::remove(txn.dirty_mut(path.e[leaf].0), idx);
+    tree.items -= 1;
+    rebalance(txn, &mut tree, &mut path, leaf)?;
+    finish(txn, db, tree);
+    Ok(true)
+}
+
+fn used(buf: &[u8]) -> usize {
+    buf.len() - PAGEHDRSZ - room(buf)
+}
+
+/// Restores the invariants after a removal from the page at `level`.
+fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: usize) -> Result<()> {
+    let ps = txn.env.page_size;
+    let cap = ps - PAGEHDRSZ;
+    loop {
+        let pgno = path.e[level].0;
+        let (n, is_branch, fill) = {
+            let b = txn.dirty_ref(pgno);
+            let p = Page { buf: b };
+            (p.num_entries(), p.is_branch(), used(b))
+        };
+        if level == 0 {
+            if !is_branch && n == 0 {
+                gc::free(txn, pgno, 1);
+                *tree = Tree { root: P_INVALID, height: 0, leaf_pages: 0, branch_pages: 0, large_pages: 0, items: 0, ..*tree };
+            } else if is_branch && n == 1 {
+                let child = child_at(Page { buf: txn.dirty_ref(pgno) }, 0, pgno)?;
+                gc::free(txn, pgno, 1);
+                tree.root = child;
+                tree.height -= 1;
+                tree.branch_pages -= 1;
+            }
+            return Ok(());
+        }
+        let minimal = if is_branch { n < 2 } else { n == 0 };
+        if !minimal && fill * 4 >= cap {
+            return Ok(());
+        }
+        let (ppg, pidx) = path.e[level - 1];
+        let pn = Page { buf: txn.dirty_ref(ppg) }.num_entries();
+        let sidx = if pidx + 1 < pn {
+            pidx + 1
+        } else if pidx > 0 {
+            pidx - 1
+        } else {
+            // A parent with a single child: fix the parent first.
+            level -= 1;
+            continue;
+        };
+        let spg_old = child_at(Page { buf: txn.dirty_ref(ppg) }, sidx, ppg)?;
+        let spg = gc::touch(txn, spg_old)?;
+        if spg != spg_old {
+            node::set_child(txn.dirty_mut(ppg), sidx, spg);
+        }
+        {
+            let sp = Page { buf: txn.dirty_ref(spg) };
+            sp.check_tree_page(spg, txn.txnid)?;
+            if sp.is_branch() != is_branch {
+                return Err(Error::corrupted(spg, "sibling pages of different kinds"));
+            }
+        }
+        let (left, right, ridx) = if sidx > pidx { (pgno, spg, sidx) } else { (spg, pgno, pidx) };
+        let sep = key_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?.to_vec();
+        let extra = if is_branch { even_ceil(sep.len()) } else { 0 };
+        if used(txn.dirty_ref(left)) + used(txn.dirty_ref(right)) + extra <= cap {
+            // Merge right into left.
+            let mut rn = read_nodes(txn.dirty_ref(right), right)?;
+            if is_branch {
+                rn[0].key = sep;
+            }
+            let base = Page { buf: txn.dirty_ref(left) }.num_entries();
+            let lb = txn.dirty_mut(left);
+            for (i, nd) in rn.iter().enumerate() {
+                node::insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
+            }
+            gc::free(txn, right, 1);
+            if is_branch {
+                tree.branch_pages -= 1;
+            } else {
+                tree.leaf_pages -= 1;
+            }
+            node::remove(txn.dirty_mut(ppg), ridx);
+            level -= 1;
+            continue;
+        }
+        if !minimal {
+            return Ok(());
+        }
+        // Borrow one node from the sibling (which then still has enough).
+        let sib_n = Page { buf: txn.dirty_ref(spg) }.num_entries();
+        if sib_n <= if is_branch { 2 } else { 1 } {
+            return Err(Error::Problem("cannot rebalance: neither merge nor borrow fits".into()));
+        }
+        let new_sep;
+        if sidx > pidx {
+            // From the right sibling's front to our end.
+            let mut moved = read_nodes(txn.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
+            node::remove(txn.dirty_mut(right), 0);
+            if is_branch {
+                moved.key = sep;
+                let first = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
+                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
+                node::remove(txn.dirty_mut(right), 0);
+                node::insert(txn.dirty_mut(right), 0, &[], c0, 0, &[]);
+                new_sep = first;
+            } else {
+                new_sep = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
+            }
+            let at = Page { buf: txn.dirty_ref(left) }.num_entries();
+            node::insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data);
+        } else {
+            // From the left sibling's end to our front.
+            let ln = Page { buf: txn.dirty_ref(left) }.num_entries();
+            let mut moved = read_nodes(txn.dirty_ref(left), left)?.pop().expect("sibling has nodes");
+            node::remove(txn.dirty_mut(left), ln - 1);
+            if is_branch {
+                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
+                node::remove(txn.dirty_mut(right), 0);
+                node::insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[]);
+                new_sep = std::mem::take(&mut moved.key);
+            } else {
+                new_sep = moved.key.clone();
+            }
+            node::insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data);
+        }
+        // Replace the separator in the parent (may split the parent).
+        let child = child_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?;
+        node::remove(txn.dirty_mut(ppg), ridx);
+        let mut ppath = *path;
+        ppath.len = level;
+        return insert_at(txn, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
+    }
+}
+
+/// Frees every page of `db` and empties it.
+pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
+    let t = txn.table(db)?;
+    let mut tree = t.tree;
+    if tree.root != P_INVALID {
+        let mut pages_to_free: Vec<(u32, usize)> = Vec::new();
+        {
+            let pages = txn.pages();
+            let mut stack = vec![(tree.root, pages.front, 1usize)];
+            while let Some((pgno, front, depth)) = stack.pop() {
+                if depth > tree.height as usize || depth > MAX_DEPTH {
+                    return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+                }
+                let p = load(&pages, pgno, front)?;
+                pages_to_free.push((pgno, 1));
+                for i in 0..p.num_entries() {
+                    if p.is_branch() {
+                        stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1));
+                    } else {
+                        let n = node::node(p, i, pgno)?;
+                        if n.flags & N_BIG != 0 {
+                            let hp = Page { buf: pages.get(n.big_pgno())? };
+                            let cnt = hp.large_count() as usize;
+                            if hp.flags() != pflags::LARGE || cnt == 0 || n.big_pgno() as usize + cnt > txn.geo.first_unallocated as usize {
+                                return Err(Error::corrupted(n.big_pgno(), "bad large chunk"));
+                            }
+                            pages_to_free.push((n.big_pgno(), cnt));
+                        }
+                    }
+                }
+            }
+        }
+        for (pg, n) in pages_to_free {
+            gc::free(txn, pg, n);
+        }
+    }
+    tree = Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, ..tree };
+    finish(txn, db, tree);
+    Ok(())
+}

@@ -1,0 +1,711 @@
+//! The environment: file naming and creation, the choice of the current meta,
+//! geometry, the memory map, and the registry of table handles.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::bootid;
+use crate::error::{Error, Result};
+use crate::flags::DbFlags;
+use crate::format::limits::{Limits, MAX_VALUE_SIZE};
+use crate::format::meta::{pages2pv, pv2pages, troika, Meta, MetaGeo, Troika, META_LEN, META_OFF, SIGN_STEADY};
+use crate::format::tree::Tree;
+use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS};
+use crate::io::{FaultyIo, FileIo, IoFaults, PageIo};
+use crate::lck::LockFile;
+use crate::os::{file, mmap::Mmap};
+use crate::txn::{RoTxn, RwTxn, Table};
+
+/// How commits reach the disk (libmdbx's sync modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Data, then meta, flushed at every commit (steady metas).
+    #[default]
+    SyncDurable,
+    /// Data flushed, meta not: a system crash may lose the last commits, never corrupts.
+    NoMetaSync,
+    /// Nothing flushed at commit (weak metas); a system crash rolls back to the last steady commit.
+    SafeNoSync,
+    /// Nothing flushed and no steady point kept: only an application crash is safe.
+    UtterlyNoSync,
+}
+
+impl Durability {
+    fn envmode(self) -> u32 {
+        match self {
+            Durability::SyncDurable => 0,
+            Durability::NoMetaSync => 0x40000,
+            Durability::SafeNoSync => 0x10000 | 0x40000,
+            Durability::UtterlyNoSync => 0x110000 | 0x40000,
+        }
+    }
+    pub(crate) fn syncs_data(self) -> bool {
+        matches!(self, Durability::SyncDurable | Durability::NoMetaSync)
+    }
+}
+
+/// Geometry of the data file, in bytes. `None` picks rdbx's default (or keeps
+/// the stored value for an existing database).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Geometry {
+    /// Page size, a power of two in 256..=65536; fixed at creation.
+    pub page_size: Option<usize>,
+    /// The file never shrinks below this.
+    pub size_lower: Option<usize>,
+    /// Initial size.
+    pub size_now: Option<usize>,
+    /// The file never grows beyond this (`MapFull`).
+    pub size_upper: Option<usize>,
+    /// Growth step (0: no automatic growth).
+    pub growth_step: Option<usize>,
+    /// Shrink threshold (0: never shrink).
+    pub shrink_threshold: Option<usize>,
+}
+
+/// Information about an open environment (`MDBX_envinfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvInfo {
+    /// Page size.
+    pub page_size: usize,
+    /// Lower bound of the file size in bytes.
+    pub size_lower: u64,
+    /// Current file size in bytes (geometry `now`).
+    pub size_now: u64,
+    /// Upper bound in bytes.
+    pub size_upper: u64,
+    /// Growth step in bytes.
+    pub growth_step: u64,
+    /// Shrink threshold in bytes.
+    pub shrink_threshold: u64,
+    /// Id of the last committed transaction.
+    pub last_txnid: u64,
+    /// First never-allocated page.
+    pub first_unallocated: u64,
+    /// Cumulative retired pages.
+    pub pages_retired: u64,
+    /// Reader table capacity.
+    pub max_readers: u32,
+    /// Reader slots in use.
+    pub readers_used: u32,
+    /// Per meta page: (txnid, steady).
+    pub metas: [(u64, bool); 3],
+    /// Index of the meta readers use.
+    pub recent_meta: usize,
+}
+
+/// Options for opening an environment.
+#[derive(Clone)]
+pub struct EnvBuilder {
+    max_dbs: u32,
+    max_readers: u32,
+    no_sub_dir: bool,
+    read_only: bool,
+    durability: Durability,
+    geometry: Geometry,
+    mode: u32,
+    faults: Option<Arc<dyn IoFaults>>,
+}
+
+impl Default for EnvBuilder {
+    fn default() -> Self {
+        EnvBuilder {
+            max_dbs: 0,
+            max_readers: 61,
+            no_sub_dir: false,
+            read_only: false,
+            durability: Durability::SyncDurable,
+            geometry: Geometry::default(),
+            mode: 0o644,
+            faults: None,
+        }
+    }
+}
+
+impl EnvBuilder {
+    /// Maximum number of named tables open at once.
+    pub fn max_dbs(mut self, n: u32) -> Self {
+        self.max_dbs = n;
+        self
+    }
+    /// Reader table capacity requested when this process creates the lock file.
+    pub fn max_readers(mut self, n: u32) -> Self {
+        self.max_readers = n.clamp(1, 32767);
+        self
+    }
+    /// `true`: the path is the data file itself and the lock file is `PATH-lck`.
+    /// Only matters at creation; an existing path is detected.
+    pub fn no_sub_dir(mut self, yes: bool) -> Self {
+        self.no_sub_dir = yes;
+        self
+    }
+    /// Open read-only (no writes of any kind to the data file).
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+    /// Sync mode of commits.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+    /// Geometry used at creation.
+    pub fn geometry(mut self, g: Geometry) -> Self {
+        self.geometry = g;
+        self
+    }
+    /// File permission bits used when creating files.
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Accepted for API compatibility with libmdbx's WRITEMAP; rdbx always writes
+    /// pages with `pwritev`, which gives the same on-disk result.
+    pub fn write_map(self, _yes: bool) -> Self {
+        self
+    }
+    /// Routes every data-file write and sync through `faults` (for tests).
+    #[doc(hidden)]
+    pub fn io_faults(mut self, faults: Arc<dyn IoFaults>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+    /// Opens (creating if needed and not read-only) the environment at `path`.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
+        EnvInner::open(self, path.as_ref()).map(|inner| Env { inner: Arc::new(inner) })
+    }
+}
+
+/// A consistent view of one meta and the map to read its pages from.
+pub(crate) struct Snapshot {
+    pub map: Arc<Mmap>,
+    pub meta: Meta,
+}
+
+pub(crate) struct EnvInner {
+    pub data_path: PathBuf,
+    pub lck_path: PathBuf,
+    pub file: Arc<File>,
+    pub io: Box<dyn PageIo>,
+    pub map: RwLock<Arc<Mmap>>,
+    pub page_size: usize,
+    pub limits: Limits,
+    pub read_only: bool,
+    pub durability: Durability,
+    pub max_dbs: u32,
+    dbs: Mutex<Vec<Option<Vec<u8>>>>,
+    // Declared last: dropped after the map and files above are released.
+    pub lck: LockFile,
+}
+
+/// An open environment. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Env {
+    pub(crate) inner: Arc<EnvInner>,
+}
+
+/// OS page size used to round sizes.
+const OS_PAGE: usize = 4096;
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// Resolves (data path, lock path, is_new) per format doc §1.2.
+fn resolve_paths(path: &Path, no_sub_dir: bool) -> Result<(PathBuf, PathBuf)> {
+    let dir_mode = match std::fs::metadata(path) {
+        Ok(m) => m.is_dir(),
+        Err(_) => !no_sub_dir,
+    };
+    if dir_mode {
+        Ok((path.join("mdbx.dat"), path.join("mdbx.lck")))
+    } else {
+        if path.file_name().is_some_and(|n| n == "mdbx.dat") {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            return Ok((path.to_path_buf(), dir.join("mdbx.lck")));
+        }
+        let mut lck = path.as_os_str().to_owned();
+        lck.push("-lck");
+        Ok((path.to_path_buf(), PathBuf::from(lck)))
+    }
+}
+
+impl EnvInner {
+    fn open(b: &EnvBuilder, path: &Path) -> Result<EnvInner> {
+        let (data_path, lck_path) = resolve_paths(path, b.no_sub_dir)?;
+        if !b.read_only && !data_path.exists() && data_path.parent() != Some(path.parent().unwrap_or(Path::new(""))) {
+            // Directory mode: create the directory.
+            if let Some(dir) = data_path.parent() {
+                if !dir.exists() {
+                    std::fs::create_dir(dir)?;
+                    let dmode = (b.mode & 0o066) | 0o700 | ((b.mode & 0o044) >> 2);
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dmode))?;
+                }
+            }
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(!b.read_only)
+            .create(!b.read_only)
+            .mode(b.mode)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&data_path)
+            .map_err(|e| with_path(e, &data_path))?;
+        let file = Arc::new(file);
+        let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
+        let lo = LockFile::open(&lck_path, &file, b.read_only, b.max_readers, lck_mode)?;
+        let lck = lo.lck;
+        let io: Box<dyn PageIo> = match &b.faults {
+            Some(f) => Box::new(FaultyIo { inner: FileIo { file: file.clone() }, faults: f.clone() }),
+            None => Box::new(FileIo { file: file.clone() }),
+        };
+        let mut size = file::file_size(&file)?;
+        if size == 0 {
+            if b.read_only {
+                return Err(Error::Invalid(format!("{}: empty file", data_path.display())));
+            }
+            if !lo.exclusive {
+                return Err(Error::Busy(format!("{}: being created by another process", data_path.display())));
+            }
+            create_file(&*io, &b.geometry)?;
+            size = file::file_size(&file)?;
+        }
+        let (page_size, metas) = read_metas(&file, size)?;
+        let file_pages = size / page_size as u64;
+        let validity: Vec<bool> = (0..3).map(|i| metas[i].1.is_ok()).collect();
+        let mut states = [(0u64, false); 3];
+        for i in 0..3 {
+            if validity[i] {
+                states[i] = (metas[i].0.txnid(), metas[i].0.is_steady());
+            }
+        }
+        if states.iter().all(|s| s.0 == 0) {
+            // Report the most telling reason.
+            return Err(match metas.into_iter().map(|m| m.1).find_map(|r| r.err()) {
+                Some(Error::VersionMismatch(s)) => Error::VersionMismatch(format!("{}: {s}", data_path.display())),
+                Some(Error::Invalid(s)) => Error::Invalid(format!("{}: {s}", data_path.display())),
+                Some(e) => e,
+                None => Error::Invalid(format!("{}: no valid meta page", data_path.display())),
+            });
+        }
+        let mut t = troika(states);
+        let _ = file_pages;
+        // Crash recovery by the exclusive opener (format doc §8.4).
+        if lo.exclusive && t.recent != t.prefer_steady {
+            let recent = &metas[t.recent].0;
+            if !bootid::bootid_matches(&recent.bootid) {
+                if b.read_only {
+                    return Err(Error::WannaRecovery);
+                }
+                if states[t.prefer_steady].1 {
+                    let mut purged = recent.clone();
+                    purged.txnid_a = 0;
+                    purged.txnid_b = 0;
+                    purged.sign = SIGN_STEADY;
+                    io.write_at(&[&purged.body()], (t.recent * page_size + META_OFF) as u64)?;
+                    io.sync_data()?;
+                    states[t.recent] = (0, false);
+                    t = troika(states);
+                }
+            }
+        }
+        let meta = metas[t.recent].0.clone();
+        let limits = Limits::new(page_size);
+        let map_len = map_len_for(&meta, page_size, size);
+        let map = Mmap::map(&file, map_len).or_else(|_| Mmap::map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE)))?;
+        lck.finish_open(b.durability.envmode(), meta.txnid())?;
+        Ok(EnvInner {
+            data_path,
+            lck_path,
+            file,
+            io,
+            map: RwLock::new(Arc::new(map)),
+            page_size,
+            limits,
+            read_only: b.read_only,
+            durability: b.durability,
+            max_dbs: b.max_dbs,
+            dbs: Mutex::new(vec![None, None]),
+            lck,
+        })
+    }
+
+    /// The three metas as they are now in the map, and the troika.
+    pub(crate) fn read_troika(&self, map: &Mmap) -> Result<([Meta; 3], Troika)> {
+        let ps = self.page_size;
+        let mut metas: Vec<Meta> = Vec::with_capacity(3);
+        let mut states = [(0u64, false); 3];
+        for i in 0..3usize {
+            let bytes = map.bytes(i * ps, META_OFF + META_LEN).ok_or(Error::corrupted(i as u32, "meta outside the map"))?;
+            let mut copy = [0u8; META_OFF + META_LEN];
+            copy.copy_from_slice(bytes);
+            let m = Meta::read(&copy, i as u32)?;
+            if m.validate(&copy, i as u32, None).is_ok() {
+                states[i] = (m.txnid(), m.is_steady());
+            }
+            metas.push(m);
+        }
+        let t = troika(states);
+        if states[t.recent].0 == 0 {
+            return Err(Error::Invalid(format!("{}: no valid meta page", self.data_path.display())));
+        }
+        let metas: [Meta; 3] = metas.try_into().map_err(|_| Error::Problem("metas".into()))?;
+        Ok((metas, t))
+    }
+
+    /// The current map, remapped if `needed_pages` are not covered.
+    pub(crate) fn map_for(&self, meta: &Meta) -> Result<Arc<Mmap>> {
+        let need = meta.geo.first_unallocated as usize * self.page_size;
+        {
+            let m = self.map.read().unwrap_or_else(|e| e.into_inner());
+            if m.len() >= need {
+                return Ok(m.clone());
+            }
+        }
+        let mut m = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if m.len() < need {
+            let size = file::file_size(&self.file)?;
+            if (size as usize) < need {
+                return Err(Error::corrupted(meta.geo.first_unallocated, "data file is shorter than the allocated pages"));
+            }
+            let len = map_len_for(meta, self.page_size, size);
+            *m = Arc::new(Mmap::map(&self.file, len)?);
+        }
+        Ok(m.clone())
+    }
+
+    pub(crate) fn register_db(&self, name: &[u8]) -> Result<u32> {
+        let mut dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = dbs.iter().position(|n| n.as_deref() == Some(name)) {
+            return Ok(i as u32);
+        }
+        let used = dbs.iter().filter(|n| n.is_some()).count();
+        if used >= self.max_dbs as usize {
+            return Err(Error::DbsFull);
+        }
+        if let Some(i) = dbs.iter().skip(2).position(|n| n.is_none()) {
+            dbs[i + 2] = Some(name.to_vec());
+            return Ok(i as u32 + 2);
+        }
+        dbs.push(Some(name.to_vec()));
+        Ok(dbs.len() as u32 - 1)
+    }
+
+    pub(crate) fn lookup_db(&self, name: &[u8]) -> Option<u32> {
+        let dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
+        dbs.iter().position(|n| n.as_deref() == Some(name)).map(|i| i as u32)
+    }
+
+    pub(crate) fn db_name(&self, dbi: u32) -> Option<Vec<u8>> {
+        let dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
+        dbs.get(dbi as usize).cloned().flatten()
+    }
+
+    pub(crate) fn forget_db(&self, dbi: u32) {
+        let mut dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = dbs.get_mut(dbi as usize) {
+            *n = None;
+        }
+    }
+
+    /// Checks a key against the table's limits.
+    pub(crate) fn check_key(&self, t: &Table, key: &[u8]) -> Result<()> {
+        if t.flags.contains(DbFlags::INTEGER_KEY) {
+            if key.len() != 4 && key.len() != 8 {
+                return Err(Error::BadValSize(format!("INTEGER_KEY keys are 4 or 8 bytes, got {}", key.len())));
+            }
+        } else if key.len() > self.limits.max_key(t.flags) {
+            return Err(Error::BadValSize(format!(
+                "key of {} bytes exceeds the maximum of {} for page size {}",
+                key.len(),
+                self.limits.max_key(t.flags),
+                self.page_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks a value size.
+    pub(crate) fn check_value(&self, t: &Table, len: usize) -> Result<()> {
+        if len > MAX_VALUE_SIZE.min(self.limits.max_value(t.flags)) {
+            return Err(Error::BadValSize(format!("value of {len} bytes is too large")));
+        }
+        Ok(())
+    }
+}
+
+fn with_path(e: std::io::Error, p: &Path) -> Error {
+    Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+}
+
+/// Map length: the geometry's upper bound (an address-space reservation), at least the file.
+fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {
+    let upper = (meta.geo.upper as usize).saturating_mul(ps);
+    round_up(upper.max(file_size as usize).max(meta.geo.now as usize * ps), OS_PAGE)
+}
+
+/// Reads and validates the three metas, finding the page size.
+#[allow(clippy::type_complexity)]
+fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])> {
+    if size < (NUM_METAS as u64) * MIN_PAGESIZE as u64 {
+        return Err(Error::Invalid(format!("file of {size} bytes is too short for an MDBX database")));
+    }
+    let mut head = vec![0u8; MIN_PAGESIZE];
+    file::pread_exact(file, &mut head, 0)?;
+    let first = Meta::read(&head, 0)?;
+    let mut candidates = vec![first.page_size()];
+    let mut ps = MIN_PAGESIZE;
+    while ps <= MAX_PAGESIZE {
+        if ps != first.page_size() {
+            candidates.push(ps);
+        }
+        ps *= 2;
+    }
+    let mut fallback: Option<(usize, [(Meta, Result<()>); 3])> = None;
+    for ps in candidates {
+        if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) || (ps as u64) * 3 > size {
+            continue;
+        }
+        let mut out: Vec<(Meta, Result<()>)> = Vec::with_capacity(3);
+        for i in 0..3u32 {
+            let mut buf = vec![0u8; META_OFF + META_LEN];
+            file::pread_exact(file, &mut buf, i as u64 * ps as u64)?;
+            let m = Meta::read(&buf, i)?;
+            let mut v = m.validate(&buf, i, Some(size / ps as u64));
+            if v.is_ok() && m.page_size() != ps {
+                v = Err(Error::corrupted(i, "meta page size differs"));
+            }
+            out.push((m, v));
+        }
+        let ok = out.iter().any(|m| m.1.is_ok());
+        let arr: [(Meta, Result<()>); 3] = out.try_into().map_err(|_| Error::Problem("metas".into()))?;
+        if ok {
+            return Ok((ps, arr));
+        }
+        if fallback.is_none() {
+            fallback = Some((ps, arr));
+        }
+    }
+    match fallback {
+        Some(f) => Ok(f),
+        None => Err(Error::Invalid("no meta page with a valid page size".into())),
+    }
+}
+
+/// Writes the three initial metas of a new database (format doc §8.7).
+fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
+    let ps = g.page_size.unwrap_or(4096);
+    if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
+        return Err(Error::InvalidArgument(format!("page size {ps} is not a power of two in 256..=65536")));
+    }
+    let unit = ps.max(OS_PAGE);
+    let max_bytes = (MAX_PAGENO as usize + 1) * ps;
+    let lower = round_up(g.size_lower.unwrap_or(3 * ps).max(3 * ps).max(768), unit);
+    let upper = round_up(g.size_upper.unwrap_or(64 << 30).min(max_bytes), unit).min(max_bytes / unit * unit);
+    if lower > upper {
+        return Err(Error::InvalidArgument(format!("geometry lower {lower} exceeds upper {upper}")));
+    }
+    let now = round_up(g.size_now.unwrap_or(lower.max(65536)), unit).clamp(lower, upper);
+    let growth = match g.growth_step {
+        Some(x) => round_up(x, unit),
+        None => round_up((1 << 20).min(upper - lower).max(unit), unit),
+    };
+    let shrink = match g.shrink_threshold {
+        Some(x) => round_up(x, unit),
+        None => growth * 2,
+    };
+    let mut gc = Tree::empty(DbFlags::INTEGER_KEY.bits() as u16);
+    gc.dupfix_size = ps as u32;
+    let dxbid = bootid::random_dxbid();
+    let bootid = bootid::boot_id();
+    for i in 0..3u32 {
+        let txnid = 1 + i as u64;
+        let m = Meta {
+            magic: DATA_MAGIC,
+            txnid_a: txnid,
+            geo: MetaGeo {
+                grow_pv: pages2pv((growth / ps) as u32),
+                shrink_pv: pages2pv((shrink / ps) as u32),
+                lower: (lower / ps) as u32,
+                upper: (upper / ps) as u32,
+                now: (now / ps) as u32,
+                first_unallocated: NUM_METAS,
+            },
+            gc,
+            main: Tree::empty(0),
+            canary: [0; 4],
+            sign: SIGN_STEADY,
+            txnid_b: txnid,
+            pages_retired: 0,
+            bootid,
+            dxbid,
+        };
+        io.write_at(&[&m.page(i, ps)], i as u64 * ps as u64)?;
+    }
+    io.set_len(now as u64)?;
+    io.sync_data()?;
+    Ok(())
+}
+
+impl Env {
+    /// A builder with libmdbx-like defaults.
+    pub fn builder() -> EnvBuilder {
+        EnvBuilder::default()
+    }
+
+    /// Opens (or creates) `path` with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Env> {
+        EnvBuilder::default().open(path)
+    }
+
+    /// Page size of the database.
+    pub fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    /// Path of the data file.
+    pub fn data_path(&self) -> &Path {
+        &self.inner.data_path
+    }
+
+    /// Path of the lock file.
+    pub fn lock_path(&self) -> &Path {
+        &self.inner.lck_path
+    }
+
+    /// Largest key for a table with `flags`.
+    pub fn max_key_size(&self, flags: DbFlags) -> usize {
+        self.inner.limits.max_key(flags)
+    }
+
+    /// Largest value for a table with `flags`.
+    pub fn max_value_size(&self, flags: DbFlags) -> usize {
+        self.inner.limits.max_value(flags)
+    }
+
+    /// Begins a read-only transaction on the newest snapshot.
+    pub fn begin_ro_txn(&self) -> Result<RoTxn<'_>> {
+        let env = &*self.inner;
+        let slot = env.lck.acquire_reader()?;
+        for _ in 0..1000 {
+            let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let (metas, t) = env.read_troika(&map)?;
+            let meta = metas[t.recent].clone();
+            let txnid = meta.txnid();
+            slot.publish(txnid, meta.geo.first_unallocated, meta.pages_retired);
+            let (metas2, t2) = env.read_troika(&map)?;
+            if metas2[t2.recent].txnid() != txnid {
+                continue;
+            }
+            if txnid < slot.cached_oldest() || !slot.still(txnid) {
+                continue;
+            }
+            let map = env.map_for(&meta)?;
+            return Ok(RoTxn { env, snap: Snapshot { map, meta }, _slot: slot, tables: RefCell::new(Vec::new()) });
+        }
+        Err(Error::Problem("could not get a stable snapshot (metas kept changing)".into()))
+    }
+
+    /// Begins the write transaction; waits while another writer (in any process) runs.
+    pub fn begin_rw_txn(&self) -> Result<RwTxn<'_>> {
+        let env = &*self.inner;
+        if env.read_only {
+            return Err(Error::Access("the environment is read-only"));
+        }
+        let guard = env.lck.lock_writer()?;
+        let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = env.read_troika(&map)?;
+        let base = metas[t.recent].clone();
+        let map = env.map_for(&base)?;
+        let txnid = base.txnid() + 1;
+        if txnid > crate::format::MAX_TXNID {
+            return Err(Error::Problem("transaction ids are exhausted".into()));
+        }
+        let tables = vec![Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))];
+        Ok(RwTxn {
+            env,
+            _guard: guard,
+            map,
+            geo: base.geo,
+            canary: base.canary,
+            steady_txnid: metas[t.prefer_steady].txnid(),
+            base_slot: t.tail,
+            txnid,
+            tables,
+            base,
+            dirty: Default::default(),
+            retired: Vec::new(),
+            loose: Vec::new(),
+            reclaimed: Vec::new(),
+            consumed: Vec::new(),
+            detent: None,
+            gc_exhausted: false,
+            in_reclaim: false,
+            saving_gc: false,
+            retired_count: 0,
+            poisoned: false,
+        })
+    }
+
+    /// Information about the environment.
+    pub fn info(&self) -> Result<EnvInfo> {
+        let env = &*self.inner;
+        let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = env.read_troika(&map)?;
+        let m = &metas[t.recent];
+        let ps = env.page_size as u64;
+        let readers = env.lck.readers();
+        Ok(EnvInfo {
+            page_size: env.page_size,
+            size_lower: m.geo.lower as u64 * ps,
+            size_now: m.geo.now as u64 * ps,
+            size_upper: m.geo.upper as u64 * ps,
+            growth_step: pv2pages(m.geo.grow_pv) as u64 * ps,
+            shrink_threshold: pv2pages(m.geo.shrink_pv) as u64 * ps,
+            last_txnid: m.txnid(),
+            first_unallocated: m.geo.first_unallocated as u64,
+            pages_retired: m.pages_retired,
+            max_readers: env.lck.max_readers(),
+            readers_used: readers.iter().filter(|r| r.pid != 0).count() as u32,
+            metas: [0, 1, 2].map(|i| (metas[i].txnid(), metas[i].is_steady())),
+            recent_meta: t.recent,
+        })
+    }
+
+    /// Makes the last commit durable (turns a weak meta steady).
+    pub fn sync(&self) -> Result<()> {
+        self.inner.sync()
+    }
+}
+
+impl EnvInner {
+    fn sync(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let _g = self.lck.lock_writer()?;
+        self.io.sync_data()?;
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = self.read_troika(&map)?;
+        let m = &metas[t.recent];
+        if !m.is_steady() {
+            let mut s = m.clone();
+            s.sign = SIGN_STEADY;
+            self.io.write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
+            self.io.sync_data()?;
+            self.lck.after_commit(s.txnid(), true);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EnvInner {
+    fn drop(&mut self) {
+        if !self.read_only && !self.durability.syncs_data() {
+            // Leave a steady meta behind, as libmdbx does when it closes.
+            let _ = self.sync();
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The 20-byte page header and whole-page views (format doc §3, §4).
+//!
+//! | offset | size | field | meaning |
+//! |---|---|---|---|
+//! | 0 | 8 | `txnid` | transaction that wrote the page (metas: 0) |
+//! | 8 | 2 | `dupfix_ksize` | item size on DUPFIX pages, else 0 |
+//! | 10 | 2 | `flags` | page type, see [`flags`] |
+//! | 12 | 2 | `lower` | end of the entries array, relative to offset 20 |
+//! | 14 | 2 | `upper` | start of the node area, relative to offset 20 |
+//! | 12 | 4 | `pages` | large pages only: number of pages in the chunk |
+//! | 16 | 4 | `pgno` | the page's own number |
+//! | 20 | … | entries | u16 node offsets, relative to offset 20 |
+
+use super::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at, PAGEHDRSZ};
+use crate::error::{Error, Result};
+
+/// Page type flags.
+pub mod flags {
+    /// Interior B-tree page.
+    pub const BRANCH: u16 = 0x01;
+    /// Leaf B-tree page.
+    pub const LEAF: u16 = 0x02;
+    /// Head page of a large value.
+    pub const LARGE: u16 = 0x04;
+    /// Meta page.
+    pub const META: u16 = 0x08;
+    /// Leaf with packed fixed-size items (LEAF2).
+    pub const DUPFIX: u16 = 0x20;
+    /// Sub-page inside a leaf node.
+    pub const SUBP: u16 = 0x40;
+}
+
+const _: () = assert!(PAGEHDRSZ == 20);
+
+/// Read-only view of one page (or a sub-page: then `buf` is the node value).
+#[derive(Clone, Copy)]
+pub struct Page<'a> {
+    /// The page bytes.
+    pub buf: &'a [u8],
+}
+
+impl<'a> Page<'a> {
+    /// Transaction id in the header.
+    #[inline]
+    pub fn txnid(&self) -> u64 {
+        u64_at(self.buf, 0)
+    }
+    /// Item size on DUPFIX pages.
+    #[inline]
+    pub fn dupfix_ksize(&self) -> u16 {
+        u16_at(self.buf, 8)
+    }
+    /// Page flags.
+    #[inline]
+    pub fn flags(&self) -> u16 {
+        u16_at(self.buf, 10)
+    }
+    /// `lower` field.
+    #[inline]
+    pub fn lower(&self) -> usize {
+        u16_at(self.buf, 12) as usize
+    }
+    /// `upper` field.
+    #[inline]
+    pub fn upper(&self) -> usize {
+        u16_at(self.buf, 14) as usize
+    }
+    /// Number of pages of a large chunk (large pages only).
+    #[inline]
+    pub fn large_count(&self) -> u32 {
+        u32_at(self.buf, 12)
+    }
+    /// The page's own number.
+    #[inline]
+    pub fn pgno(&self) -> u32 {
+        u32_at(self.buf, 16)
+    }
+    /// Number of entries (keys).
+    #[inline]
+    pub fn num_entries(&self) -> usize {
+        self.lower() / 2
+    }
+    /// Free space between the entries array and the node area.
+    #[inline]
+    pub fn room(&self) -> usize {
+        self.upper() - self.lower()
+    }
+    /// Whether this is a leaf page (including DUPFIX leaves).
+    #[inline]
+    pub fn is_leaf(&self) -> bool {
+        self.flags() & flags::LEAF != 0
+    }
+    /// Whether this is a branch page.
+    #[inline]
+    pub fn is_branch(&self) -> bool {
+        self.flags() & flags::BRANCH != 0
+    }
+    /// Whether this is a DUPFIX page.
+    #[inline]
+    pub fn is_dupfix(&self) -> bool {
+        self.flags() & flags::DUPFIX != 0
+    }
+    /// Offset (relative to offset 20) of node `i`.
+    #[inline]
+    pub fn entry(&self, i: usize) -> usize {
+        u16_at(self.buf, PAGEHDRSZ + 2 * i) as usize
+    }
+
+    /// Validates the header of a branch or leaf page loaded as `pgno`, whose
+    /// parent says it was written no later than `front_txnid`.
+    pub fn check_tree_page(&self, pgno: u32, front_txnid: u64) -> Result<()> {
+        let ps = self.buf.len();
+        let f = self.flags();
+        if !matches!(f, flags::BRANCH | flags::LEAF | 0x22) {
+            return Err(Error::corrupted(pgno, "unexpected page type flags"));
+        }
+        if self.pgno() != pgno {
+            return Err(Error::corrupted(pgno, "page number in header does not match its position"));
+        }
+        if self.txnid() > front_txnid {
+            return Err(Error::corrupted(pgno, "page txnid is newer than its parent"));
+        }
+        let (lower, upper) = (self.lower(), self.upper());
+        if f & flags::DUPFIX == 0 {
+            if lower & 1 != 0 || lower > upper || PAGEHDRSZ + upper > ps {
+                return Err(Error::corrupted(pgno, "bad lower/upper bounds"));
+            }
+        } else {
+            let k = self.dupfix_ksize() as usize;
+            if k == 0 || lower & 1 != 0 || PAGEHDRSZ + (lower / 2) * k > ps {
+                return Err(Error::corrupted(pgno, "bad DUPFIX page bounds"));
+            }
+        }
+        let n = lower / 2;
+        if n == 0 || (f & flags::BRANCH != 0 && n < 2) {
+            return Err(Error::corrupted(pgno, "page has too few entries"));
+        }
+        Ok(())
+    }
+}
+
+/// Initialises a fresh branch or leaf page in `buf`.
+pub fn init_page(buf: &mut [u8], pgno: u32, flags: u16, txnid: u64) {
+    let ps = buf.len();
+    put_u64(buf, 0, txnid);
+    put_u16(buf, 8, 0);
+    put_u16(buf, 10, flags);
+    put_u16(buf, 12, 0);
+    put_u16(buf, 14, (ps - PAGEHDRSZ) as u16);
+    put_u32(buf, 16, pgno);
+}
+
+/// Initialises the head page of a large chunk of `count` pages.
+pub fn init_large(buf: &mut [u8], pgno: u32, count: u32, txnid: u64) {
+    put_u64(buf, 0, txnid);
+    put_u16(buf, 8, 0);
+    put_u16(buf, 10, flags::LARGE);
+    put_u32(buf, 12, count);
+    put_u32(buf, 16, pgno);
+}
+
+/// Sets the header txnid.
+#[inline]
+pub fn set_txnid(buf: &mut [u8], txnid: u64) {
+    put_u64(buf, 0, txnid);
+}
+
+/// Sets the header page number.
+#[inline]
+pub fn set_pgno(buf: &mut [u8], pgno: u32) {
+    put_u32(buf, 16, pgno);
+}

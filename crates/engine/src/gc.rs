@@ -1,0 +1,366 @@
+//! Page life cycle of a write transaction: allocation (loose pages, pages
+//! reclaimed from the GC newest-first, then the unallocated tail, growing the
+//! file), copy-on-write ("touch"), freeing (retire to the GC or reuse at once),
+//! and the commit that writes the GC records, the pages and the meta.
+
+use crate::btree::write::{self, Val};
+use crate::error::{Error, Result};
+use crate::flags::PutFlags;
+use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
+use crate::format::page as fpage;
+use crate::format::meta::META_OFF;
+use crate::format::{u32_at, MAX_PAGENO};
+use crate::txn::{Db, RwTxn};
+
+impl RwTxn<'_> {
+    /// A dirty page (first page of a chunk) by number. Internal invariant: it is dirty.
+    pub(crate) fn dirty_ref(&self, pgno: u32) -> &[u8] {
+        &self.dirty.get(&pgno).expect("page is dirty")[..self.env.page_size]
+    }
+    pub(crate) fn dirty_mut(&mut self, pgno: u32) -> &mut [u8] {
+        let ps = self.env.page_size;
+        &mut self.dirty.get_mut(&pgno).expect("page is dirty")[..ps]
+    }
+    pub(crate) fn dirty_mut_full(&mut self, pgno: u32) -> &mut [u8] {
+        self.dirty.get_mut(&pgno).expect("page is dirty")
+    }
+    pub(crate) fn is_dirty(&self, pgno: u32) -> bool {
+        self.dirty.contains_key(&pgno)
+    }
+}
+
+/// Pages per OS page (sizes are rounded to whole OS pages).
+fn os_unit(ps: usize) -> u32 {
+    (4096 / ps).max(1) as u32
+}
+
+fn round_up_pages(x: u64, unit: u32) -> u64 {
+    x.div_ceil(unit as u64) * unit as u64
+}
+
+/// Takes `n` contiguous pages from a descending-sorted list.
+fn take_run(list: &mut Vec<u32>, n: usize) -> Option<u32> {
+    if n == 1 {
+        return list.pop();
+    }
+    if list.len() < n {
+        return None;
+    }
+    for i in 0..=list.len() - n {
+        if list[i] - list[i + n - 1] == (n - 1) as u32 {
+            let low = list[i + n - 1];
+            list.drain(i..i + n);
+            return Some(low);
+        }
+    }
+    None
+}
+
+/// Allocates `n` contiguous page numbers.
+pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+    if let Some(p) = take_run(&mut txn.loose, n) {
+        return Ok(p);
+    }
+    loop {
+        if let Some(p) = take_run(&mut txn.reclaimed, n) {
+            return Ok(p);
+        }
+        if txn.saving_gc || txn.in_reclaim || txn.gc_exhausted || !reclaim_one(txn)? {
+            break;
+        }
+        // Bound the search for a long contiguous run.
+        if n > 1 && txn.consumed.len() > 64 {
+            break;
+        }
+    }
+    alloc_tail(txn, n)
+}
+
+fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+    let ps = txn.env.page_size;
+    let pgno = txn.geo.first_unallocated;
+    let end = pgno as u64 + n as u64;
+    if end > txn.geo.now as u64 {
+        let step = pv2pages(txn.geo.grow_pv) as u64;
+        if end > txn.geo.upper as u64 || step == 0 || end > MAX_PAGENO as u64 + 1 {
+            return Err(Error::MapFull);
+        }
+        let want = round_up_pages(end + step - end % step, os_unit(ps)).min(txn.geo.upper as u64);
+        txn.env.io.set_len(want * ps as u64)?;
+        txn.geo.now = want as u32;
+    }
+    txn.geo.first_unallocated = end as u32;
+    Ok(pgno)
+}
+
+/// A new zeroed branch/leaf page in the dirty set.
+pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
+    let pgno = alloc(txn, 1)?;
+    let mut buf = vec![0u8; txn.env.page_size].into_boxed_slice();
+    fpage::init_page(&mut buf, pgno, flags, txn.txnid);
+    txn.dirty.insert(pgno, buf);
+    Ok(pgno)
+}
+
+/// A new large chunk of `n` pages in the dirty set.
+pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+    let pgno = alloc(txn, n)?;
+    let mut buf = vec![0u8; n * txn.env.page_size].into_boxed_slice();
+    fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
+    txn.dirty.insert(pgno, buf);
+    Ok(pgno)
+}
+
+/// Copy-on-write: a dirty copy of `pgno` (itself if already dirty).
+pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
+    if txn.dirty.contains_key(&pgno) {
+        return Ok(pgno);
+    }
+    let src = txn.pages().get(pgno)?;
+    let mut buf: Box<[u8]> = src.into();
+    let new = alloc(txn, 1)?;
+    fpage::set_pgno(&mut buf, new);
+    fpage::set_txnid(&mut buf, txn.txnid);
+    txn.dirty.insert(new, buf);
+    txn.retired.push(pgno);
+    Ok(new)
+}
+
+/// Frees `n` pages starting at `pgno`: reusable at once if this transaction
+/// allocated them, else retired to the GC.
+pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
+    let range = pgno..pgno + n as u32;
+    if txn.dirty.remove(&pgno).is_some() {
+        txn.loose.extend(range);
+        txn.loose.sort_unstable_by(|a, b| b.cmp(a));
+    } else {
+        txn.retired.extend(range);
+    }
+}
+
+/// Consumes the newest GC record that no reader can still need (LIFO).
+/// Returns false when there is none.
+fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
+    let detent = match txn.detent {
+        Some(d) => d,
+        None => {
+            let d = txn.env.lck.oldest_reader(txn.steady_txnid).min(txn.txnid - 1);
+            txn.detent = Some(d);
+            d
+        }
+    };
+    let gc = txn.table(Db::GC)?;
+    if gc.tree.is_empty() {
+        txn.gc_exhausted = true;
+        return Ok(false);
+    }
+    let (key, pages) = {
+        let mut c = txn.cursor(Db::GC)?;
+        let probe = (detent.saturating_add(1)).to_le_bytes();
+        let rec = match c.set_range(&probe)? {
+            Some(_) => c.prev()?,
+            None => c.last()?,
+        };
+        let Some((k, v)) = rec else {
+            txn.gc_exhausted = true;
+            return Ok(false);
+        };
+        if k.len() != 8 {
+            return Err(Error::corrupted(gc.tree.root, "GC key is not 8 bytes"));
+        }
+        let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
+        if key > detent {
+            txn.gc_exhausted = true;
+            return Ok(false);
+        }
+        (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?)
+    };
+    txn.reclaimed.extend(pages);
+    txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    txn.in_reclaim = true;
+    let r = write::del(txn, Db::GC, &key.to_le_bytes(), None);
+    txn.in_reclaim = false;
+    r?;
+    txn.consumed.push(key);
+    Ok(true)
+}
+
+/// Parses a page-number list: u32 count, then strictly descending page numbers.
+fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
+    if v.len() < 4 || v.len() % 4 != 0 {
+        return Err(Error::corrupted(at, "GC record has a bad length"));
+    }
+    let n = u32_at(v, 0) as usize;
+    if 4 * (n + 1) > v.len() {
+        return Err(Error::corrupted(at, "GC record is shorter than its count"));
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut prev = u32::MAX;
+    for i in 0..n {
+        let p = u32_at(v, 4 + 4 * i);
+        if p < crate::format::NUM_METAS || p >= limit || p >= prev {
+            return Err(Error::corrupted(at, "GC record lists a bad page number"));
+        }
+        prev = p;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+fn pnl_bytes(pages: &[u32]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(4 * (pages.len() + 1));
+    v.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+    for p in pages {
+        v.extend_from_slice(&p.to_le_bytes());
+    }
+    v
+}
+
+/// Writes this transaction's GC records: retired pages under its own txnid,
+/// and unused reclaimed pages back under a consumed key (immediately reusable).
+fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
+    txn.saving_gc = true;
+    let mut left: Vec<u32> = std::mem::take(&mut txn.reclaimed);
+    left.append(&mut txn.loose);
+    left.sort_unstable_by(|a, b| b.cmp(a));
+    left.dedup();
+    // Give free pages at the end of the file back to the unallocated tail.
+    while left.first().is_some_and(|&p| p + 1 == txn.geo.first_unallocated) {
+        left.remove(0);
+        txn.geo.first_unallocated -= 1;
+    }
+    let left_key = txn.consumed.iter().copied().max();
+    if left_key.is_none() {
+        txn.retired.append(&mut left);
+    }
+    let own_key = txn.txnid.to_le_bytes();
+    let mut stable = false;
+    for _ in 0..64 {
+        let before = txn.retired.len();
+        if !txn.retired.is_empty() {
+            write::put(txn, Db::GC, &own_key, Val::Reserve(4 * (before + 1)), PutFlags::empty(), 0)?;
+        }
+        if let (Some(k), false) = (left_key, left.is_empty()) {
+            write::put(txn, Db::GC, &k.to_le_bytes(), Val::Reserve(4 * (left.len() + 1)), PutFlags::empty(), 0)?;
+        }
+        let freed = std::mem::take(&mut txn.loose);
+        txn.retired.extend(freed.iter().copied());
+        if txn.retired.len() == before && freed.is_empty() {
+            stable = true;
+            break;
+        }
+    }
+    if !stable {
+        return Err(Error::Problem("GC update did not converge".into()));
+    }
+    txn.retired.sort_unstable_by(|a, b| b.cmp(a));
+    let n = txn.retired.len();
+    txn.retired.dedup();
+    if txn.retired.len() != n {
+        return Err(Error::Problem("a page was retired twice".into()));
+    }
+    if !txn.retired.is_empty() {
+        let bytes = pnl_bytes(&txn.retired);
+        write::put(txn, Db::GC, &own_key, Val::Bytes(&bytes), PutFlags::empty(), 0)?;
+    }
+    if let (Some(k), false) = (left_key, left.is_empty()) {
+        let bytes = pnl_bytes(&left);
+        write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&bytes), PutFlags::empty(), 0)?;
+    }
+    if txn.retired.len() != n || !txn.loose.is_empty() {
+        return Err(Error::Problem("GC changed while its records were filled".into()));
+    }
+    txn.retired_count += n as u64;
+    Ok(())
+}
+
+/// Commits the transaction (format doc §8.4, checklist §20.3).
+pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
+    let ps = txn.env.page_size;
+    // 1. Records of changed named tables.
+    for dbi in 2..txn.tables.len() {
+        let Some(t) = txn.tables[dbi].clone() else { continue };
+        if !t.dirty {
+            continue;
+        }
+        let name = t.name.clone().ok_or(Error::BadDbi)?;
+        let bytes = t.tree.to_bytes();
+        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+    }
+    // 2. GC records.
+    save_gc(txn)?;
+    // 3. The new meta.
+    let mut meta = txn.base.clone();
+    let gc = txn.tables[0].as_ref().expect("gc").tree;
+    let main = txn.tables[1].as_ref().expect("main").tree;
+    meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
+    meta.main = main;
+    meta.canary = txn.canary;
+    meta.pages_retired = txn.base.pages_retired + txn.retired_count;
+    meta.bootid = crate::bootid::boot_id();
+    meta.txnid_a = txn.txnid;
+    meta.txnid_b = txn.txnid;
+    let steady = txn.env.durability.syncs_data();
+    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
+    let mut geo = txn.geo;
+    let shrink_to = shrink_target(txn, &geo, gc.height);
+    if let Some(now) = shrink_to {
+        geo.now = now;
+    }
+    meta.geo = geo;
+    // 4. Pages, in runs of consecutive page numbers.
+    let mut pgnos: Vec<u32> = txn.dirty.keys().copied().collect();
+    pgnos.sort_unstable();
+    let mut i = 0;
+    while i < pgnos.len() {
+        let start = pgnos[i];
+        let mut bufs: Vec<&[u8]> = Vec::new();
+        let mut next = start;
+        while i < pgnos.len() && pgnos[i] == next {
+            let b = &txn.dirty[&pgnos[i]];
+            bufs.push(b);
+            next = pgnos[i] + (b.len() / ps) as u32;
+            i += 1;
+        }
+        txn.env.io.write_at(&bufs, start as u64 * ps as u64)?;
+    }
+    if steady {
+        txn.env.io.sync_data()?;
+    }
+    // 5. The meta, into the tail slot.
+    txn.env.io.write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
+    if txn.env.durability == crate::env::Durability::SyncDurable {
+        txn.env.io.sync_data()?;
+    }
+    txn.env.lck.after_commit(txn.txnid, steady);
+    if let Some(now) = shrink_to {
+        // Best effort: the meta already records the smaller size.
+        let _ = txn.env.io.set_len(now as u64 * ps as u64);
+    }
+    txn.dirty.clear();
+    Ok(())
+}
+
+/// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
+fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
+    let step = pv2pages(geo.shrink_pv) as u64;
+    if step == 0 {
+        return None;
+    }
+    let gap = 3 + 3 * gc_height as u64;
+    let now = geo.now as u64;
+    let fu = geo.first_unallocated as u64;
+    if now.saturating_sub(fu) <= step + gap {
+        return None;
+    }
+    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
+    if now <= largest || now - largest <= step + gap {
+        return None;
+    }
+    let x = largest + gap;
+    let grow = pv2pages(geo.grow_pv) as u64;
+    let a = if grow == 0 { step } else { grow };
+    let bottom = (geo.lower as u64).max(round_up_pages(x + a - x % a, os_unit(txn.env.page_size)));
+    (now > bottom).then_some(bottom as u32)
+}
+

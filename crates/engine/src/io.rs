@@ -1,0 +1,65 @@
+//! The seam through which every write to the data file goes: page runs, meta
+//! pages, syncs and size changes. Production uses [`FileIo`]; tests wrap it to
+//! inject failures (a full disk, a failed fsync) and check that the last commit
+//! survives.
+
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use crate::os::file;
+
+/// Writes and syncs of the data file.
+pub trait PageIo: Send + Sync {
+    /// Writes `bufs` back to back at byte `offset`.
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()>;
+    /// Flushes written data to stable storage.
+    fn sync_data(&self) -> io::Result<()>;
+    /// Sets the file length.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+}
+
+/// Direct file I/O (pwritev, fdatasync, ftruncate).
+pub(crate) struct FileIo {
+    pub(crate) file: Arc<File>,
+}
+
+impl PageIo for FileIo {
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        file::pwrite_all(&self.file, bufs, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        file::fdatasync(&self.file)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        file::set_len(&self.file, len)
+    }
+}
+
+/// A hook that sees every I/O call before it reaches the file and may fail it.
+/// Used by fault-injection tests through [`crate::EnvBuilder::io_faults`].
+pub trait IoFaults: Send + Sync {
+    /// Called before each write of `len` bytes at `offset`; an error fails it.
+    fn before_write(&self, offset: u64, len: usize) -> io::Result<()>;
+    /// Called before each sync.
+    fn before_sync(&self) -> io::Result<()>;
+}
+
+pub(crate) struct FaultyIo {
+    pub(crate) inner: FileIo,
+    pub(crate) faults: Arc<dyn IoFaults>,
+}
+
+impl PageIo for FaultyIo {
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.faults.before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
+        self.inner.write_at(bufs, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.faults.before_sync()?;
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+}

@@ -1,0 +1,52 @@
+//! # rdbx
+//!
+//! A pure-Rust embedded transactional key-value store with the design and the
+//! **file format of libmdbx** (data format v3, lock format v7): a memory-mapped
+//! copy-on-write B+tree with MVCC, wait-free readers, one writer at a time across
+//! processes, and many named tables in one file. rdbx opens databases written by
+//! libmdbx and libmdbx opens what rdbx writes.
+//!
+//! ```no_run
+//! # fn main() -> rdbx::Result<()> {
+//! let env = rdbx::Env::builder().max_dbs(16).open("/tmp/demo-db")?;
+//! let mut txn = env.begin_rw_txn()?;
+//! let db = txn.create_db(Some("fruit"), rdbx::DbFlags::empty())?;
+//! txn.put(db, b"apple", b"red", rdbx::PutFlags::empty())?;
+//! txn.commit()?;
+//!
+//! let rtxn = env.begin_ro_txn()?;
+//! let db = rtxn.open_db(Some("fruit"))?;
+//! assert_eq!(rtxn.get(db, b"apple")?, Some(&b"red"[..]));
+//! let mut c = rtxn.cursor(db)?;
+//! while let Some((k, v)) = c.next()? {
+//!     println!("{:?} = {:?}", k, v);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Layout of the crate (one concern per module): `format` parses and builds the
+//! on-disk structures from byte slices (no I/O, no `unsafe`); `os` holds the only
+//! `unsafe` (memory map, file I/O, OFD locks, robust mutexes); `lck` is the shared
+//! lock file; `io` is the seam for page writes and syncs; `env` opens files and
+//! chooses metas; `txn` holds read/write transactions and dirty pages; `gc`
+//! retires and reclaims pages; `btree` searches and edits trees.
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod error;
+pub mod format;
+pub(crate) mod os;
+pub(crate) mod lck;
+pub(crate) mod bootid;
+pub(crate) mod io;
+mod env;
+mod txn;
+mod gc;
+mod btree;
+mod flags;
+
+pub use btree::cursor::Cursor;
+pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
+pub use error::{Error, Reason, Result};
+pub use flags::{DbFlags, PutFlags};
+pub use txn::{Db, RoTxn, RwTxn, Stat};

@@ -1,0 +1,287 @@
+//! Memory mappings.
+//!
+//! * [`Mmap`]: a read-only `MAP_SHARED` mapping of the data file. The mapping
+//!   length is an address-space reservation (libmdbx maps `geometry.upper`):
+//!   it may exceed the current file size, and only the part inside the file may
+//!   be touched (anything beyond raises `SIGBUS`).
+//! * [`SharedRegion`]: the read-write `MAP_SHARED` mapping of the lock file,
+//!   accessed only through atomics ([`SharedRegion::u32_at`],
+//!   [`SharedRegion::u64_at`]) and pthread mutexes ([`SharedRegion::mutex_at`]),
+//!   because other processes (libmdbx or rdbx) modify it concurrently.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::mutex::SharedMutex;
+
+/// Maps `len` bytes of `fd` with `prot`/`flags`; `len` must be non-zero.
+fn map_raw(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<NonNull<u8>> {
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map 0 bytes"));
+    }
+    // SAFETY: a fresh mapping at a kernel-chosen address (addr = NULL) cannot
+    // overlap any existing Rust object; the descriptor is valid while `file` lives
+    // (the mapping stays valid after the descriptor is closed).
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned NULL"))
+}
+
+/// A read-only shared mapping of (a prefix of, or more than) a file.
+///
+/// The memory may change under the mapping (other processes write the file
+/// with `pwrite`); see the contract of [`Mmap::bytes`].
+#[derive(Debug)]
+pub(crate) struct Mmap {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; it is never written
+// through this type, and unmapping happens only in Drop (exclusive access).
+unsafe impl Send for Mmap {}
+// SAFETY: all access through `&Mmap` is read-only.
+unsafe impl Sync for Mmap {}
+
+impl Mmap {
+    /// Maps `len` bytes (len may exceed the file size: it is an address-space
+    /// reservation, like libmdbx mapping `geometry.upper`), with
+    /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
+    pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
+        let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
+        Ok(Mmap { ptr, len })
+    }
+
+    /// Length of the mapping in bytes (not the file size).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: `map` refuses 0 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes `[off, off + len)` of the mapping, or `None` if the range is not
+    /// entirely inside the mapping (or overflows).
+    ///
+    /// Contract: callers only ask for ranges that are inside the *file* (beyond
+    /// the end of the file the access would raise `SIGBUS`) and that no writer
+    /// modifies while the returned borrow lives — committed MVCC pages, which
+    /// are never rewritten while a reader slot holds their snapshot (the
+    /// libmdbx reader protocol guarantees this across processes).
+    pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
+        let end = off.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: [off, end) lies inside the live mapping of `self.len` bytes
+        // (checked above); the mapping lives as long as `&self`. Immutability of
+        // the bytes during the borrow is the documented caller contract.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) })
+    }
+
+    /// Base address of the mapping (for diagnostics / pointer arithmetic only).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Hints the kernel that access is random (`MADV_RANDOM`: no read-ahead).
+    pub fn advise_random(&self) {
+        self.advise(libc::MADV_RANDOM);
+    }
+
+    /// Hints the kernel that the whole mapping will be needed soon.
+    pub fn advise_willneed(&self, off: usize, len: usize) {
+        let ps = super::page_size();
+        let start = off / ps * ps;
+        let Some(end) = off.checked_add(len).map(|e| e.min(self.len)) else {
+            return;
+        };
+        if start >= end {
+            return;
+        }
+        // SAFETY: [start, end) is inside our mapping and page aligned at the
+        // start; madvise(WILLNEED) does not change memory contents.
+        unsafe {
+            libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED);
+        }
+    }
+
+    fn advise(&self, advice: libc::c_int) {
+        // SAFETY: the range is exactly our live mapping; the advice values used
+        // here (RANDOM) are hints that do not change memory contents.
+        unsafe {
+            libc::madvise(self.ptr.as_ptr().cast(), self.len, advice);
+        }
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping; no borrow from `bytes` can outlive `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// A read-write `MAP_SHARED` mapping of a small file (the lock file), shared
+/// with other processes. It is never handed out as `&[u8]`/`&mut [u8]`: every
+/// access is atomic or goes through a pthread mutex.
+#[derive(Debug)]
+pub(crate) struct SharedRegion {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: all access goes through atomics or process-shared mutexes, which are
+// designed for concurrent use from any thread (or process).
+unsafe impl Send for SharedRegion {}
+// SAFETY: see Send: `&SharedRegion` only yields atomics and mutex handles.
+unsafe impl Sync for SharedRegion {}
+
+impl SharedRegion {
+    /// Maps the first `len` bytes of `file` read-write and shared. The caller
+    /// makes sure the file is at least `len` bytes long for as long as the
+    /// region lives (the lock file is only truncated by its last user, after
+    /// unmapping).
+    pub fn map(file: &File, len: usize) -> io::Result<SharedRegion> {
+        let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)?;
+        Ok(SharedRegion { ptr, len })
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty (never: `map` refuses 0 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, off: usize, size: usize, align: usize) -> *mut u8 {
+        assert!(
+            off & (align - 1) == 0 && off.checked_add(size).is_some_and(|e| e <= self.len),
+            "shared region access at {off}+{size} out of bounds or misaligned (len {})",
+            self.len
+        );
+        // SAFETY: off + size <= len (asserted), so the pointer stays inside the mapping.
+        unsafe { self.ptr.as_ptr().add(off) }
+    }
+
+    /// The `u32` at byte offset `off` (must be 4-aligned and inside the region).
+    ///
+    /// Panics on a misaligned or out-of-range offset: offsets are compile-time
+    /// constants of the lock layout or derived from a bounds-checked slot index.
+    pub fn u32_at(&self, off: usize) -> &AtomicU32 {
+        let p = self.check(off, 4, 4);
+        // SAFETY: `p` is inside the live mapping (check), 4-aligned (the mapping
+        // is page aligned and `off % 4 == 0`), valid for the lifetime of `&self`;
+        // the memory is only ever accessed atomically by us and by the other
+        // processes (libmdbx uses C11/GCC atomics on the same fields), so treating
+        // it as an AtomicU32 (same size/alignment as u32) is sound.
+        unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }
+    }
+
+    /// The `u64` at byte offset `off` (must be 8-aligned and inside the region).
+    ///
+    /// Panics on a misaligned or out-of-range offset (see [`Self::u32_at`]).
+    pub fn u64_at(&self, off: usize) -> &AtomicU64 {
+        let p = self.check(off, 8, 8);
+        // SAFETY: as in `u32_at`: inside the mapping, 8-aligned, lives as long as
+        // `&self`, only accessed atomically by every participant.
+        unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }
+    }
+
+    /// The process-shared pthread mutex occupying
+    /// `size_of::<pthread_mutex_t>()` bytes at `off` (8-aligned).
+    pub fn mutex_at(&self, off: usize) -> SharedMutex<'_> {
+        let p = self.check(off, std::mem::size_of::<libc::pthread_mutex_t>(), 8);
+        // SAFETY: `p` points to a properly aligned pthread_mutex_t-sized area
+        // inside the mapping that lives as long as the returned borrow of `self`.
+        unsafe { SharedMutex::from_raw(p.cast::<libc::pthread_mutex_t>()) }
+    }
+
+    /// Stores zero into every byte of `[off, off + len)` (both multiples of 8)
+    /// with relaxed atomic stores. Only meaningful when no other process uses
+    /// the region (the initialiser holds the exclusive file locks).
+    pub fn zero(&self, off: usize, len: usize) {
+        let mut o = off;
+        let end = off.saturating_add(len).min(self.len);
+        while o + 8 <= end {
+            self.u64_at(o).store(0, Ordering::Relaxed);
+            o += 8;
+        }
+    }
+
+    /// `msync(MS_SYNC)` of the whole region.
+    pub fn flush(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly our live mapping; msync does not change memory.
+        let rc = unsafe { libc::msync(self.ptr.as_ptr().cast(), self.len, libc::MS_SYNC) };
+        super::cvt(rc).map(|_| ())
+    }
+}
+
+impl Drop for SharedRegion {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping; every borrow (atomics, mutex handles) is
+        // tied to `&self` and therefore ended.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn map_reads_file_and_bounds() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"hello world").unwrap();
+        let m = Mmap::map(&f, 1 << 20).unwrap();
+        assert_eq!(m.len(), 1 << 20);
+        assert_eq!(m.bytes(0, 5), Some(&b"hello"[..]));
+        assert_eq!(m.bytes(6, 5), Some(&b"world"[..]));
+        assert!(m.bytes(1 << 20, 1).is_none());
+        assert!(m.bytes(usize::MAX, 2).is_none());
+        assert_eq!(m.bytes(1 << 20, 0), Some(&[][..]));
+        m.advise_random();
+        assert!(Mmap::map(&f, 0).is_err());
+    }
+
+    #[test]
+    fn shared_region_atomics_are_file_backed() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(4096).unwrap();
+        let r = SharedRegion::map(&f, 4096).unwrap();
+        r.u64_at(8).store(0x1122334455667788, Ordering::SeqCst);
+        r.u32_at(4).store(0xAABBCCDD, Ordering::SeqCst);
+        let mut buf = [0u8; 16];
+        crate::os::file::pread_exact(&f, &mut buf, 0).unwrap();
+        assert_eq!(&buf[4..8], &0xAABBCCDDu32.to_le_bytes());
+        assert_eq!(&buf[8..16], &0x1122334455667788u64.to_le_bytes());
+        r.zero(0, 4096);
+        crate::os::file::pread_exact(&f, &mut buf, 0).unwrap();
+        assert_eq!(buf, [0; 16]);
+        r.flush().unwrap();
+    }
+
+    #[test]
+    #[should_panic]
+    fn shared_region_rejects_misaligned() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(4096).unwrap();
+        let r = SharedRegion::map(&f, 4096).unwrap();
+        let _ = r.u64_at(4);
+    }
+}

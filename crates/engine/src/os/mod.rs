@@ -1,0 +1,99 @@
+//! The operating-system layer: the only place (with a few documented exceptions
+//! in `lck`) that contains `unsafe`.
+//!
+//! * [`mmap`]: read-only mapping of the data file ([`mmap::Mmap`]) and the
+//!   read-write shared mapping of the lock file ([`mmap::SharedRegion`]) with safe
+//!   atomic accessors.
+//! * [`file`]: positional I/O (`pwritev`/`pread`), `fdatasync`, sizes.
+//! * [`ofd`]: open-file-description `fcntl` byte-range locks.
+//! * [`mutex`]: glibc robust process-shared pthread mutexes living in the lock
+//!   file mapping.
+//!
+//! Target: Linux (x86_64 glibc is the verified layout; see `lck`).
+
+pub(crate) mod file;
+pub(crate) mod mmap;
+pub(crate) mod mutex;
+pub(crate) mod ofd;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// The OS page size (4096 on x86_64 Linux), queried once.
+pub(crate) fn page_size() -> usize {
+    use std::sync::OnceLock;
+    static PS: OnceLock<usize> = OnceLock::new();
+    *PS.get_or_init(|| {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if v > 0 {
+            v as usize
+        } else {
+            4096
+        }
+    })
+}
+
+/// The id of this process (what libmdbx stores in reader slots and uses as
+/// the byte offset of the per-process OFD locks).
+pub(crate) fn getpid() -> u32 {
+    std::process::id()
+}
+
+/// `pthread_self()` of the calling thread as libmdbx stores it in the `tid`
+/// field of a reader slot.
+pub(crate) fn thread_self() -> u64 {
+    // SAFETY: pthread_self has no preconditions and cannot fail.
+    unsafe { libc::pthread_self() as u64 }
+}
+
+/// Monotonic time in nanoseconds from `CLOCK_BOOTTIME` (what libmdbx's
+/// `osal_monotime()` uses on Linux), falling back to `CLOCK_MONOTONIC`.
+pub(crate) fn monotime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    for clock in [libc::CLOCK_BOOTTIME, libc::CLOCK_MONOTONIC] {
+        // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+        let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+        if rc == 0 {
+            return (ts.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(ts.tv_nsec as u64);
+        }
+    }
+    0
+}
+
+/// `(st_dev, st_ino)` of an open file: identity of the file in this system.
+pub(crate) fn file_identity(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.dev(), md.ino()))
+}
+
+/// Number of hard links of an open file (0 once it was unlinked).
+pub(crate) fn file_nlink(file: &File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.nlink())
+}
+
+/// Whether the open file lives on procfs (`PROC_SUPER_MAGIC`); libmdbx only
+/// trusts `/proc/sys/kernel/random/boot_id` when it really comes from procfs.
+pub(crate) fn is_procfs(file: &File) -> bool {
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    // SAFETY: an all-zero statfs is a valid value of this plain C struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is valid for the lifetime of `file` and `st` is a
+    // valid, writable statfs.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    rc == 0 && st.f_type as i64 == PROC_SUPER_MAGIC
+}
+
+/// Converts a C return code (`-1` + errno) into an `io::Result`.
+pub(crate) fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}

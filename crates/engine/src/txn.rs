@@ -1,0 +1,698 @@
+//! Transactions: read-only snapshots and the single write transaction with its
+//! dirty pages. Reads of both kinds go through [`Pages`], which consults the
+//! dirty pages of a write transaction first and the memory map otherwise.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::btree::{self, cursor::Cursor, Cmp};
+use crate::env::{EnvInner, Snapshot};
+use crate::error::{Error, Result};
+use crate::flags::{DbFlags, PutFlags};
+use crate::format::meta::{Meta, MetaGeo};
+use crate::format::node::{self, N_TREE};
+use crate::format::page::{flags as pflags, Page};
+use crate::format::tree::{Tree, TREE_SIZE};
+use crate::format::{P_INVALID, PAGEHDRSZ};
+use crate::lck::{ReaderSlot, WriterGuard};
+use crate::os::mmap::Mmap;
+
+/// Identity-like hasher for page numbers (keys are already well distributed).
+#[derive(Default)]
+pub(crate) struct PgnoHasher(u64);
+impl Hasher for PgnoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Dirty pages of a write transaction, by page number. A large chunk is one
+/// buffer of `n * page_size` bytes under its head page.
+pub(crate) type Dirty = HashMap<u32, Box<[u8]>, BuildHasherDefault<PgnoHasher>>;
+
+/// Page access for one transaction: dirty pages first, then the memory map,
+/// bounded by the snapshot's allocated pages.
+#[derive(Clone, Copy)]
+pub(crate) struct Pages<'t> {
+    pub map: &'t Mmap,
+    pub ps: usize,
+    /// Pages `>= valid` are not part of the snapshot.
+    pub valid: u32,
+    pub dirty: Option<&'t Dirty>,
+    /// Largest page txnid allowed (the transaction's id).
+    pub front: u64,
+}
+
+impl<'t> Pages<'t> {
+    /// One page.
+    #[inline]
+    pub fn get(&self, pgno: u32) -> Result<&'t [u8]> {
+        if let Some(d) = self.dirty {
+            if let Some(b) = d.get(&pgno) {
+                return Ok(&b[..self.ps]);
+            }
+        }
+        if pgno >= self.valid || pgno < crate::format::NUM_METAS {
+            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
+        }
+        self.map
+            .bytes(pgno as usize * self.ps, self.ps)
+            .ok_or(Error::corrupted(pgno, "page outside the memory map"))
+    }
+
+    /// The `dsize` bytes of the large chunk starting at `pgno`.
+    pub fn large(&self, pgno: u32, dsize: usize, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
+        let (head, avail): (&'t [u8], usize) = match self.dirty.and_then(|d| d.get(&pgno)) {
+            Some(b) => (&b[..], b.len()),
+            None => {
+                let head = self.get(pgno)?;
+                let n = Page { buf: head }.large_count() as u64;
+                if n == 0 || pgno as u64 + n > self.valid as u64 {
+                    return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
+                }
+                let all = self
+                    .map
+                    .bytes(pgno as usize * self.ps, n as usize * self.ps)
+                    .ok_or(Error::corrupted(pgno, "large chunk outside the memory map"))?;
+                (all, all.len())
+            }
+        };
+        let p = Page { buf: head };
+        if p.flags() != pflags::LARGE {
+            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
+        }
+        if p.txnid() > leaf_txnid {
+            return Err(Error::corrupted(pgno, "large page is newer than its leaf"));
+        }
+        let _ = leaf_pgno;
+        if PAGEHDRSZ + dsize > avail || (p.large_count() as usize) * self.ps < PAGEHDRSZ + dsize {
+            return Err(Error::corrupted(pgno, "large value is longer than its chunk"));
+        }
+        Ok(&head[PAGEHDRSZ..PAGEHDRSZ + dsize])
+    }
+}
+
+/// A table handle. Valid in every transaction of the environment that opened it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Db {
+    pub(crate) dbi: u32,
+}
+
+impl Db {
+    /// The main (unnamed) table.
+    pub const MAIN: Db = Db { dbi: 1 };
+    pub(crate) const GC: Db = Db { dbi: 0 };
+}
+
+/// Statistics of one table (`MDBX_stat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// Page size.
+    pub page_size: u32,
+    /// Tree depth (0 for an empty table).
+    pub depth: u32,
+    /// Branch pages.
+    pub branch_pages: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Pages of large values.
+    pub overflow_pages: u64,
+    /// Records.
+    pub entries: u64,
+    /// Last transaction that modified the table.
+    pub mod_txnid: u64,
+}
+
+/// Per-transaction state of one table.
+#[derive(Clone, Debug)]
+pub(crate) struct Table {
+    pub tree: Tree,
+    pub flags: DbFlags,
+    pub cmp: Cmp,
+    /// Changed in this write transaction (its record must be rewritten).
+    pub dirty: bool,
+    /// Name (None for the main table and the GC).
+    pub name: Option<Vec<u8>>,
+}
+
+impl Table {
+    pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
+        let flags = DbFlags::from_bits_truncate(tree.flags as u32);
+        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name }
+    }
+}
+
+fn stat_of(tree: &Tree, ps: usize) -> Stat {
+    Stat {
+        page_size: ps as u32,
+        depth: tree.height as u32,
+        branch_pages: tree.branch_pages as u64,
+        leaf_pages: tree.leaf_pages as u64,
+        overflow_pages: tree.large_pages as u64,
+        entries: tree.items,
+        mod_txnid: tree.mod_txnid,
+    }
+}
+
+/// Finds the record of table `name` in the main tree.
+pub(crate) fn find_table(pages: &Pages<'_>, main: &Tree, name: &[u8]) -> Result<Option<Tree>> {
+    if main.root == P_INVALID {
+        return Ok(None);
+    }
+    let cmp = Cmp::for_keys(DbFlags::from_bits_truncate(main.flags as u32));
+    let f = btree::descend(pages, main.root, main.height, name, cmp)?;
+    if !f.exact {
+        return Ok(None);
+    }
+    let n = node::node(f.leaf, f.idx, f.pgno)?;
+    if n.flags != N_TREE || n.data.len() != TREE_SIZE {
+        return Err(Error::Incompatible(format!(
+            "{:?} is a plain record of the main table, not a table",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    let t = Tree::read(n.data);
+    if !DbFlags::from_bits_truncate(t.flags as u32).is_valid_persistent() || t.flags & !0x7E != 0 {
+        return Err(Error::corrupted(f.pgno, "table record has invalid flags"));
+    }
+    Ok(Some(t))
+}
+
+/// Lists the named tables: keys of N_TREE records of the main tree, in order.
+pub(crate) fn list_tables(pages: &Pages<'_>, main: &Tree) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    if main.root == P_INVALID {
+        return Ok(out);
+    }
+    let cmp = Cmp::for_keys(DbFlags::from_bits_truncate(main.flags as u32));
+    let mut c = Cursor::new(*pages, main.root, main.height, cmp);
+    let mut r = c.first_node()?;
+    while let Some((k, flags)) = r {
+        if flags == N_TREE {
+            out.push(k.to_vec());
+        }
+        r = c.next_node()?;
+    }
+    Ok(out)
+}
+
+/// Read-only transaction: a stable snapshot of the database.
+pub struct RoTxn<'env> {
+    pub(crate) env: &'env EnvInner,
+    pub(crate) snap: Snapshot,
+    pub(crate) _slot: ReaderSlot<'env>,
+    pub(crate) tables: RefCell<Vec<Option<Table>>>,
+}
+
+/// Read-write transaction. Only one exists at a time across all processes.
+pub struct RwTxn<'env> {
+    pub(crate) env: &'env EnvInner,
+    pub(crate) _guard: WriterGuard<'env>,
+    pub(crate) map: Arc<Mmap>,
+    /// The meta this transaction started from.
+    pub(crate) base: Meta,
+    pub(crate) base_slot: usize,
+    pub(crate) steady_txnid: u64,
+    pub(crate) txnid: u64,
+    pub(crate) geo: MetaGeo,
+    pub(crate) tables: Vec<Option<Table>>,
+    pub(crate) dirty: Dirty,
+    /// Pages of the base snapshot freed by this transaction (go to the GC under `txnid`).
+    pub(crate) retired: Vec<u32>,
+    /// Pages allocated by this transaction and freed again (reusable at once).
+    pub(crate) loose: Vec<u32>,
+    /// Pages taken from consumed GC records and not yet used.
+    pub(crate) reclaimed: Vec<u32>,
+    /// Keys of the GC records consumed by this transaction.
+    pub(crate) consumed: Vec<u64>,
+    pub(crate) detent: Option<u64>,
+    pub(crate) gc_exhausted: bool,
+    pub(crate) in_reclaim: bool,
+    pub(crate) saving_gc: bool,
+    pub(crate) retired_count: u64,
+    pub(crate) poisoned: bool,
+    pub(crate) canary: [u64; 4],
+}
+
+/// Read methods shared by both transaction kinds.
+macro_rules! read_methods {
+    () => {
+        /// The transaction id (the snapshot id for read-only transactions).
+        pub fn id(&self) -> u64 {
+            self.txn_id()
+        }
+
+        /// Opens a table: `None` is the main table. `Err(NotFound)` if it does not exist.
+        pub fn open_db(&self, name: Option<&str>) -> Result<Db> {
+            self.open_db_bytes(name.map(str::as_bytes))
+        }
+
+        /// Opens a table by a binary name.
+        pub fn open_db_bytes(&self, name: Option<&[u8]>) -> Result<Db> {
+            let Some(name) = name else { return Ok(Db::MAIN) };
+            let pages = self.pages();
+            let main = self.table(Db::MAIN)?.tree;
+            let tree = find_table(&pages, &main, name)?.ok_or(Error::NotFound)?;
+            let dbi = self.env.register_db(name)?;
+            self.remember(dbi, Table::new(tree, Some(name.to_vec())));
+            Ok(Db { dbi })
+        }
+
+        /// The first value of `key`, borrowed from the transaction; `None` if absent.
+        pub fn get(&self, db: Db, key: &[u8]) -> Result<Option<&[u8]>> {
+            let t = self.table(db)?;
+            btree::get(&self.pages(), t.tree.root, t.tree.height, key, t.cmp)
+        }
+
+        /// A cursor over `db`.
+        pub fn cursor(&self, db: Db) -> Result<Cursor<'_>> {
+            let t = self.table(db)?;
+            Ok(Cursor::new(self.pages(), t.tree.root, t.tree.height, t.cmp))
+        }
+
+        /// Statistics of `db`.
+        pub fn db_stat(&self, db: Db) -> Result<Stat> {
+            Ok(stat_of(&self.table(db)?.tree, self.env.page_size))
+        }
+
+        /// Flags `db` was created with.
+        pub fn db_flags(&self, db: Db) -> Result<DbFlags> {
+            Ok(self.table(db)?.flags)
+        }
+
+        /// The table's sequence counter.
+        pub fn db_sequence(&self, db: Db) -> Result<u64> {
+            Ok(self.table(db)?.tree.sequence)
+        }
+
+        /// Names of the named tables, in main-table order.
+        pub fn table_names(&self) -> Result<Vec<Vec<u8>>> {
+            let main = self.table(Db::MAIN)?.tree;
+            list_tables(&self.pages(), &main)
+        }
+
+        /// The canary markers x, y, z and v (the txnid that set them).
+        pub fn canary(&self) -> [u64; 4] {
+            self.canary_values()
+        }
+    };
+}
+
+impl<'env> RoTxn<'env> {
+    read_methods!();
+
+    fn txn_id(&self) -> u64 {
+        self.snap.meta.txnid()
+    }
+
+    fn canary_values(&self) -> [u64; 4] {
+        self.snap.meta.canary
+    }
+
+    pub(crate) fn pages(&self) -> Pages<'_> {
+        Pages { map: &self.snap.map, ps: self.env.page_size, valid: self.snap.meta.geo.first_unallocated, dirty: None, front: self.txn_id() }
+    }
+
+    fn remember(&self, dbi: u32, t: Table) {
+        let mut tables = self.tables.borrow_mut();
+        if tables.len() <= dbi as usize {
+            tables.resize(dbi as usize + 1, None);
+        }
+        tables[dbi as usize] = Some(t);
+    }
+
+    pub(crate) fn table(&self, db: Db) -> Result<Table> {
+        if let Some(Some(t)) = self.tables.borrow().get(db.dbi as usize) {
+            return Ok(t.clone());
+        }
+        let t = match db.dbi {
+            0 => Table::new(self.snap.meta.gc, None),
+            1 => Table::new(self.snap.meta.main, None),
+            dbi => {
+                let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
+                let tree = find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
+                Table::new(tree, Some(name))
+            }
+        };
+        self.remember(db.dbi, t.clone());
+        Ok(t)
+    }
+
+    /// The meta this snapshot reads.
+    pub(crate) fn meta(&self) -> &Meta {
+        &self.snap.meta
+    }
+}
+
+impl<'env> RwTxn<'env> {
+    read_methods!();
+
+    fn txn_id(&self) -> u64 {
+        self.txnid
+    }
+
+    fn canary_values(&self) -> [u64; 4] {
+        self.canary
+    }
+
+    pub(crate) fn pages(&self) -> Pages<'_> {
+        Pages { map: &self.map, ps: self.env.page_size, valid: self.geo.first_unallocated, dirty: Some(&self.dirty), front: self.txnid }
+    }
+
+    fn remember(&self, _dbi: u32, _t: Table) {
+        // Write transactions load tables through `table_mut` (below); the
+        // shared `open_db_bytes` path only needs the registry entry.
+    }
+
+    pub(crate) fn table(&self, db: Db) -> Result<Table> {
+        if let Some(Some(t)) = self.tables.get(db.dbi as usize) {
+            return Ok(t.clone());
+        }
+        self.load_table(db.dbi)
+    }
+
+    fn load_table(&self, dbi: u32) -> Result<Table> {
+        let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
+        let main = self.tables[1].as_ref().expect("main table").tree;
+        let tree = find_table(&self.pages(), &main, &name)?.ok_or(Error::BadDbi)?;
+        Ok(Table::new(tree, Some(name)))
+    }
+
+    /// The table state for editing (loaded on first use).
+    pub(crate) fn table_mut(&mut self, db: Db) -> Result<&mut Table> {
+        let i = db.dbi as usize;
+        if self.tables.get(i).is_none_or(|t| t.is_none()) {
+            let t = self.load_table(db.dbi)?;
+            if self.tables.len() <= i {
+                self.tables.resize(i + 1, None);
+            }
+            self.tables[i] = Some(t);
+        }
+        Ok(self.tables[i].as_mut().expect("loaded above"))
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(Error::BadTxn("an earlier error left the transaction unusable; abort it"));
+        }
+        Ok(())
+    }
+
+    /// Runs a mutation; any error other than the expected "soft" ones poisons the txn.
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.check_usable()?;
+        let r = f(self);
+        if let Err(e) = &r {
+            if !matches!(e, Error::KeyExist | Error::NotFound | Error::BadValSize(_) | Error::KeyMismatch(_) | Error::Incompatible(_) | Error::BadDbi | Error::DbsFull | Error::MultiVal | Error::InvalidArgument(_)) {
+                self.poisoned = true;
+            }
+        }
+        r
+    }
+
+    /// Opens or creates a table. `None` is the main table (whose flags can be
+    /// set only while it is empty). Stored flags must equal `flags` (ignoring CREATE).
+    pub fn create_db(&mut self, name: Option<&str>, flags: DbFlags) -> Result<Db> {
+        self.create_db_bytes(name.map(str::as_bytes), flags)
+    }
+
+    /// [`RwTxn::create_db`] with a binary name.
+    pub fn create_db_bytes(&mut self, name: Option<&[u8]>, flags: DbFlags) -> Result<Db> {
+        self.guarded(|t| t.create_db_inner(name, flags))
+    }
+
+    fn create_db_inner(&mut self, name: Option<&[u8]>, flags: DbFlags) -> Result<Db> {
+        let want = flags & DbFlags::PERSISTENT;
+        if !want.is_valid_persistent() {
+            return Err(Error::Incompatible(format!("invalid table flag combination {:#x}", want.bits())));
+        }
+        if want.contains(DbFlags::DUP_SORT) {
+            return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
+        }
+        let Some(name) = name else {
+            let main = self.table_mut(Db::MAIN)?;
+            if main.flags != want {
+                if main.tree.items != 0 {
+                    return Err(Error::Incompatible("the main table is not empty; its flags cannot change".into()));
+                }
+                main.tree.flags = want.bits() as u16;
+                *main = Table { dirty: true, ..Table::new(main.tree, None) };
+            }
+            return Ok(Db::MAIN);
+        };
+        if name.len() > self.env.limits.max_key(DbFlags::empty()) || name.is_empty() {
+            return Err(Error::BadValSize(format!("table name of {} bytes", name.len())));
+        }
+        // Already open in this transaction (maybe created here)?
+        if let Some(dbi) = self.env.lookup_db(name) {
+            if let Ok(t) = self.table(Db { dbi }) {
+                if t.flags != want {
+                    return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
+                }
+                self.table_mut(Db { dbi })?;
+                return Ok(Db { dbi });
+            }
+        }
+        let main = self.table(Db::MAIN)?.tree;
+        if let Some(tree) = find_table(&self.pages(), &main, name)? {
+            let dbi = self.env.register_db(name)?;
+            let t = Table::new(tree, Some(name.to_vec()));
+            if t.flags != want {
+                return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
+            }
+            self.set_table(dbi, t);
+            return Ok(Db { dbi });
+        }
+        if btree::get(&self.pages(), main.root, main.height, name, self.table(Db::MAIN)?.cmp)?.is_some() {
+            return Err(Error::Incompatible("a plain record of the main table has this name".into()));
+        }
+        let dbi = self.env.register_db(name)?;
+        let mut tree = Tree::empty(want.bits() as u16);
+        tree.mod_txnid = self.txnid;
+        let mut t = Table::new(tree, Some(name.to_vec()));
+        t.dirty = true;
+        self.set_table(dbi, t);
+        Ok(Db { dbi })
+    }
+
+    fn set_table(&mut self, dbi: u32, t: Table) {
+        let i = dbi as usize;
+        if self.tables.len() <= i {
+            self.tables.resize(i + 1, None);
+        }
+        self.tables[i] = Some(t);
+    }
+
+    /// Stores `val` under `key`.
+    pub fn put(&mut self, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+        self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0).map(|_| ()))
+    }
+
+    /// Reserves `len` bytes for the value of `key` and returns them to be filled.
+    pub fn reserve(&mut self, db: Db, key: &[u8], len: usize, flags: PutFlags) -> Result<&mut [u8]> {
+        let loc = self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Reserve(len), flags | PutFlags::RESERVE, 0))?;
+        Ok(self.value_mut(loc))
+    }
+
+    fn put_inner(&mut self, db: Db, key: &[u8], val: crate::btree::write::Val<'_>, flags: PutFlags, nflags: u8) -> Result<crate::btree::write::ValLoc> {
+        if db == Db::GC {
+            return Err(Error::BadDbi);
+        }
+        let t = self.table(db)?;
+        self.env.check_key(&t, key)?;
+        if db == Db::MAIN && nflags == 0 {
+            if let Some(n) = self.main_node_flags(key)? {
+                if n & N_TREE != 0 {
+                    return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
+                }
+            }
+        }
+        crate::btree::write::put(self, db, key, val, flags, nflags)
+    }
+
+    fn main_node_flags(&self, key: &[u8]) -> Result<Option<u8>> {
+        let t = self.table(Db::MAIN)?;
+        if t.tree.root == P_INVALID {
+            return Ok(None);
+        }
+        let f = btree::descend(&self.pages(), t.tree.root, t.tree.height, key, t.cmp)?;
+        if !f.exact {
+            return Ok(None);
+        }
+        Ok(Some(node::node(f.leaf, f.idx, f.pgno)?.flags))
+    }
+
+    /// Deletes `key` (with `Some(val)`: only if its value equals `val`).
+    /// Returns whether something was deleted.
+    pub fn del(&mut self, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+        self.guarded(|t| {
+            if db == Db::GC {
+                return Err(Error::BadDbi);
+            }
+            let tb = t.table(db)?;
+            if db == Db::MAIN && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
+                return Err(Error::Incompatible("the key names a table; use drop_db".into()));
+            }
+            let _ = tb;
+            crate::btree::write::del(t, db, key, val)
+        })
+    }
+
+    /// Removes every record of `db` (its pages go to the GC).
+    pub fn clear_db(&mut self, db: Db) -> Result<()> {
+        self.guarded(|t| crate::btree::write::clear(t, db))
+    }
+
+    /// Deletes table `db` and its record in the main table.
+    pub fn drop_db(&mut self, db: Db) -> Result<()> {
+        self.guarded(|t| {
+            if db.dbi < 2 {
+                return crate::btree::write::clear(t, db);
+            }
+            crate::btree::write::clear(t, db)?;
+            let name = t.table(db)?.name.ok_or(Error::BadDbi)?;
+            crate::btree::write::del(t, Db::MAIN, &name, None)?;
+            t.tables[db.dbi as usize] = None;
+            t.env.forget_db(db.dbi);
+            Ok(())
+        })
+    }
+
+    /// Adds `increment` to the table's sequence and returns the previous value.
+    pub fn sequence(&mut self, db: Db, increment: u64) -> Result<u64> {
+        self.guarded(|t| {
+            let tb = t.table_mut(db)?;
+            let old = tb.tree.sequence;
+            if increment != 0 {
+                tb.tree.sequence = old.checked_add(increment).ok_or(Error::InvalidArgument("sequence overflow".into()))?;
+                tb.dirty = true;
+            }
+            Ok(old)
+        })
+    }
+
+    /// Sets the canary markers x, y, z (v becomes this transaction's id).
+    pub fn set_canary(&mut self, x: u64, y: u64, z: u64) {
+        self.canary = [x, y, z, self.txnid];
+    }
+
+    /// A cursor that can also write.
+    pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
+        self.table(db)?;
+        Ok(RwCursor { txn: self, db, pos: None })
+    }
+
+    /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_usable()?;
+        let r = crate::gc::commit(&mut self);
+        if r.is_err() {
+            self.poisoned = true;
+        }
+        r
+    }
+
+    /// Discards every change (dropping the transaction does the same).
+    pub fn abort(self) {}
+
+    pub(crate) fn value_mut(&mut self, loc: crate::btree::write::ValLoc) -> &mut [u8] {
+        let buf = self.dirty.get_mut(&loc.pgno).expect("reserved value lives on a dirty page");
+        &mut buf[loc.off..loc.off + loc.len]
+    }
+}
+
+/// A cursor of a write transaction that can also put and delete. After a change
+/// it repositions itself by key.
+pub struct RwCursor<'t, 'env> {
+    txn: &'t mut RwTxn<'env>,
+    db: Db,
+    pos: Option<Vec<u8>>,
+}
+
+type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
+
+impl<'t, 'env> RwCursor<'t, 'env> {
+    fn reposition<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+        let mut c = self.txn.cursor(self.db)?;
+        if let Some(k) = &self.pos {
+            c.set_range(k)?;
+        }
+        let r = f(&mut c)?;
+        self.pos = c.current_key().map(<[u8]>::to_vec);
+        Ok(r)
+    }
+
+    /// First record.
+    pub fn first(&mut self) -> Result<OwnedPair<'_>> {
+        self.pos = None;
+        self.reposition(|c| c.first())
+    }
+    /// Last record.
+    pub fn last(&mut self) -> Result<OwnedPair<'_>> {
+        self.pos = None;
+        self.reposition(|c| c.last())
+    }
+    /// Next record.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<OwnedPair<'_>> {
+        let positioned = self.pos.is_some();
+        self.reposition(|c| if positioned { c.next() } else { c.first() })
+    }
+    /// Previous record.
+    pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
+        let positioned = self.pos.is_some();
+        self.reposition(|c| if positioned { c.prev() } else { c.last() })
+    }
+    /// Exact key.
+    pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
+        self.pos = None;
+        self.reposition(|c| c.set(key))
+    }
+    /// First key `>= key`.
+    pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
+        self.pos = None;
+        self.reposition(|c| c.set_range(key))
+    }
+    /// The record at the cursor.
+    pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
+        let Some(k) = self.pos.clone() else { return Err(Error::NoData) };
+        let mut c = self.txn.cursor(self.db)?;
+        match c.set_range(&k)? {
+            Some(p) => Ok(Some(p)),
+            None => Err(Error::NoData),
+        }
+    }
+    /// Stores a record and positions the cursor on it. With `CURRENT` the key must
+    /// equal the key at the cursor.
+    pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+        if flags.contains(PutFlags::CURRENT) {
+            let t = self.txn.table(self.db)?;
+            match &self.pos {
+                Some(k) if t.cmp.cmp(k, key).is_eq() => {}
+                Some(_) => return Err(Error::KeyMismatch("the key differs from the key at the cursor")),
+                None => return Err(Error::NoData),
+            }
+        }
+        self.txn.put(self.db, key, val, flags)?;
+        self.pos = Some(key.to_vec());
+        Ok(())
+    }
+    /// Deletes the record at the cursor; the cursor moves to its successor.
+    pub fn del(&mut self) -> Result<()> {
+        let Some(k) = self.pos.clone() else { return Err(Error::NoData) };
+        if !self.txn.del(self.db, &k, None)? {
+            return Err(Error::NoData);
+        }
+        Ok(())
+    }
+}

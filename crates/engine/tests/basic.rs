@@ -1,0 +1,99 @@
+//! Basic end-to-end behaviour of the engine through its public API.
+
+use std::collections::BTreeMap;
+
+use rdbx::{DbFlags, Env, Error, Geometry, PutFlags};
+
+fn env_at(dir: &std::path::Path, ps: usize) -> Env {
+    Env::builder()
+        .max_dbs(8)
+        .geometry(Geometry { page_size: Some(ps), ..Default::default() })
+        .open(dir.join("db"))
+        .unwrap()
+}
+
+#[test]
+fn put_get_commit_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = env_at(dir.path(), 4096);
+        let mut txn = env.begin_rw_txn().unwrap();
+        let db = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+        txn.put(db, b"apple", b"red", PutFlags::empty()).unwrap();
+        txn.put(db, b"", b"empty key", PutFlags::empty()).unwrap();
+        txn.put(db, b"zero", b"", PutFlags::empty()).unwrap();
+        assert_eq!(txn.get(db, b"apple").unwrap(), Some(&b"red"[..]));
+        txn.commit().unwrap();
+    }
+    let env = env_at(dir.path(), 4096);
+    let rtxn = env.begin_ro_txn().unwrap();
+    let db = rtxn.open_db(Some("t")).unwrap();
+    assert_eq!(rtxn.get(db, b"apple").unwrap(), Some(&b"red"[..]));
+    assert_eq!(rtxn.get(db, b"").unwrap(), Some(&b"empty key"[..]));
+    assert_eq!(rtxn.get(db, b"zero").unwrap(), Some(&b""[..]));
+    assert_eq!(rtxn.get(db, b"nope").unwrap(), None);
+    assert_eq!(rtxn.table_names().unwrap(), vec![b"t".to_vec()]);
+}
+
+#[test]
+fn many_records_splits_and_deletes() {
+    for ps in [256usize, 4096, 65536] {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_at(dir.path(), ps);
+        let mut model = BTreeMap::new();
+        let mut x: u64 = 12345;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..6 {
+            let mut txn = env.begin_rw_txn().unwrap();
+            let db = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+            for _ in 0..2000 {
+                let k = format!("key{:06}", rnd() % 5000).into_bytes();
+                let vlen = if rnd() % 50 == 0 { (rnd() % (3 * ps as u64)) as usize } else { (rnd() % 40) as usize };
+                let v = vec![(round * 7 + k.len()) as u8; vlen];
+                txn.put(db, &k, &v, PutFlags::empty()).unwrap();
+                model.insert(k, v);
+            }
+            for _ in 0..1500 {
+                let k = format!("key{:06}", rnd() % 5000).into_bytes();
+                let deleted = txn.del(db, &k, None).unwrap();
+                assert_eq!(deleted, model.remove(&k).is_some());
+            }
+            txn.commit().unwrap();
+            let r = env.begin_ro_txn().unwrap();
+            let db = r.open_db(Some("t")).unwrap();
+            let mut c = r.cursor(db).unwrap();
+            let mut got = Vec::new();
+            while let Some((k, v)) = c.next().unwrap() {
+                got.push((k.to_vec(), v.to_vec()));
+            }
+            let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(got.len(), want.len(), "ps {ps} round {round}");
+            assert!(got == want, "ps {ps} round {round}");
+            assert_eq!(r.db_stat(db).unwrap().entries, model.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn put_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let db = txn.create_db(None, DbFlags::empty()).unwrap();
+    txn.put(db, b"a", b"1", PutFlags::empty()).unwrap();
+    assert!(matches!(txn.put(db, b"a", b"2", PutFlags::NO_OVERWRITE), Err(Error::KeyExist)));
+    assert!(matches!(txn.put(db, b"b", b"2", PutFlags::CURRENT), Err(Error::NotFound)));
+    txn.put(db, b"a", b"3", PutFlags::CURRENT).unwrap();
+    txn.put(db, b"c", b"3", PutFlags::APPEND).unwrap();
+    assert!(matches!(txn.put(db, b"b", b"3", PutFlags::APPEND), Err(Error::KeyMismatch(_))));
+    let long = vec![b'k'; 3000];
+    assert!(matches!(txn.put(db, &long, b"x", PutFlags::empty()), Err(Error::BadValSize(_))));
+    txn.reserve(db, b"r", 5, PutFlags::empty()).unwrap().copy_from_slice(b"hello");
+    assert_eq!(txn.get(db, b"r").unwrap(), Some(&b"hello"[..]));
+    txn.commit().unwrap();
+}

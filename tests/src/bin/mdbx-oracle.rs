@@ -1,0 +1,174 @@
+//! `mdbx-oracle`: the real libmdbx as a command-line tool, so tests can run it
+//! in a separate process next to rdbx.
+//!
+//! ```text
+//! mdbx-oracle dump  PATH [--print]      every table as mdbx_dump text (main table's plain
+//!                                       records too, see oracle::dump_sections)
+//! mdbx-oracle stat  PATH                "Status of NAME" blocks for every table
+//! mdbx-oracle info  PATH                geometry and txn id (key=value lines)
+//! mdbx-oracle chk   PATH [-v]           mdbx_env_chk; exit 0 clean, 1 problems, 2 error
+//! mdbx-oracle write PATH SCRIPT [opts]  apply an ops script (see rdbx_tests::ops); SCRIPT "-" = stdin
+//!     opts: --page-size N  --no-sub-dir  --max-dbs N  --safe-nosync
+//!           --geometry LOWER,NOW,UPPER,GROWTH,SHRINK (bytes, "-" = default)
+//! ```
+//! Exit codes: 0 success, 1 check problems, 2 error (message on stderr).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use rdbx_tests::{golden, ops, oracle};
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | chk PATH [-v] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--geometry L,N,U,G,S]"
+    );
+    ExitCode::from(2)
+}
+
+fn ro(path: &str) -> Result<oracle::Env, String> {
+    oracle::Env::open(
+        path,
+        &oracle::EnvOptions {
+            read_only: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn run(args: &[String]) -> Result<ExitCode, String> {
+    let cmd = args.first().map(String::as_str).unwrap_or("");
+    let Some(path) = args.get(1) else {
+        return Ok(usage());
+    };
+    let rest = &args[2..];
+    match cmd {
+        "dump" => {
+            let env = ro(path)?;
+            let txn = env.begin_ro()?;
+            let mut secs = oracle::dump_sections(&txn)?;
+            let print = rest.iter().any(|a| a == "--print" || a == "-p");
+            for s in &mut secs {
+                if print {
+                    s.format = golden::DumpFormat::Print;
+                }
+            }
+            drop(txn);
+            print!("{}", golden::format_dump(&secs));
+            Ok(ExitCode::SUCCESS)
+        }
+        "stat" => {
+            let env = ro(path)?;
+            let txn = env.begin_ro()?;
+            print!("{}", oracle::format_stats(&oracle::all_stats(&txn)?));
+            Ok(ExitCode::SUCCESS)
+        }
+        "info" => {
+            let env = ro(path)?;
+            let i = env.info()?;
+            println!("page_size={}", i.page_size);
+            println!("geo_lower={}", i.geo_lower);
+            println!("geo_current={}", i.geo_current);
+            println!("geo_upper={}", i.geo_upper);
+            println!("geo_grow={}", i.geo_grow);
+            println!("geo_shrink={}", i.geo_shrink);
+            println!("file_size={}", i.file_size);
+            println!("last_pgno={}", i.last_pgno);
+            println!("recent_txnid={}", i.recent_txnid);
+            Ok(ExitCode::SUCCESS)
+        }
+        "chk" => {
+            let s = oracle::chk(path)?;
+            if rest.iter().any(|a| a == "-v") || !s.is_clean() {
+                print!("{}", s.report());
+            }
+            println!(
+                "chk: rc={} problems={} (total {}, meta {}, tree {}, gc-tree {}, kv-tree {}, gc {}, kv {}), {} pages processed",
+                s.rc,
+                s.problems(),
+                s.total_problems,
+                s.problems_meta,
+                s.tree_problems,
+                s.gc_tree_problems,
+                s.kv_tree_problems,
+                s.problems_gc,
+                s.problems_kv,
+                s.processed_pages
+            );
+            Ok(if s.is_clean() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        "write" => {
+            let Some(script) = rest.first() else {
+                return Ok(usage());
+            };
+            let text = if script == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .map_err(|e| format!("stdin: {e}"))?;
+                s
+            } else {
+                std::fs::read_to_string(script).map_err(|e| format!("{script}: {e}"))?
+            };
+            let mut opts = oracle::EnvOptions::default();
+            let mut i = 1;
+            while i < rest.len() {
+                let a = rest[i].as_str();
+                let mut next = || {
+                    i += 1;
+                    rest.get(i).cloned().ok_or(format!("{a} needs a value"))
+                };
+                match a {
+                    "--page-size" => {
+                        opts.page_size = Some(next()?.parse().map_err(|e| format!("{a}: {e}"))?)
+                    }
+                    "--max-dbs" => opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?,
+                    "--no-sub-dir" => opts.no_sub_dir = Some(true),
+                    "--safe-nosync" => opts.durability = oracle::Durability::SafeNoSync,
+                    "--geometry" => {
+                        let v = next()?;
+                        let f: Vec<Option<usize>> = v
+                            .split(',')
+                            .map(|x| if x == "-" { Ok(None) } else { x.parse().map(Some) })
+                            .collect::<Result<_, _>>()
+                            .map_err(|e| format!("--geometry {v}: {e}"))?;
+                        if f.len() != 5 {
+                            return Err(format!("--geometry needs 5 fields, got {v}"));
+                        }
+                        opts.geometry = oracle::Geometry {
+                            lower: f[0],
+                            now: f[1],
+                            upper: f[2],
+                            growth: f[3],
+                            shrink: f[4],
+                        };
+                    }
+                    _ => return Err(format!("unknown option {a}")),
+                }
+                i += 1;
+            }
+            let ops = ops::parse_ops(&text)?;
+            let env = oracle::Env::open(path, &opts)?;
+            let commits = ops::apply_oracle(&env, &ops)?;
+            let txnid = env.info()?.recent_txnid;
+            env.close()?;
+            println!("ok commits={commits} txnid={txnid}");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(usage()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mdbx-oracle: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Test support for rdbx: a libmdbx oracle (through `mdbx-sys`), a parser for
+//! `mdbx_dump`/`mdbx_stat` text, a small operation-script format shared with the
+//! `mdbx-oracle` binary, and a deterministic PRNG.
+//!
+//! The oracle is a development tool only: the engine never links libmdbx.
+
+pub mod golden;
+pub mod model;
+pub mod ops;
+pub mod oracle;
+pub mod rng;
+#[cfg(feature = "engine")]
+pub mod engine;
