@@ -17,7 +17,7 @@ use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_META
 use crate::io::{FaultyIo, FileIo, IoFaults, PageIo};
 use crate::lck::LockFile;
 use crate::os::{file, mmap::Mmap};
-use crate::txn::{RoTxn, RwTxn, Table};
+use crate::txn::{RoTxn, RwTxn, Table, View};
 
 /// How commits reach the disk (libmdbx's sync modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -411,7 +411,7 @@ impl EnvInner {
     }
 
     /// Checks a key against the table's limits.
-    pub(crate) fn check_key(&self, t: &Table, key: &[u8]) -> Result<()> {
+    pub(crate) fn check_key(&self, t: &View, key: &[u8]) -> Result<()> {
         if t.flags.contains(DbFlags::INTEGER_KEY) {
             if key.len() != 4 && key.len() != 8 {
                 return Err(Error::BadValSize(format!("INTEGER_KEY keys are 4 or 8 bytes, got {}", key.len())));
@@ -428,7 +428,7 @@ impl EnvInner {
     }
 
     /// Checks a value size.
-    pub(crate) fn check_value(&self, t: &Table, len: usize) -> Result<()> {
+    pub(crate) fn check_value(&self, t: &View, len: usize) -> Result<()> {
         if len > MAX_VALUE_SIZE.min(self.limits.max_value(t.flags)) {
             return Err(Error::BadValSize(format!("value of {len} bytes is too large")));
         }

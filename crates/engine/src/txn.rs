@@ -145,7 +145,19 @@ pub(crate) struct Table {
     pub name: Option<Vec<u8>>,
 }
 
+/// The parts of a table a lookup needs (copied out without allocating).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct View {
+    pub tree: Tree,
+    pub flags: DbFlags,
+    pub cmp: Cmp,
+}
+
 impl Table {
+    pub(crate) fn view(&self) -> View {
+        View { tree: self.tree, flags: self.flags, cmp: self.cmp }
+    }
+
     pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
         Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name }
@@ -331,9 +343,9 @@ impl<'env> RoTxn<'env> {
         tables[dbi as usize] = Some(t);
     }
 
-    pub(crate) fn table(&self, db: Db) -> Result<Table> {
+    pub(crate) fn table(&self, db: Db) -> Result<View> {
         if let Some(Some(t)) = self.tables.borrow().get(db.dbi as usize) {
-            return Ok(t.clone());
+            return Ok(t.view());
         }
         let t = match db.dbi {
             0 => Table::new(self.snap.meta.gc, None),
@@ -344,8 +356,9 @@ impl<'env> RoTxn<'env> {
                 Table::new(tree, Some(name))
             }
         };
-        self.remember(db.dbi, t.clone());
-        Ok(t)
+        let v = t.view();
+        self.remember(db.dbi, t);
+        Ok(v)
     }
 
     /// The meta this snapshot reads.
@@ -374,11 +387,11 @@ impl<'env> RwTxn<'env> {
         // shared `open_db_bytes` path only needs the registry entry.
     }
 
-    pub(crate) fn table(&self, db: Db) -> Result<Table> {
+    pub(crate) fn table(&self, db: Db) -> Result<View> {
         if let Some(Some(t)) = self.tables.get(db.dbi as usize) {
-            return Ok(t.clone());
+            return Ok(t.view());
         }
-        self.load_table(db.dbi)
+        self.load_table(db.dbi).map(|t| t.view())
     }
 
     fn load_table(&self, dbi: u32) -> Result<Table> {
@@ -560,7 +573,7 @@ impl<'env> RwTxn<'env> {
                 return crate::btree::write::clear(t, db);
             }
             crate::btree::write::clear(t, db)?;
-            let name = t.table(db)?.name.ok_or(Error::BadDbi)?;
+            let name = t.table_mut(db)?.name.clone().ok_or(Error::BadDbi)?;
             crate::btree::write::del(t, Db::MAIN, &name, None)?;
             t.tables[db.dbi as usize] = None;
             t.env.forget_db(db.dbi);

@@ -390,7 +390,7 @@ fn same(got: &Kv, want: Option<&(Vec<u8>, Option<Vec<u8>>)>) -> bool {
 // Checks
 
 fn leaf_nodemax(ps: usize) -> usize {
-    ((ps - 20) / 2 & !1) - 2
+    (((ps - 20) / 2) & !1) - 2
 }
 
 /// Large pages libmdbx uses for this table's records.
