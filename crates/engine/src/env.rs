@@ -174,7 +174,15 @@ impl EnvBuilder {
     }
     /// Opens (creating if needed and not read-only) the environment at `path`.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
-        EnvInner::open(self, path.as_ref()).map(|inner| Env { inner: Arc::new(inner) })
+        let (inner, apply_geometry) = EnvInner::open(self, path.as_ref())?;
+        let env = Env { inner: Arc::new(inner) };
+        if apply_geometry {
+            // An existing database opened by its only user: apply the requested
+            // geometry, as libmdbx does (others' geometry is left alone).
+            let g = Geometry { page_size: None, ..self.geometry.clone() };
+            env.set_geometry(&g)?;
+        }
+        Ok(env)
     }
 }
 
@@ -233,7 +241,7 @@ fn resolve_paths(path: &Path, no_sub_dir: bool) -> Result<(PathBuf, PathBuf)> {
 }
 
 impl EnvInner {
-    fn open(b: &EnvBuilder, path: &Path) -> Result<EnvInner> {
+    fn open(b: &EnvBuilder, path: &Path) -> Result<(EnvInner, bool)> {
         let (data_path, lck_path) = resolve_paths(path, b.no_sub_dir)?;
         if !b.read_only && !data_path.exists() && data_path.parent() != Some(path.parent().unwrap_or(Path::new(""))) {
             // Directory mode: create the directory.
@@ -262,6 +270,9 @@ impl EnvInner {
             None => Box::new(FileIo { file: file.clone() }),
         };
         let mut size = file::file_size(&file)?;
+        let g = &b.geometry;
+        let wants_geometry = [g.size_lower, g.size_now, g.size_upper, g.growth_step, g.shrink_threshold].iter().any(Option::is_some);
+        let apply_geometry = size != 0 && lo.exclusive && !b.read_only && wants_geometry;
         if size == 0 {
             if b.read_only {
                 return Err(Error::Invalid(format!("{}: empty file", data_path.display())));
@@ -316,7 +327,7 @@ impl EnvInner {
         let map_len = map_len_for(&meta, page_size, size);
         let map = Mmap::map(&file, map_len).or_else(|_| Mmap::map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE)))?;
         lck.finish_open(b.durability.envmode(), meta.txnid())?;
-        Ok(EnvInner {
+        let inner = EnvInner {
             data_path,
             lck_path,
             file,
@@ -329,7 +340,8 @@ impl EnvInner {
             max_dbs: b.max_dbs,
             dbs: Mutex::new(vec![None, None]),
             lck,
-        })
+        };
+        Ok((inner, apply_geometry))
     }
 
     /// The three metas as they are now in the map, and the troika.
@@ -672,6 +684,14 @@ impl Env {
             metas: [0, 1, 2].map(|i| (metas[i].txnid(), metas[i].is_steady())),
             recent_meta: t.recent,
         })
+    }
+
+    /// Changes the geometry in a write transaction of its own (see
+    /// [`RwTxn::set_geometry`]).
+    pub fn set_geometry(&self, g: &Geometry) -> Result<()> {
+        let mut txn = self.begin_rw_txn()?;
+        txn.set_geometry(g)?;
+        txn.commit()
     }
 
     /// Makes the last commit durable (turns a weak meta steady).

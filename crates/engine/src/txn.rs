@@ -599,10 +599,63 @@ impl<'env> RwTxn<'env> {
         self.canary = [x, y, z, self.txnid];
     }
 
+    /// Changes the geometry as part of this transaction (bytes; `None` keeps the
+    /// current value; the page size cannot change). The new `size_now` is
+    /// applied by growing the file now; it never drops below the allocated pages.
+    pub fn set_geometry(&mut self, g: &crate::Geometry) -> Result<()> {
+        self.guarded(|t| t.set_geometry_inner(g))
+    }
+
+    fn set_geometry_inner(&mut self, g: &crate::Geometry) -> Result<()> {
+        use crate::format::meta::{pages2pv, pv2pages};
+        let ps = self.env.page_size;
+        if let Some(p) = g.page_size {
+            if p != ps {
+                return Err(Error::Incompatible(format!("the page size is fixed at {ps}; {p} was requested")));
+            }
+        }
+        let unit = ps.max(4096);
+        let pages = |bytes: usize| -> Result<u32> {
+            let b = bytes.div_ceil(unit) * unit;
+            u32::try_from(b / ps).ok().filter(|&p| p <= crate::format::MAX_PAGENO + 1).ok_or(Error::TooLarge)
+        };
+        let mut geo = self.geo;
+        if let Some(l) = g.size_lower {
+            geo.lower = pages(l.max(3 * ps))?;
+        }
+        if let Some(u) = g.size_upper {
+            geo.upper = pages(u)?;
+        }
+        if let Some(x) = g.growth_step {
+            geo.grow_pv = pages2pv(pages(x)?);
+        }
+        if let Some(x) = g.shrink_threshold {
+            geo.shrink_pv = pages2pv(pages(x)?);
+        }
+        if geo.lower > geo.upper {
+            return Err(Error::InvalidArgument(format!("geometry lower {} exceeds upper {}", geo.lower as usize * ps, geo.upper as usize * ps)));
+        }
+        if geo.upper < geo.first_unallocated {
+            return Err(Error::MapFull);
+        }
+        let want_now = match g.size_now {
+            Some(n) => pages(n)?,
+            None => geo.now,
+        };
+        let now = want_now.clamp(geo.lower, geo.upper).max(geo.first_unallocated);
+        if now > geo.now {
+            self.env.io.set_len(now as u64 * ps as u64)?;
+        }
+        geo.now = now;
+        let _ = pv2pages;
+        self.geo = geo;
+        Ok(())
+    }
+
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
         self.table(db)?;
-        Ok(RwCursor { txn: self, db, pos: None })
+        Ok(RwCursor { txn: self, db, pos: None, after_del: false })
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
@@ -629,60 +682,81 @@ impl<'env> RwTxn<'env> {
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
     db: Db,
+    /// Key of the current record (after a delete: the deleted key).
     pos: Option<Vec<u8>>,
+    /// The record at `pos` was deleted: the cursor stands on its successor.
+    after_del: bool,
 }
 
 type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
 
 impl<'t, 'env> RwCursor<'t, 'env> {
-    fn reposition<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+    fn reposition<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>, bool) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+        let after_del = std::mem::take(&mut self.after_del);
         let mut c = self.txn.cursor(self.db)?;
         if let Some(k) = &self.pos {
-            c.set_range(k)?;
+            if c.set_range(k)?.is_none() && !after_del {
+                c.last()?;
+            }
         }
-        let r = f(&mut c)?;
-        self.pos = c.current_key().map(<[u8]>::to_vec);
+        let r = f(&mut c, after_del)?;
+        if let Some(k) = c.current_key() {
+            self.pos = Some(k.to_vec());
+        }
         Ok(r)
     }
 
     /// First record.
     pub fn first(&mut self) -> Result<OwnedPair<'_>> {
         self.pos = None;
-        self.reposition(|c| c.first())
+        self.reposition(|c, _| c.first())
     }
     /// Last record.
     pub fn last(&mut self) -> Result<OwnedPair<'_>> {
         self.pos = None;
-        self.reposition(|c| c.last())
+        self.reposition(|c, _| c.last())
     }
-    /// Next record.
+    /// Next record (after a delete: the successor of the deleted record).
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<OwnedPair<'_>> {
         let positioned = self.pos.is_some();
-        self.reposition(|c| if positioned { c.next() } else { c.first() })
+        self.reposition(|c, after_del| match (positioned, after_del) {
+            (false, _) => c.first(),
+            (true, true) => Ok(c.get_current().ok().flatten()),
+            (true, false) => c.next(),
+        })
     }
     /// Previous record.
     pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
         let positioned = self.pos.is_some();
-        self.reposition(|c| if positioned { c.prev() } else { c.last() })
+        self.reposition(|c, after_del| {
+            if !positioned {
+                return c.last();
+            }
+            if after_del && c.eof() {
+                // The deleted record was the last one.
+                return c.last();
+            }
+            c.prev()
+        })
     }
     /// Exact key.
     pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
         self.pos = None;
-        self.reposition(|c| c.set(key))
+        self.reposition(|c, _| c.set(key))
     }
     /// First key `>= key`.
     pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
         self.pos = None;
-        self.reposition(|c| c.set_range(key))
+        self.reposition(|c, _| c.set_range(key))
     }
-    /// The record at the cursor.
+    /// The record at the cursor (after a delete: the successor).
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
         let Some(k) = self.pos.clone() else { return Err(Error::NoData) };
         let mut c = self.txn.cursor(self.db)?;
         match c.set_range(&k)? {
             Some(p) => Ok(Some(p)),
-            None => Err(Error::NoData),
+            None => c.last()?.map(Some).ok_or(Error::NoData),
         }
     }
     /// Stores a record and positions the cursor on it. With `CURRENT` the key must
@@ -698,14 +772,25 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         }
         self.txn.put(self.db, key, val, flags)?;
         self.pos = Some(key.to_vec());
+        self.after_del = false;
         Ok(())
     }
     /// Deletes the record at the cursor; the cursor moves to its successor.
     pub fn del(&mut self) -> Result<()> {
-        let Some(k) = self.pos.clone() else { return Err(Error::NoData) };
+        let k = if self.after_del {
+            // The cursor stands on the successor of the record deleted last.
+            match self.get_current()? {
+                Some((k, _)) => k.to_vec(),
+                None => return Err(Error::NoData),
+            }
+        } else {
+            self.pos.clone().ok_or(Error::NoData)?
+        };
         if !self.txn.del(self.db, &k, None)? {
             return Err(Error::NoData);
         }
+        self.pos = Some(k);
+        self.after_del = true;
         Ok(())
     }
 }

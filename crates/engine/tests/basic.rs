@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use rdbx::{DbFlags, Env, Error, Geometry, PutFlags};
+use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags};
 
 fn env_at(dir: &std::path::Path, ps: usize) -> Env {
     Env::builder()
@@ -96,4 +96,101 @@ fn put_flags() {
     txn.reserve(db, b"r", 5, PutFlags::empty()).unwrap().copy_from_slice(b"hello");
     assert_eq!(txn.get(db, b"r").unwrap(), Some(&b"hello"[..]));
     txn.commit().unwrap();
+}
+
+#[test]
+fn cursor_semantics_like_libmdbx() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let db = Db::MAIN;
+    for k in [b"b", b"d", b"f"] {
+        txn.put(db, k, k, PutFlags::empty()).unwrap();
+    }
+    txn.commit().unwrap();
+    let r = env.begin_ro_txn().unwrap();
+    let mut c = r.cursor(db).unwrap();
+    assert!(matches!(c.get_current(), Err(Error::NoData)));
+    assert_eq!(c.next().unwrap().unwrap().0, b"b"); // unpositioned NEXT = FIRST
+    let mut c = r.cursor(db).unwrap();
+    assert_eq!(c.prev().unwrap().unwrap().0, b"f"); // unpositioned PREV = LAST
+    assert_eq!(c.next().unwrap(), None);
+    assert_eq!(c.get_current().unwrap().unwrap().0, b"f");
+    assert_eq!(c.next().unwrap(), None);
+    assert_eq!(c.prev().unwrap().unwrap().0, b"d");
+    assert_eq!(c.first().unwrap().unwrap().0, b"b");
+    assert_eq!(c.prev().unwrap(), None);
+    assert_eq!(c.get_current().unwrap().unwrap().0, b"b");
+    assert_eq!(c.next().unwrap().unwrap().0, b"d");
+    assert_eq!(c.set(b"c").unwrap(), None);
+    assert!(matches!(c.get_current(), Err(Error::NoData)));
+    for (probe, want) in [(&b"c"[..], Some(&b"d"[..])), (b"d", Some(b"d")), (b"g", None), (b"", Some(b"b"))] {
+        assert_eq!(c.set_range(probe).unwrap().map(|p| p.0), want, "set_range {probe:?}");
+    }
+    drop(c);
+    drop(r);
+
+    let mut txn = env.begin_rw_txn().unwrap();
+    txn.put(db, b"a", b"a", PutFlags::empty()).unwrap();
+    let mut c = txn.rw_cursor(db).unwrap();
+    assert_eq!(c.set(b"b").unwrap().unwrap().0, b"b");
+    c.del().unwrap();
+    assert_eq!(c.get_current().unwrap().unwrap().0, b"d");
+    assert_eq!(c.next().unwrap().unwrap().0, b"d");
+    c.del().unwrap();
+    assert_eq!(c.prev().unwrap().unwrap().0, b"a");
+    c.put(b"a", b"A", PutFlags::CURRENT).unwrap();
+    assert!(matches!(c.put(b"z", b"Z", PutFlags::CURRENT), Err(Error::KeyMismatch(_))));
+    drop(c);
+    assert_eq!(txn.get(db, b"a").unwrap(), Some(&b"A"[..]));
+    assert_eq!(txn.get(db, b"b").unwrap(), None);
+    assert_eq!(txn.get(db, b"d").unwrap(), None);
+    txn.commit().unwrap();
+}
+
+#[test]
+fn aborted_txn_leaves_nothing_and_second_writer_on_same_thread_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let mut txn = env.begin_rw_txn().unwrap();
+    txn.put(Db::MAIN, b"k", b"v", PutFlags::empty()).unwrap();
+    assert!(matches!(env.begin_rw_txn(), Err(Error::Busy(_))));
+    txn.abort();
+    let r = env.begin_ro_txn().unwrap();
+    assert_eq!(r.get(Db::MAIN, b"k").unwrap(), None);
+}
+
+#[test]
+fn integer_and_reverse_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let ints = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY).unwrap();
+    for v in [256u64, 1, 1 << 40, u64::MAX, 255] {
+        txn.put(ints, &v.to_le_bytes(), b"", PutFlags::empty()).unwrap();
+    }
+    assert!(matches!(txn.put(ints, &7u32.to_le_bytes(), b"", PutFlags::empty()), Err(Error::BadValSize(_))));
+    assert!(matches!(txn.put(ints, b"abc", b"", PutFlags::empty()), Err(Error::BadValSize(_))));
+    let rev = txn.create_db(Some("rev"), DbFlags::REVERSE_KEY).unwrap();
+    for k in [&b"ab"[..], b"zzza", b"a", b"ba"] {
+        txn.put(rev, k, b"", PutFlags::empty()).unwrap();
+    }
+    assert!(matches!(txn.create_db(Some("rev"), DbFlags::empty()), Err(Error::Incompatible(_))));
+    txn.commit().unwrap();
+    let r = env.begin_ro_txn().unwrap();
+    let ints = r.open_db(Some("ints")).unwrap();
+    let mut c = r.cursor(ints).unwrap();
+    let mut got = vec![];
+    while let Some((k, _)) = c.next().unwrap() {
+        got.push(u64::from_le_bytes(k.try_into().unwrap()));
+    }
+    assert_eq!(got, vec![1, 255, 256, 1 << 40, u64::MAX]);
+    let rev = r.open_db(Some("rev")).unwrap();
+    let mut c = r.cursor(rev).unwrap();
+    let mut got = vec![];
+    while let Some((k, _)) = c.next().unwrap() {
+        got.push(k.to_vec());
+    }
+    assert_eq!(got, vec![b"a".to_vec(), b"ba".to_vec(), b"zzza".to_vec(), b"ab".to_vec()]);
+    assert_eq!(r.db_flags(rev).unwrap(), DbFlags::REVERSE_KEY);
 }
