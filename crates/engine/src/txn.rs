@@ -289,7 +289,9 @@ macro_rules! read_methods {
         /// A cursor over `db`.
         pub fn cursor(&self, db: Db) -> Result<Cursor<'_>> {
             let t = self.table(db)?;
-            Ok(Cursor::new(self.pages(), t.tree.root, t.tree.height, t.cmp))
+            let mut c = Cursor::new(self.pages(), t.tree.root, t.tree.height, t.cmp);
+            c.set_dup_cmp(Cmp::for_dups(t.flags));
+            Ok(c)
         }
 
         /// Statistics of `db`.

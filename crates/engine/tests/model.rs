@@ -249,7 +249,7 @@ fn op(ps: usize) -> impl Strategy<Value = Op> {
         1 => (table(), 1u8..4).prop_map(|(t, extra)| Op::TooLongKey { t, extra }),
         2 => named_table().prop_map(|t| Op::Create { t }),
         1 => named_table().prop_map(|t| Op::Drop { t }),
-        1 => table().prop_map(|t| Op::Clear { t }),
+        1 => prop_oneof![1 => Just(0usize), 4 => named_table()].prop_map(|t| Op::Clear { t }),
         1 => named_table().prop_map(|t| Op::WrongFlags { t }),
         8 => Just(Op::Commit),
         2 => Just(Op::Abort),
@@ -989,6 +989,14 @@ fn write_op(env: &Env, w: &mut RwTxn<'_>, model: &mut Model, op: &Op, ctx: &str)
             let Some(db) = open(w, model, t)? else { return Ok(()) };
             w.clear_db(db).map_err(|e| fail(format!("{ctx}: clear_db: {e:?}")))?;
             model.tables[t].as_mut().unwrap().clear();
+            if t == 0 {
+                // as in libmdbx, emptying the main table removes the named tables too
+                // (their records live in it); the engine must free their pages
+                for tbl in model.tables.iter_mut().skip(1) {
+                    *tbl = None;
+                }
+                check_names(w, model, ctx)?;
+            }
         }
         Op::WrongFlags { t } => {
             let t = *t;

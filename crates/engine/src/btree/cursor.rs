@@ -1,11 +1,16 @@
 //! Read cursors: a stack of (page, index) from the root to a leaf. Pages have no
 //! sibling links, so moving past the end of a leaf climbs until an index can move
 //! and descends again (format doc §5.6).
+//!
+//! On a DUPSORT table the cursor holds a second, inner cursor over the values of
+//! the current key: over the key's sub-page (an inline miniature leaf) or over
+//! its nested tree, whose keys are the values (format doc §11).
 
-use super::{child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
+use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::error::{Error, Result};
-use crate::format::node;
+use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::Page;
+use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::P_INVALID;
 use crate::txn::Pages;
 
@@ -16,23 +21,46 @@ struct Level<'t> {
     idx: usize,
 }
 
+/// Where a cursor's tree starts.
+#[derive(Clone, Copy)]
+enum Root<'t> {
+    Empty,
+    /// A tree of pages.
+    Page(u32),
+    /// A sub-page inside the leaf node of page `host`.
+    Inline(Page<'t>, u32),
+}
+
 /// A cursor over one table of a transaction. Keys and values borrow the
 /// transaction (zero-copy from the memory map for read-only transactions).
 pub struct Cursor<'t> {
     pages: Pages<'t>,
-    root: u32,
+    root: Root<'t>,
     height: u16,
     cmp: Cmp,
+    /// Largest txnid allowed on the root page.
+    front: u64,
     stack: [Option<Level<'t>>; MAX_DEPTH],
     depth: usize,
     eof: bool,
+    /// DUPSORT tables: comparator of the values.
+    dup_cmp: Option<Cmp>,
+    /// DUPSORT tables: cursor over the current key's values (`None`: the key has
+    /// a single plain value).
+    dup: Option<Box<Cursor<'t>>>,
 }
 
 type Pair<'t> = (&'t [u8], &'t [u8]);
 
 impl<'t> Cursor<'t> {
     pub(crate) fn new(pages: Pages<'t>, root: u32, height: u16, cmp: Cmp) -> Cursor<'t> {
-        Cursor { pages, root, height, cmp, stack: [None; MAX_DEPTH], depth: 0, eof: false }
+        let root = if root == P_INVALID { Root::Empty } else { Root::Page(root) };
+        Cursor { pages, root, height, cmp, front: pages.front, stack: [None; MAX_DEPTH], depth: 0, eof: false, dup_cmp: None, dup: None }
+    }
+
+    /// Makes this a cursor over a DUPSORT table whose values compare with `cmp`.
+    pub(crate) fn set_dup_cmp(&mut self, cmp: Option<Cmp>) {
+        self.dup_cmp = cmp;
     }
 
     /// Whether the cursor is not positioned on a record.
@@ -46,16 +74,75 @@ impl<'t> Cursor<'t> {
 
     fn current_pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
+        if l.page.is_dupfix() || l.page.flags() & 0x40 != 0 {
+            // A page of values (nested tree leaf or sub-page): keys only.
+            return Ok((key_at(l.page, l.idx, l.pgno)?, &[]));
+        }
         let n = node::node(l.page, l.idx, l.pgno)?;
+        if self.dup_cmp.is_some() {
+            if let Some(d) = &self.dup {
+                return Ok((n.key, d.current_pair()?.0));
+            }
+        }
+        if n.flags & N_DUP != 0 {
+            return Err(Error::corrupted(l.pgno, "multi-value node in a table without DUPSORT"));
+        }
         let v = node_value(&self.pages, &n, l.pgno, l.page.txnid())?;
         Ok((n.key, v))
+    }
+
+    /// Sets up the inner cursor for the node under the cursor (DUPSORT tables).
+    fn enter_dup(&mut self, last: bool) -> Result<()> {
+        let Some(dcmp) = self.dup_cmp else { return Ok(()) };
+        let l = self.top();
+        let n = node::node(l.page, l.idx, l.pgno)?;
+        let inner = if n.flags == N_DUP {
+            let sp = Page { buf: n.data };
+            check_subpage(sp, l.pgno)?;
+            let mut c = Cursor::new(self.pages, P_INVALID, 1, dcmp);
+            c.root = Root::Inline(sp, l.pgno);
+            Some(c)
+        } else if n.flags == N_DUP | N_TREE {
+            if n.data.len() != TREE_SIZE {
+                return Err(Error::corrupted(l.pgno, "nested tree descriptor has a bad size"));
+            }
+            let t = Tree::read(n.data);
+            if t.root == P_INVALID || t.height == 0 {
+                return Err(Error::corrupted(l.pgno, "empty nested tree"));
+            }
+            let mut c = Cursor::new(self.pages, t.root, t.height, dcmp);
+            c.front = l.page.txnid();
+            Some(c)
+        } else if n.flags & (N_DUP | N_TREE) != 0 {
+            return Err(Error::corrupted(l.pgno, "bad node flags in a DUPSORT table"));
+        } else {
+            None
+        };
+        self.dup = match inner {
+            Some(c) => {
+                let mut b = match self.dup.take() {
+                    Some(mut b) => {
+                        *b = c;
+                        b
+                    }
+                    None => Box::new(c),
+                };
+                b.edge(last)?;
+                Some(b)
+            }
+            None => None,
+        };
+        Ok(())
     }
 
     fn push(&mut self, pgno: u32, front: u64, mut idx_of: impl FnMut(Page<'t>) -> Result<usize>) -> Result<Page<'t>> {
         if self.depth >= MAX_DEPTH || self.depth >= self.height as usize {
             return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
-        let page = load(&self.pages, pgno, front)?;
+        let page = match (self.root, self.depth) {
+            (Root::Inline(sp, _), 0) => sp,
+            _ => load(&self.pages, pgno, front)?,
+        };
         let is_last_level = self.depth + 1 == self.height as usize;
         if page.is_leaf() != is_last_level {
             return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
@@ -66,11 +153,19 @@ impl<'t> Cursor<'t> {
         Ok(page)
     }
 
+    fn root_pgno(&self) -> u32 {
+        match self.root {
+            Root::Page(p) => p,
+            Root::Inline(_, host) => host,
+            Root::Empty => P_INVALID,
+        }
+    }
+
     /// Descends from the current top (or the root) always taking the first (or last) entry.
     fn descend_edge(&mut self, last: bool) -> Result<()> {
         loop {
             let (pgno, front) = if self.depth == 0 {
-                (self.root, self.pages.front)
+                (self.root_pgno(), self.front)
             } else {
                 let l = self.top();
                 if l.page.is_leaf() {
@@ -85,11 +180,12 @@ impl<'t> Cursor<'t> {
     fn edge(&mut self, last: bool) -> Result<Option<Pair<'t>>> {
         self.depth = 0;
         self.eof = false;
-        if self.root == P_INVALID {
+        if matches!(self.root, Root::Empty) {
             self.eof = true;
             return Ok(None);
         }
         self.descend_edge(last)?;
+        self.enter_dup(last)?;
         self.current_pair().map(Some)
     }
 
@@ -103,7 +199,7 @@ impl<'t> Cursor<'t> {
         self.edge(true)
     }
 
-    /// Moves one step; returns false at the end (position unchanged).
+    /// Moves one key; returns false at the end (position unchanged).
     fn step(&mut self, forward: bool) -> Result<bool> {
         let mut level = self.depth;
         while level > 0 {
@@ -115,6 +211,7 @@ impl<'t> Cursor<'t> {
                 self.stack[level - 1] = Some(Level { idx, ..l });
                 self.depth = level;
                 self.descend_edge(!forward)?;
+                self.enter_dup(!forward)?;
                 return Ok(true);
             }
             level -= 1;
@@ -122,7 +219,16 @@ impl<'t> Cursor<'t> {
         Ok(false)
     }
 
-    /// Next record; on an unpositioned cursor the first.
+    /// Moves within the current key's values; false when there is no further value.
+    fn step_dup(&mut self, forward: bool) -> Result<bool> {
+        match &mut self.dup {
+            Some(d) => d.step(forward),
+            None => Ok(false),
+        }
+    }
+
+    /// Next record (the next value of the key on DUPSORT tables); on an
+    /// unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Pair<'t>>> {
         if self.depth == 0 {
@@ -131,7 +237,7 @@ impl<'t> Cursor<'t> {
         if self.eof {
             return Ok(None);
         }
-        if self.step(true)? {
+        if self.step_dup(true)? || self.step(true)? {
             self.current_pair().map(Some)
         } else {
             self.eof = true;
@@ -147,11 +253,101 @@ impl<'t> Cursor<'t> {
         // After running off the end the position is still the last record, so
         // stepping back from it gives its predecessor (as libmdbx does).
         self.eof = false;
+        if self.step_dup(false)? || self.step(false)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// First value of the next key (DUPSORT); `next` on other tables.
+    pub fn next_nodup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 {
+            return self.first();
+        }
+        if self.eof {
+            return Ok(None);
+        }
+        if self.step(true)? {
+            self.current_pair().map(Some)
+        } else {
+            self.eof = true;
+            Ok(None)
+        }
+    }
+
+    /// Last value of the previous key (DUPSORT); `prev` on other tables.
+    pub fn prev_nodup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 {
+            return self.last();
+        }
+        self.eof = false;
         if self.step(false)? {
             self.current_pair().map(Some)
         } else {
             Ok(None)
         }
+    }
+
+    /// Next value of the current key; `None` at its last value (position kept).
+    pub fn next_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 || self.eof {
+            return Ok(None);
+        }
+        if self.step_dup(true)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Previous value of the current key; `None` at its first value.
+    pub fn prev_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 || self.eof {
+            return Ok(None);
+        }
+        if self.step_dup(false)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// First value of the current key.
+    pub fn first_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 {
+            return Err(Error::NoData);
+        }
+        if let Some(d) = &mut self.dup {
+            d.edge(false)?;
+        }
+        self.current_pair().map(Some)
+    }
+
+    /// Last value of the current key.
+    pub fn last_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.depth == 0 {
+            return Err(Error::NoData);
+        }
+        if let Some(d) = &mut self.dup {
+            d.edge(true)?;
+        }
+        self.current_pair().map(Some)
+    }
+
+    /// Number of values of the current key (1 on other tables).
+    pub fn count(&self) -> Result<u64> {
+        if self.depth == 0 || !self.at_valid_leaf_entry() {
+            return Err(Error::NoData);
+        }
+        let Some(_) = self.dup_cmp else { return Ok(1) };
+        let l = self.top();
+        let n = node::node(l.page, l.idx, l.pgno)?;
+        Ok(match n.flags {
+            N_DUP => Page { buf: n.data }.num_entries() as u64,
+            f if f == N_DUP | N_TREE => Tree::read(n.data).items,
+            _ => 1,
+        })
     }
 
     fn at_valid_leaf_entry(&self) -> bool {
@@ -163,13 +359,13 @@ impl<'t> Cursor<'t> {
     fn seek(&mut self, key: &[u8]) -> Result<Option<bool>> {
         self.depth = 0;
         self.eof = false;
-        if self.root == P_INVALID {
+        if matches!(self.root, Root::Empty) {
             self.eof = true;
             return Ok(None);
         }
         let cmp = self.cmp;
-        let mut pgno = self.root;
-        let mut front = self.pages.front;
+        let mut pgno = self.root_pgno();
+        let mut front = self.front;
         loop {
             let mut exact = false;
             let page = self.push(pgno, front, |p| {
@@ -190,10 +386,13 @@ impl<'t> Cursor<'t> {
         }
     }
 
-    /// Positions at exactly `key`; `None` (and unpositioned) if absent.
+    /// Positions at exactly `key` (its first value); `None` (and unpositioned) if absent.
     pub fn set(&mut self, key: &[u8]) -> Result<Option<Pair<'t>>> {
         match self.seek(key)? {
-            Some(true) => self.current_pair().map(Some),
+            Some(true) => {
+                self.enter_dup(false)?;
+                self.current_pair().map(Some)
+            }
             _ => {
                 self.depth = 0;
                 Ok(None)
@@ -207,6 +406,7 @@ impl<'t> Cursor<'t> {
             return Ok(None);
         }
         if self.at_valid_leaf_entry() {
+            self.enter_dup(false)?;
             return self.current_pair().map(Some);
         }
         // Past the last key of this leaf: step back onto it, then forward.
@@ -215,27 +415,80 @@ impl<'t> Cursor<'t> {
         if self.step(true)? {
             self.current_pair().map(Some)
         } else {
+            self.enter_dup(true)?;
             self.eof = true;
             Ok(None)
         }
     }
 
+    /// DUPSORT: positions at exactly (`key`, `val`).
+    pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Pair<'t>>> {
+        self.need_dups()?;
+        match self.get_both_range(key, val)? {
+            Some((k, v)) if self.dup_cmp.expect("dupsort").cmp(v, val).is_eq() => Ok(Some((k, v))),
+            _ => {
+                self.depth = 0;
+                Ok(None)
+            }
+        }
+    }
+
+    /// DUPSORT: `key` exactly, first value `>= val`.
+    pub fn get_both_range(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Pair<'t>>> {
+        self.need_dups()?;
+        if self.set(key)?.is_none() {
+            return Ok(None);
+        }
+        match &mut self.dup {
+            Some(d) => {
+                if d.set_range(val)?.is_none() {
+                    self.depth = 0;
+                    return Ok(None);
+                }
+                self.current_pair().map(Some)
+            }
+            None => {
+                let (k, v) = self.current_pair()?;
+                if self.dup_cmp.expect("dupsort").cmp(v, val).is_ge() {
+                    Ok(Some((k, v)))
+                } else {
+                    self.depth = 0;
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    fn need_dups(&self) -> Result<()> {
+        if self.dup_cmp.is_none() {
+            return Err(Error::Incompatible("the table is not a multimap (DUP_SORT)".into()));
+        }
+        Ok(())
+    }
+
     /// The record at the cursor; `Err(NoData)` when unpositioned.
     pub fn get_current(&self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return Err(Error::NoData);
-        }
-        if !self.at_valid_leaf_entry() {
+        if self.depth == 0 || !self.at_valid_leaf_entry() {
             return Err(Error::NoData);
         }
         self.current_pair().map(Some)
+    }
+
+    /// Whether the cursor is on the first key of the table.
+    pub fn on_first(&self) -> bool {
+        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx == 0))
+    }
+
+    /// Whether the cursor is on the last key of the table.
+    pub fn on_last(&self) -> bool {
+        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
     }
 
     /// First node as (key, node flags), without resolving its value.
     pub(crate) fn first_node(&mut self) -> Result<Option<(&'t [u8], u8)>> {
         self.depth = 0;
         self.eof = false;
-        if self.root == P_INVALID {
+        if matches!(self.root, Root::Empty) {
             return Ok(None);
         }
         self.descend_edge(false)?;

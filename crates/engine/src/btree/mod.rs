@@ -29,6 +29,19 @@ pub(crate) enum Cmp {
 }
 
 impl Cmp {
+    /// Comparator of the values of a DUPSORT table (None for other tables).
+    pub(crate) fn for_dups(flags: DbFlags) -> Option<Cmp> {
+        if !flags.contains(DbFlags::DUP_SORT) {
+            None
+        } else if flags.contains(DbFlags::INTEGER_DUP) {
+            Some(Cmp::Int)
+        } else if flags.contains(DbFlags::REVERSE_DUP) {
+            Some(Cmp::Rev)
+        } else {
+            Some(Cmp::Lex)
+        }
+    }
+
     pub(crate) fn for_keys(flags: DbFlags) -> Cmp {
         if flags.contains(DbFlags::INTEGER_KEY) {
             Cmp::Int
@@ -54,10 +67,14 @@ impl Cmp {
     }
 }
 
-/// Key of node `i`, bounds-checked.
+/// Key of node `i` (or item `i` of a DUPFIX page), bounds-checked.
 #[inline]
 pub(crate) fn key_at<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
     let buf = page.buf;
+    if page.is_dupfix() {
+        let k = page.dupfix_ksize() as usize;
+        return buf.get(PAGEHDRSZ + i * k..PAGEHDRSZ + (i + 1) * k).ok_or(Error::corrupted(pgno, "DUPFIX item outside the page"));
+    }
     let off = PAGEHDRSZ + page.entry(i);
     if off + NODESIZE > buf.len() {
         return Err(Error::corrupted(pgno, "node offset outside the page"));
@@ -119,9 +136,6 @@ pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64) -> Result<Page<
 #[inline]
 pub(crate) fn node_value<'t>(pages: &Pages<'t>, n: &Node<'t>, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
     if n.flags & N_BIG == 0 {
-        if n.flags & node::N_DUP != 0 {
-            return Err(Error::Incompatible("multimap (DUPSORT) values are not supported yet".into()));
-        }
         return Ok(n.data);
     }
     pages.large(n.big_pgno(), n.dsize as usize, leaf_pgno, leaf_txnid)
@@ -159,7 +173,35 @@ pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8],
     }
 }
 
-/// Looks `key` up in a tree: the node if present.
+/// Validates a sub-page (the value of an N_DUP node).
+pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
+    let len = sp.buf.len();
+    if len < PAGEHDRSZ {
+        return Err(Error::corrupted(host, "sub-page shorter than a page header"));
+    }
+    let f = sp.flags() & !0x10;
+    let (lower, upper) = (sp.lower(), sp.upper());
+    if lower & 1 != 0 || lower / 2 == 0 {
+        return Err(Error::corrupted(host, "sub-page has no entries"));
+    }
+    match f {
+        0x42 => {
+            if lower > upper || PAGEHDRSZ + upper > len {
+                return Err(Error::corrupted(host, "bad sub-page bounds"));
+            }
+        }
+        0x62 => {
+            let k = sp.dupfix_ksize() as usize;
+            if k == 0 || PAGEHDRSZ + (lower / 2) * k > len {
+                return Err(Error::corrupted(host, "bad DUPFIX sub-page bounds"));
+            }
+        }
+        _ => return Err(Error::corrupted(host, "bad sub-page flags")),
+    }
+    Ok(())
+}
+
+/// Looks `key` up in a tree: its (first) value if present.
 pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Option<&'t [u8]>> {
     if root == crate::format::P_INVALID {
         return Ok(None);
@@ -169,5 +211,10 @@ pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp
         return Ok(None);
     }
     let n = node::node(f.leaf, f.idx, f.pgno)?;
+    if n.flags & node::N_DUP != 0 {
+        let mut c = cursor::Cursor::new(*pages, root, height, cmp);
+        c.set_dup_cmp(Some(Cmp::Lex));
+        return Ok(c.set(key)?.map(|p| p.1));
+    }
     node_value(pages, &n, f.pgno, f.leaf.txnid()).map(Some)
 }
