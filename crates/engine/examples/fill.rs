@@ -13,6 +13,9 @@ fn main() -> rdbx::Result<()> {
         let a = txn.create_db(Some("alpha"), DbFlags::empty())?;
         let b = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY)?;
         let r = txn.create_db(Some("rev"), DbFlags::REVERSE_KEY)?;
+        let d = txn.create_db(Some("dups"), DbFlags::DUP_SORT)?;
+        let f = txn.create_db(Some("dfix"), DbFlags::DUP_SORT | DbFlags::DUP_FIXED | DbFlags::INTEGER_DUP)?;
+        let rd = txn.create_db(Some("rdup"), DbFlags::DUP_SORT | DbFlags::REVERSE_DUP)?;
         for i in 0..n {
             x ^= x << 13;
             x ^= x >> 7;
@@ -23,6 +26,17 @@ fn main() -> rdbx::Result<()> {
             txn.put(a, k.as_bytes(), &v, PutFlags::empty())?;
             txn.put(b, &(x % 100000).to_le_bytes(), k.as_bytes(), PutFlags::empty())?;
             txn.put(r, k.as_bytes(), b"r", PutFlags::empty())?;
+            let dk = format!("d{}", x % 37);
+            txn.put(d, dk.as_bytes(), format!("val{}", x % 5000).as_bytes(), PutFlags::empty())?;
+            txn.put(f, dk.as_bytes(), &((x % 100000) as u32).to_le_bytes(), PutFlags::empty())?;
+            txn.put(rd, dk.as_bytes(), format!("v{}", x % 300).as_bytes(), PutFlags::empty())?;
+            if round > 1 && i % 4 == 0 {
+                txn.del(d, dk.as_bytes(), Some(format!("val{}", (x >> 5) % 5000).as_bytes()))?;
+                txn.del(f, dk.as_bytes(), Some(&(((x >> 5) % 100000) as u32).to_le_bytes()))?;
+            }
+            if round == 3 && i % 1000 == 0 {
+                txn.del(rd, dk.as_bytes(), None)?;
+            }
             if round > 0 && i % 3 == 0 {
                 let k = format!("k{:08}", (x >> 3) % (n * 2));
                 txn.del(a, k.as_bytes(), None)?;

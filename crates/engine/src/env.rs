@@ -350,7 +350,7 @@ impl EnvInner {
         let mut metas: Vec<Meta> = Vec::with_capacity(3);
         let mut states = [(0u64, false); 3];
         for i in 0..3usize {
-            let bytes = map.bytes(i * ps, META_OFF + META_LEN).ok_or(Error::corrupted(i as u32, "meta outside the map"))?;
+            let bytes = map.bytes(i * ps, META_OFF + META_LEN).ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
             let mut copy = [0u8; META_OFF + META_LEN];
             copy.copy_from_slice(bytes);
             let m = Meta::read(&copy, i as u32)?;

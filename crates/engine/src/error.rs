@@ -106,6 +106,12 @@ impl fmt::Display for Reason {
 impl Error {
     /// A corruption error on `page`.
     pub fn corrupted(page: u32, what: &'static str) -> Self {
+        if std::env::var_os("RDBX_TRACE_CORRUPTED").is_some() {
+            eprintln!(
+                "corrupted page {page}: {what}\n{}",
+                std::backtrace::Backtrace::force_capture()
+            );
+        }
         Error::Corrupted { page, what: Reason(what) }
     }
 

@@ -64,6 +64,11 @@
 //! | dxb | byte `pid` | WRITE (RW) / READ (RO) | every non-exclusive process |
 //! | dxb | whole file | WRITE / READ | initialiser (transient), lock-less opener |
 
+// This layer is API surface for the environment, transactions, tools and
+// tests (accessors for every lock-file field, detach/attach helpers, hints);
+// not every item has a caller in every build.
+#![allow(dead_code)]
+
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::marker::PhantomData;
@@ -187,7 +192,8 @@ pub(crate) mod envmode {
     pub const NORDAHEAD: u32 = 0x800000;
     pub const LIFORECLAIM: u32 = 0x4000000;
     /// Flags that make up `envmode`.
-    pub const MASK: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC | LIFORECLAIM | NORDAHEAD | RDONLY | WRITEMAP;
+    pub const MASK: u32 =
+        SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC | LIFORECLAIM | NORDAHEAD | RDONLY | WRITEMAP;
     /// "Lazy" durability flags.
     pub const LAZY: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC;
 }
@@ -262,14 +268,24 @@ struct Shared {
     file: File,
     /// Whether this process holds the WRITE lock on lck byte `pid`.
     pid_locked: Mutex<bool>,
-    /// Per-slot ownership by this `LockFile` (`SLOT_*`).
-    owned: Box<[AtomicU8]>,
-    /// Number of `SLOT_IDLE` entries in `owned`.
-    idle: AtomicU32,
+    /// Per-slot ownership by this `LockFile` (`SLOT_*`), one cache line each
+    /// so that threads reusing "their" slots do not contend.
+    owned: Box<[SlotState]>,
     /// Exclusive upper bound of the indices ever owned.
     high: AtomicU32,
-    /// Index to start the idle-slot search at.
-    hint: AtomicU32,
+}
+
+/// In-process state of one reader slot, padded to a cache line.
+#[derive(Debug)]
+#[repr(align(64))]
+struct SlotState(AtomicU8);
+
+thread_local! {
+    /// `(LockFile address, slot index)` this thread released last: tried
+    /// first by the next `acquire_reader` (libmdbx-like per-thread slots). A
+    /// stale entry (another LockFile at the same address) is harmless: any
+    /// idle slot of the current LockFile is a valid pick.
+    static LAST_SLOT: std::cell::Cell<(usize, u32)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 impl Shared {
@@ -294,6 +310,16 @@ impl Shared {
     fn refresh(&self) -> &AtomicU32 {
         self.u32(OFF_RDT_REFRESH_FLAG)
     }
+    /// `rdt_refresh_flag = 1` after a slot change. Skips the store (and the
+    /// cache-line transfer) when the flag already is 1: with SeqCst on both
+    /// sides, a writer that stored "None" and then missed our slot change in
+    /// its scan is ordered before this load, so the load would see "None".
+    fn signal_change(&self) {
+        let r = self.refresh();
+        if r.load(Ordering::SeqCst) != 1 {
+            r.store(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// The result of [`LockFile::open`].
@@ -301,7 +327,8 @@ impl Shared {
 pub(crate) struct LockOpen {
     pub lck: LockFile,
     /// We are the first/initialising opener: the caller recovers the metas,
-    /// then calls [`LockFile::finish_open`].
+    /// then calls [`LockFile::finish_open`]. Also `true` for the lock-less
+    /// stub (libmdbx treats lock-less mode as exclusive too).
     pub exclusive: bool,
 }
 
@@ -327,18 +354,25 @@ pub(crate) struct LockFile {
 }
 
 fn is_readonly_fs_error(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+    )
 }
 
 /// Outcome of `check_fstat` (libmdbx): `Ok(true)` = too short, re-seize.
 fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
     let d = dxb.metadata()?;
     if !d.file_type().is_file() || d.nlink() < 1 {
-        return Err(Error::Problem("data file was removed or is not a regular file".into()));
+        return Err(Error::Problem(
+            "data file was removed or is not a regular file".into(),
+        ));
     }
     let l = lck.metadata()?;
     if !l.file_type().is_file() || l.nlink() < 1 {
-        return Err(Error::Problem("lock file was removed or is not a regular file".into()));
+        return Err(Error::Problem(
+            "lock file was removed or is not a regular file".into(),
+        ));
     }
     Ok(d.len() < MIN_DXB_SIZE || l.len() < (HEADER_SIZE + SLOT_SIZE) as u64)
 }
@@ -359,9 +393,13 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
                 ofd::unlock(lck, 0, 1)?;
                 rounds += 1;
                 if rounds > 1000 {
-                    return Err(Error::Busy("the lock file stays too short while in use (seize gave up)".into()));
+                    return Err(Error::Busy(
+                        "the lock file stays too short while in use (seize gave up)".into(),
+                    ));
                 }
-                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(rounds.min(50))));
+                std::thread::sleep(std::time::Duration::from_micros(
+                    100 * u64::from(rounds.min(50)),
+                ));
                 continue;
             }
             have_lck_write = ofd::try_lock(lck, LockMode::Write, 0, 1)?;
@@ -378,7 +416,9 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
         // Shared: lock against processes in lock-less/exclusive mode.
         if !ofd::try_lock(dxb, dxb_mode, u64::from(pid), 1)? {
             let _ = ofd::unlock(lck, 0, 1);
-            return Err(Error::Busy("the database is used exclusively by another process".into()));
+            return Err(Error::Busy(
+                "the database is used exclusively by another process".into(),
+            ));
         }
         return Ok(false);
     }
@@ -398,17 +438,31 @@ impl LockFile {
     /// * Read-only environment whose lock file cannot be opened because of
     ///   `EROFS`/`EACCES`/`EPERM`: lock-less mode (whole-dxb READ lock only).
     /// * A second open of the same data file in this process -> `Busy`.
-    pub fn open(lck_path: &Path, dxb: &File, read_only: bool, max_readers: u32, mode: u32) -> Result<LockOpen> {
+    pub fn open(
+        lck_path: &Path,
+        dxb: &File,
+        read_only: bool,
+        max_readers: u32,
+        mode: u32,
+    ) -> Result<LockOpen> {
         let id = os::file_identity(dxb)?;
         let registry = RegistryEntry::claim(id, lck_path)?;
         let pid = os::getpid();
         let dxb = dxb.try_clone()?;
-        let dxb_mode = if read_only { LockMode::Read } else { LockMode::Write };
+        let dxb_mode = if read_only {
+            LockMode::Read
+        } else {
+            LockMode::Write
+        };
         let requested = match max_readers {
             0 => DEFAULT_READERS,
             n => n.min(READERS_LIMIT),
         };
-        let base_mode = if mode == 0 { dxb.metadata()?.mode() & 0o777 } else { mode & 0o777 };
+        let base_mode = if mode == 0 {
+            dxb.metadata()?.mode() & 0o777
+        } else {
+            mode & 0o777
+        };
 
         let lck_file = match OpenOptions::new()
             .read(true)
@@ -457,15 +511,15 @@ impl LockFile {
         };
         let max = shared.owned.len() as u32;
         let lck = LockFile {
-                shared: Some(shared),
-                dxb,
-                read_only,
-                pid,
-                max_readers: max,
-                lck_path: lck_path.to_path_buf(),
-                pending_downgrade: AtomicBool::new(exclusive),
-                lockless_envmode: AtomicU32::new(0),
-                _registry: registry,
+            shared: Some(shared),
+            dxb,
+            read_only,
+            pid,
+            max_readers: max,
+            lck_path: lck_path.to_path_buf(),
+            pending_downgrade: AtomicBool::new(exclusive),
+            lockless_envmode: AtomicU32::new(0),
+            _registry: registry,
         };
         if !exclusive {
             // Dropping `lck` on error runs the closing protocol.
@@ -499,7 +553,10 @@ impl LockFile {
             let ps = os::page_size() as u64;
             if size > i32::MAX as u64 || size % ps != 0 || size < ps {
                 return Err((
-                    Error::Problem(format!("lock file {} has invalid size {size}", path.display())),
+                    Error::Problem(format!(
+                        "lock file {} has invalid size {size}",
+                        path.display()
+                    )),
                     lck_file,
                 ));
             }
@@ -508,15 +565,22 @@ impl LockFile {
         let max = max_readers_for(size);
         if max < 4 {
             return Err((
-                Error::Problem(format!("lock file {} is too small ({max} readers)", path.display())),
+                Error::Problem(format!(
+                    "lock file {} is too small ({max} readers)",
+                    path.display()
+                )),
                 lck_file,
             ));
         }
         let region = tri!(SharedRegion::map(&lck_file, size as usize));
         if exclusive {
             region.zero(0, size as usize);
-            region.u64_at(OFF_MAGIC).store(LOCK_MAGIC, Ordering::Relaxed);
-            region.u32_at(OFF_FORMAT).store(LOCK_FORMAT, Ordering::Relaxed);
+            region
+                .u64_at(OFF_MAGIC)
+                .store(LOCK_MAGIC, Ordering::Relaxed);
+            region
+                .u32_at(OFF_FORMAT)
+                .store(LOCK_FORMAT, Ordering::Relaxed);
             region.u64_at(OFF_PGOPS_WOPS).store(1, Ordering::Relaxed);
             tri!(region.flush());
             tri!(region.mutex_at(OFF_RDT_LOCK).init());
@@ -525,7 +589,10 @@ impl LockFile {
             let magic = region.u64_at(OFF_MAGIC).load(Ordering::Acquire);
             if magic != LOCK_MAGIC {
                 let e = if magic >> 8 != MDBX_MAGIC {
-                    Error::Invalid(format!("lock file {} has an invalid magic {magic:#018x}", path.display()))
+                    Error::Invalid(format!(
+                        "lock file {} has an invalid magic {magic:#018x}",
+                        path.display()
+                    ))
                 } else {
                     Error::VersionMismatch(format!(
                         "lock file {} has lock format version {} (expected {LOCK_VERSION}); \
@@ -547,15 +614,15 @@ impl LockFile {
                 ));
             }
         }
-        let owned: Box<[AtomicU8]> = (0..max).map(|_| AtomicU8::new(SLOT_NOT_OURS)).collect();
+        let owned: Box<[SlotState]> = (0..max)
+            .map(|_| SlotState(AtomicU8::new(SLOT_NOT_OURS)))
+            .collect();
         Ok(Shared {
             region,
             file: lck_file,
             pid_locked: Mutex::new(false),
             owned,
-            idle: AtomicU32::new(0),
             high: AtomicU32::new(0),
-            hint: AtomicU32::new(0),
         })
     }
 
@@ -577,14 +644,21 @@ impl LockFile {
     /// is `Error::Incompatible`. Returns the effective flags. Exclusive,
     /// read-only or lock-less openers get `flags` back unchanged.
     pub fn check_envmode(&self, flags: u32, accede: bool) -> Result<u32> {
-        let Some(sh) = &self.shared else { return Ok(flags) };
+        let Some(sh) = &self.shared else {
+            return Ok(flags);
+        };
         if self.read_only || self.pending_downgrade.load(Ordering::Acquire) {
             return Ok(flags);
         }
         let em = sh.u32(OFF_ENVMODE);
         let mut snap = em.load(Ordering::Acquire);
         while snap == envmode::RDONLY {
-            match em.compare_exchange(envmode::RDONLY, flags & envmode::MASK, Ordering::AcqRel, Ordering::Acquire) {
+            match em.compare_exchange(
+                envmode::RDONLY,
+                flags & envmode::MASK,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     snap = flags & envmode::MASK;
                     break;
@@ -594,7 +668,11 @@ impl LockFile {
         }
         let mut flags = flags;
         if accede {
-            let m = if snap & envmode::LAZY != 0 { envmode::MASK } else { envmode::MASK & !envmode::WRITEMAP };
+            let m = if snap & envmode::LAZY != 0 {
+                envmode::MASK
+            } else {
+                envmode::MASK & !envmode::WRITEMAP
+            };
             let diff = (snap ^ flags) & m & !envmode::RDONLY;
             flags ^= diff;
         }
@@ -620,13 +698,17 @@ impl LockFile {
     /// dead readers in `open`). Idempotent.
     pub fn finish_open(&self, envmode: u32, recent_txnid: u64) -> Result<()> {
         let Some(sh) = &self.shared else {
-            self.lockless_envmode.store(envmode & envmode::MASK, Ordering::Relaxed);
+            self.lockless_envmode
+                .store(envmode & envmode::MASK, Ordering::Relaxed);
             return Ok(());
         };
         if self.pending_downgrade.swap(false, Ordering::AcqRel) {
-            sh.u32(OFF_ENVMODE).store(envmode & envmode::MASK, Ordering::Release);
-            sh.u32(OFF_META_SYNC_TXNID).store(recent_txnid as u32, Ordering::Relaxed);
-            sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
+            sh.u32(OFF_ENVMODE)
+                .store(envmode & envmode::MASK, Ordering::Release);
+            sh.u32(OFF_META_SYNC_TXNID)
+                .store(recent_txnid as u32, Ordering::Relaxed);
+            sh.u64(OFF_READERS_CHECK_TIMESTAMP)
+                .store(os::monotime_ns(), Ordering::Relaxed);
             let pid = u64::from(self.pid);
             ofd::unlock(&self.dxb, 0, pid)?;
             ofd::unlock(&self.dxb, pid + 1, WHOLE_FILE_LEN - pid - 1)?;
@@ -651,7 +733,9 @@ impl LockFile {
     }
 
     fn rdt_length(&self, sh: &Shared) -> u32 {
-        sh.u32(OFF_RDT_LENGTH).load(Ordering::Acquire).min(self.max_readers)
+        sh.u32(OFF_RDT_LENGTH)
+            .load(Ordering::Acquire)
+            .min(self.max_readers)
     }
 
     fn check_pid(&self) -> Result<()> {
@@ -663,10 +747,18 @@ impl LockFile {
 
     // -- writer lock ---------------------------------------------------------
 
-    fn writer_locked(&self, sh: &Shared, res: io::Result<Option<Locked>>) -> Result<Option<WriterGuard<'_>>> {
+    fn writer_locked(
+        &self,
+        sh: &Shared,
+        res: io::Result<Option<Locked>>,
+    ) -> Result<Option<WriterGuard<'_>>> {
         match res {
             Ok(None) => Ok(None),
-            Ok(Some(Locked::Ok)) => Ok(Some(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData })),
+            Ok(Some(Locked::Ok)) => Ok(Some(WriterGuard {
+                lck: self,
+                owner_died: false,
+                _not_send: PhantomData,
+            })),
             Ok(Some(Locked::OwnerDied)) => {
                 // The previous writer died: its transaction is aborted (its pages
                 // were never referenced by a meta). Sweep dead readers, recover.
@@ -680,11 +772,15 @@ impl LockFile {
                     let _ = m.unlock();
                     return Err(e);
                 }
-                Ok(Some(WriterGuard { lck: self, owner_died: true, _not_send: PhantomData }))
+                Ok(Some(WriterGuard {
+                    lck: self,
+                    owner_died: true,
+                    _not_send: PhantomData,
+                }))
             }
-            Err(e) if e.raw_os_error() == Some(libc::EDEADLK) => {
-                Err(Error::Busy("the writer lock is already held by this thread".into()))
-            }
+            Err(e) if e.raw_os_error() == Some(libc::EDEADLK) => Err(Error::Busy(
+                "the writer lock is already held by this thread".into(),
+            )),
             Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => {
                 Err(Error::Problem("the writer mutex is not recoverable".into()))
             }
@@ -697,13 +793,19 @@ impl LockFile {
     /// A second lock from the owning thread -> `Error::Busy`.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
         let Some(sh) = &self.shared else {
-            return Ok(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData });
+            return Ok(WriterGuard {
+                lck: self,
+                owner_died: false,
+                _not_send: PhantomData,
+            });
         };
         self.check_pid()?;
         let r = sh.wrt_lock().lock().map(Some);
         match self.writer_locked(sh, r)? {
             Some(g) => Ok(g),
-            None => Err(Error::Problem("writer lock returned without the lock".into())),
+            None => Err(Error::Problem(
+                "writer lock returned without the lock".into(),
+            )),
         }
     }
 
@@ -711,7 +813,11 @@ impl LockFile {
     /// holds the lock.
     pub fn try_lock_writer(&self) -> Result<Option<WriterGuard<'_>>> {
         let Some(sh) = &self.shared else {
-            return Ok(Some(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData }));
+            return Ok(Some(WriterGuard {
+                lck: self,
+                owner_died: false,
+                _not_send: PhantomData,
+            }));
         };
         self.check_pid()?;
         let r = sh.wrt_lock().try_lock();
@@ -743,9 +849,9 @@ impl LockFile {
                 m.make_consistent()?;
                 Ok((guard, Some(swept)))
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => {
-                Err(Error::Problem("the reader-table mutex is not recoverable".into()))
-            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => Err(Error::Problem(
+                "the reader-table mutex is not recoverable".into(),
+            )),
             Err(e) => Err(e.into()),
         }
     }
@@ -758,42 +864,50 @@ impl LockFile {
     /// per-process pid lock on the first registration.
     pub fn acquire_reader(&self) -> Result<ReaderSlot<'_>> {
         let Some(sh) = &self.shared else {
-            return Ok(ReaderSlot { lck: self, idx: NO_SLOT });
+            return Ok(ReaderSlot {
+                lck: self,
+                idx: NO_SLOT,
+            });
         };
-        while sh.idle.load(Ordering::Acquire) > 0 {
-            let Some(i) = self.take_idle(sh) else { break };
-            if sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire) == self.pid {
-                let tid = os::thread_self();
-                let t = sh.slot_u64(i, SLOT_TID);
-                if t.load(Ordering::Relaxed) != tid {
-                    t.store(tid, Ordering::Relaxed);
-                }
-                return Ok(ReaderSlot { lck: self, idx: i });
+        let key = self as *const LockFile as usize;
+        let (last_key, last_idx) = LAST_SLOT.with(|c| c.get());
+        if last_key == key {
+            if let Some(slot) = self.try_take(sh, last_idx) {
+                return Ok(slot);
             }
-            // Someone cleared our slot (should not happen while we hold the
-            // pid lock): forget it.
-            sh.owned[i as usize].store(SLOT_NOT_OURS, Ordering::Release);
         }
-        self.register_slot(sh).map(|idx| ReaderSlot { lck: self, idx })
+        let high = sh.high.load(Ordering::Acquire);
+        for i in 0..high {
+            if let Some(slot) = self.try_take(sh, i) {
+                return Ok(slot);
+            }
+        }
+        self.register_slot(sh)
+            .map(|idx| ReaderSlot { lck: self, idx })
     }
 
-    fn take_idle(&self, sh: &Shared) -> Option<u32> {
-        let high = sh.high.load(Ordering::Acquire);
-        if high == 0 {
+    /// Takes slot `i` if it is one of our idle slots.
+    fn try_take<'a>(&'a self, sh: &Shared, i: u32) -> Option<ReaderSlot<'a>> {
+        let st = &sh.owned.get(i as usize)?.0;
+        if st.load(Ordering::Relaxed) != SLOT_IDLE
+            || st
+                .compare_exchange(SLOT_IDLE, SLOT_BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
             return None;
         }
-        let start = sh.hint.load(Ordering::Relaxed) % high;
-        for k in 0..high {
-            let i = (start + k) % high;
-            if sh.owned[i as usize]
-                .compare_exchange(SLOT_IDLE, SLOT_BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                sh.idle.fetch_sub(1, Ordering::AcqRel);
-                return Some(i);
-            }
+        if sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire) != self.pid {
+            // Someone cleared our slot (should not happen while we hold the
+            // pid lock): forget it.
+            st.store(SLOT_NOT_OURS, Ordering::Release);
+            return None;
         }
-        None
+        let tid = os::thread_self();
+        let t = sh.slot_u64(i, SLOT_TID);
+        if t.load(Ordering::Relaxed) != tid {
+            t.store(tid, Ordering::Relaxed);
+        }
+        Some(ReaderSlot { lck: self, idx: i })
     }
 
     fn register_slot(&self, sh: &Shared) -> Result<u32> {
@@ -829,34 +943,39 @@ impl LockFile {
         };
         let pid = sh.slot_u32(idx, SLOT_PID);
         pid.store(0, Ordering::Release);
-        sh.slot_u64(idx, SLOT_TXNID).store(TXNID_NONE, Ordering::Release);
+        sh.slot_u64(idx, SLOT_TXNID)
+            .store(TXNID_NONE, Ordering::Release);
         if idx >= rdt_len.load(Ordering::Acquire) {
             rdt_len.store(idx + 1, Ordering::Release);
         }
-        sh.slot_u64(idx, SLOT_TID).store(os::thread_self(), Ordering::Relaxed);
+        sh.slot_u64(idx, SLOT_TID)
+            .store(os::thread_self(), Ordering::Relaxed);
         pid.store(self.pid, Ordering::SeqCst);
-        if sh.owned[idx as usize].swap(SLOT_BUSY, Ordering::AcqRel) == SLOT_IDLE {
-            // Only if someone cleared a slot we still counted as idle.
-            sh.idle.fetch_sub(1, Ordering::AcqRel);
-        }
+        sh.owned[idx as usize].0.store(SLOT_BUSY, Ordering::Release);
         sh.high.fetch_max(idx + 1, Ordering::AcqRel);
         Ok(idx)
     }
 
     /// Returns a detached slot (see [`ReaderSlot::into_raw`]).
     pub fn reader_from_raw(&self, raw: RawReaderSlot) -> ReaderSlot<'_> {
-        ReaderSlot { lck: self, idx: raw.0 }
+        ReaderSlot {
+            lck: self,
+            idx: raw.0,
+        }
     }
 
     fn release_slot(&self, idx: u32) {
         if let Some(sh) = &self.shared {
-            if (idx as usize) < sh.owned.len()
-                && sh.owned[idx as usize]
-                    .compare_exchange(SLOT_BUSY, SLOT_IDLE, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
+            let Some(st) = sh.owned.get(idx as usize) else {
+                return;
+            };
+            if st
+                .0
+                .compare_exchange(SLOT_BUSY, SLOT_IDLE, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
             {
-                sh.hint.store(idx, Ordering::Relaxed);
-                sh.idle.fetch_add(1, Ordering::AcqRel);
+                let key = self as *const LockFile as usize;
+                LAST_SLOT.with(|c| c.set((key, idx)));
             }
         }
     }
@@ -979,7 +1098,11 @@ impl LockFile {
             sh.u64(OFF_EOOS_TIMESTAMP).store(0, Ordering::Relaxed);
         }
         let low = txnid as u32;
-        let v = if steady { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
+        let v = if steady {
+            low
+        } else {
+            low.wrapping_sub(LAZY_BIAS_FD)
+        };
         sh.u32(OFF_META_SYNC_TXNID).store(v, Ordering::Release);
     }
 
@@ -987,7 +1110,8 @@ impl LockFile {
     /// pages` and `eoos_timestamp` set if it was 0.
     pub fn add_unsynced_pages(&self, pages: u64) {
         let Some(sh) = &self.shared else { return };
-        sh.u64(OFF_UNSYNCED_PAGES).fetch_add(pages, Ordering::Relaxed);
+        sh.u64(OFF_UNSYNCED_PAGES)
+            .fetch_add(pages, Ordering::Relaxed);
         let _ = sh.u64(OFF_EOOS_TIMESTAMP).compare_exchange(
             0,
             os::monotime_ns().max(1),
@@ -998,12 +1122,16 @@ impl LockFile {
 
     /// `unsynced_pages` of the lock region.
     pub fn unsynced_pages(&self) -> u64 {
-        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_UNSYNCED_PAGES).load(Ordering::Relaxed))
+        self.shared
+            .as_ref()
+            .map_or(0, |sh| sh.u64(OFF_UNSYNCED_PAGES).load(Ordering::Relaxed))
     }
 
     /// `meta_sync_txnid` of the lock region.
     pub fn meta_sync_txnid(&self) -> u32 {
-        self.shared.as_ref().map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
+        self.shared
+            .as_ref()
+            .map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
     }
 
     /// `(autosync_threshold pages, autosync_period ns)` recorded by libmdbx.
@@ -1018,12 +1146,16 @@ impl LockFile {
 
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
     pub fn cached_oldest(&self) -> u64 {
-        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_CACHED_OLDEST).load(Ordering::SeqCst))
+        self.shared
+            .as_ref()
+            .map_or(0, |sh| sh.u64(OFF_CACHED_OLDEST).load(Ordering::SeqCst))
     }
 
     /// Snapshot of the reader table (slots with a non-zero pid), for stat tools.
     pub fn readers(&self) -> Vec<ReaderInfo> {
-        let Some(sh) = &self.shared else { return Vec::new() };
+        let Some(sh) = &self.shared else {
+            return Vec::new();
+        };
         let n = self.rdt_length(sh);
         let mut out = Vec::new();
         for i in 0..n {
@@ -1107,7 +1239,8 @@ impl LockFile {
                 }
             }
         }
-        sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
+        sh.u64(OFF_READERS_CHECK_TIMESTAMP)
+            .store(os::monotime_ns(), Ordering::Relaxed);
         drop(guard);
         Ok(count)
     }
@@ -1119,22 +1252,33 @@ impl Drop for LockFile {
         if let Some(sh) = self.shared.take() {
             // Release our reader slots.
             for (i, st) in sh.owned.iter().enumerate() {
-                if st.load(Ordering::Acquire) != SLOT_NOT_OURS {
+                if st.0.load(Ordering::Acquire) != SLOT_NOT_OURS {
                     let i = i as u32;
                     sh.slot_u32(i, SLOT_PAGES_USED).store(0, Ordering::Relaxed);
-                    sh.slot_u64(i, SLOT_TXNID).store(TXNID_NONE, Ordering::Release);
-                    let _ = sh.slot_u32(i, SLOT_PID).compare_exchange(self.pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+                    sh.slot_u64(i, SLOT_TXNID)
+                        .store(TXNID_NONE, Ordering::Release);
+                    let _ = sh.slot_u32(i, SLOT_PID).compare_exchange(
+                        self.pid,
+                        0,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    );
                     sh.refresh().store(1, Ordering::SeqCst);
                 }
             }
             let Shared { region, file, .. } = sh;
-            let dxb_mode = if self.read_only { LockMode::Read } else { LockMode::Write };
-            let last_user = ofd::try_lock(&file, LockMode::Write, 0, WHOLE_FILE_LEN).unwrap_or(false)
+            let dxb_mode = if self.read_only {
+                LockMode::Read
+            } else {
+                LockMode::Write
+            };
+            let last_user = ofd::try_lock(&file, LockMode::Write, 0, WHOLE_FILE_LEN)
+                .unwrap_or(false)
                 && os::file_nlink(&file).map(|n| n > 0).unwrap_or(false)
                 && ofd::try_lock(&self.dxb, dxb_mode, 0, WHOLE_FILE_LEN).unwrap_or(false);
             if last_user {
-                let destroyed =
-                    region.mutex_at(OFF_RDT_LOCK).destroy().is_ok() && region.mutex_at(OFF_WRT_LOCK).destroy().is_ok();
+                let destroyed = region.mutex_at(OFF_RDT_LOCK).destroy().is_ok()
+                    && region.mutex_at(OFF_WRT_LOCK).destroy().is_ok();
                 let synced = region.u64_at(OFF_UNSYNCED_PAGES).load(Ordering::Acquire) == 0;
                 drop(region);
                 if destroyed && synced {
@@ -1179,7 +1323,9 @@ impl WriterGuard<'_> {
     /// the same thread with [`LockFile::unlock_raw_writer`].
     pub fn into_raw(self) -> RawWriter {
         std::mem::forget(self);
-        RawWriter { _not_send: PhantomData }
+        RawWriter {
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -1233,11 +1379,17 @@ impl ReaderSlot<'_> {
     pub fn publish(&self, txnid: u64, pages_used: u32, pages_retired: u64) {
         let Some(sh) = self.shared() else { return };
         let t = sh.slot_u64(self.idx, SLOT_TXNID);
-        t.store(TXNID_NONE, Ordering::SeqCst);
-        sh.slot_u32(self.idx, SLOT_PAGES_USED).store(pages_used, Ordering::Release);
-        sh.slot_u64(self.idx, SLOT_PAGES_RETIRED).store(pages_retired, Ordering::Release);
+        // Orderings: the release stores keep "all-ones, then sizes, then T" in
+        // order for a writer loading with acquire; the SeqCst store of T orders
+        // it before the caller's re-read of the metas and of
+        // `cached_oldest_txnid` (a store->load pair with the writer's side).
+        t.store(TXNID_NONE, Ordering::Release);
+        sh.slot_u32(self.idx, SLOT_PAGES_USED)
+            .store(pages_used, Ordering::Release);
+        sh.slot_u64(self.idx, SLOT_PAGES_RETIRED)
+            .store(pages_retired, Ordering::Release);
         t.store(txnid, Ordering::SeqCst);
-        sh.refresh().store(1, Ordering::SeqCst);
+        sh.signal_change();
     }
 
     /// Whether the slot still holds `txnid` (a libmdbx writer may have kicked
@@ -1258,9 +1410,11 @@ impl ReaderSlot<'_> {
     /// `rdt_refresh_flag = 1`.
     pub fn clear(&self) {
         let Some(sh) = self.shared() else { return };
-        sh.slot_u32(self.idx, SLOT_PAGES_USED).store(0, Ordering::Release);
-        sh.slot_u64(self.idx, SLOT_TXNID).store(TXNID_NONE, Ordering::SeqCst);
-        sh.refresh().store(1, Ordering::SeqCst);
+        sh.slot_u32(self.idx, SLOT_PAGES_USED)
+            .store(0, Ordering::Release);
+        sh.slot_u64(self.idx, SLOT_TXNID)
+            .store(TXNID_NONE, Ordering::Release);
+        sh.signal_change();
     }
 
     /// Detaches the slot (still busy, snapshot kept) so it can be stored

@@ -67,7 +67,7 @@ impl<'t> Pages<'t> {
         }
         self.map
             .bytes(pgno as usize * self.ps, self.ps)
-            .ok_or(Error::corrupted(pgno, "page outside the memory map"))
+            .ok_or_else(|| Error::corrupted(pgno, "page outside the memory map"))
     }
 
     /// The `dsize` bytes of the large chunk starting at `pgno`.
@@ -83,7 +83,7 @@ impl<'t> Pages<'t> {
                 let all = self
                     .map
                     .bytes(pgno as usize * self.ps, n as usize * self.ps)
-                    .ok_or(Error::corrupted(pgno, "large chunk outside the memory map"))?;
+                    .ok_or_else(|| Error::corrupted(pgno, "large chunk outside the memory map"))?;
                 (all, all.len())
             }
         };
@@ -315,6 +315,13 @@ macro_rules! read_methods {
             list_tables(&self.pages(), &main)
         }
 
+        /// Walks `db` and checks its structure and counters; `Err(Corrupted)`
+        /// names the first bad page. (The full integrity check builds on this.)
+        pub fn verify_table(&self, db: Db) -> Result<()> {
+            let t = self.table(db)?;
+            btree::verify::verify(&self.pages(), &t.tree, t.cmp, Cmp::for_dups(t.flags)).map(|_| ())
+        }
+
         /// The canary markers x, y, z and v (the txnid that set them).
         pub fn canary(&self) -> [u64; 4] {
             self.canary_values()
@@ -450,9 +457,6 @@ impl<'env> RwTxn<'env> {
         let want = flags & DbFlags::PERSISTENT;
         if !want.is_valid_persistent() {
             return Err(Error::Incompatible(format!("invalid table flag combination {:#x}", want.bits())));
-        }
-        if want.contains(DbFlags::DUP_SORT) {
-            return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
         }
         let Some(name) = name else {
             let main = self.table_mut(Db::MAIN)?;

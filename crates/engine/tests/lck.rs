@@ -19,7 +19,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use error::Error;
 use lck::{LockFile, LockOpen};
@@ -62,7 +62,9 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 /// Entry point of the child processes; a no-op in a normal test run.
 #[test]
 fn child_process_entry() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let (mode, dir) = spec.split_once(':').unwrap();
     let dir = Path::new(dir);
     let dxb = open_dxb(&dir.join("mdbx.dat"));
@@ -102,7 +104,12 @@ fn child_process_entry() {
 
 fn spawn_child(mode: &str, dir: &Path) -> (Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_process_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, format!("{mode}:{}", dir.display()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -114,9 +121,13 @@ fn spawn_child(mode: &str, dir: &Path) -> (Child, BufReader<std::process::ChildS
     loop {
         line.clear();
         if out.read_line(&mut line).unwrap() == 0 {
-            panic!("child ({mode}) exited before becoming ready");
+            panic!(
+                "child ({mode}) exited before becoming ready: {:?}",
+                child.wait()
+            );
         }
-        if line.starts_with("ready") {
+        // The harness prints "test child_process_entry ... " on the same line.
+        if line.contains("ready") {
             break;
         }
     }
@@ -156,7 +167,11 @@ fn create_layout() {
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 4096);
     // File locks after the downgrade: lck byte 0 READ (a write is refused to
     // another description, a read is fine), dxb only byte pid.
-    let other_lck = File::options().read(true).write(true).open(&lck_path).unwrap();
+    let other_lck = File::options()
+        .read(true)
+        .write(true)
+        .open(&lck_path)
+        .unwrap();
     assert!(!os::ofd::try_lock(&other_lck, os::ofd::LockMode::Write, 0, 1).unwrap());
     assert!(os::ofd::try_lock(&other_lck, os::ofd::LockMode::Read, 0, 1).unwrap());
     os::ofd::unlock(&other_lck, 0, 1).unwrap();
@@ -221,10 +236,11 @@ fn writer_lock_excludes_threads() {
             std::thread::yield_now();
         }
         assert!(lck.try_lock_writer().unwrap().is_none());
-        let t0 = Instant::now();
         let g = lck.lock_writer().unwrap();
-        assert!(released.load(Ordering::SeqCst), "second thread got the lock while the first held it");
-        assert!(t0.elapsed() >= Duration::from_millis(100));
+        assert!(
+            released.load(Ordering::SeqCst),
+            "second thread got the lock while the first held it"
+        );
         drop(g);
     });
     let g = lck.try_lock_writer().unwrap().expect("free");
@@ -272,7 +288,10 @@ fn reader_slots_publish_clear_and_pool() {
     a.clear();
     let rs = lck.readers();
     assert_eq!(rs.iter().find(|r| r.slot == a.index()).unwrap().txnid, None);
-    assert_eq!(rs.iter().find(|r| r.slot == a.index()).unwrap().pages_used, 0);
+    assert_eq!(
+        rs.iter().find(|r| r.slot == a.index()).unwrap().pages_used,
+        0
+    );
     let ia = a.index();
     drop(a);
     // The idle slot is reused without registering a new one.
@@ -311,7 +330,9 @@ fn readers_full() {
     let dxb = open_dxb(&dxb_path);
     let open = open_lck(&dxb, &lck_path);
     open.lck.finish_open(0, 3).unwrap();
-    let slots: Vec<_> = (0..open.lck.max_readers()).map(|_| open.lck.acquire_reader().unwrap()).collect();
+    let slots: Vec<_> = (0..open.lck.max_readers())
+        .map(|_| open.lck.acquire_reader().unwrap())
+        .collect();
     assert!(matches!(open.lck.acquire_reader(), Err(Error::ReadersFull)));
     drop(slots);
     drop(open.lck.acquire_reader().unwrap());
@@ -377,7 +398,10 @@ fn dead_process_slot_is_swept() {
     assert!(!status.success(), "child aborts");
 
     let rs = lck.readers();
-    let dead = rs.iter().find(|r| r.pid == child_pid).expect("the dead child's slot");
+    let dead = rs
+        .iter()
+        .find(|r| r.pid == child_pid)
+        .expect("the dead child's slot");
     assert_eq!(dead.txnid, Some(5));
     assert_eq!(dead.pages_used, 42);
     {
@@ -424,8 +448,14 @@ fn live_process_slot_is_kept_and_last_closer_truncates() {
     // The child closes last and truncates.
     drop(child.stdin.take());
     let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "closed");
+    while !line.contains("closed") {
+        line.clear();
+        assert_ne!(
+            out.read_line(&mut line).unwrap(),
+            0,
+            "child did not report closing"
+        );
+    }
     child.wait().unwrap();
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
 }
@@ -441,7 +471,9 @@ fn last_closer_truncates() {
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
     // dxb locks were dropped too.
     let other = open_dxb(&dxb_path);
-    assert!(os::ofd::try_lock(&other, os::ofd::LockMode::Write, 0, os::ofd::WHOLE_FILE_LEN).unwrap());
+    assert!(
+        os::ofd::try_lock(&other, os::ofd::LockMode::Write, 0, os::ofd::WHOLE_FILE_LEN).unwrap()
+    );
     os::ofd::unlock(&other, 0, os::ofd::WHOLE_FILE_LEN).unwrap();
     // Reopen from a 0-byte lock file: reinitialised.
     let open = open_lck(&dxb, &lck_path);
@@ -472,18 +504,31 @@ fn writer_owner_died_in_other_process() {
 fn shared_open_verifies_header() {
     let (dir, dxb_path, lck_path) = make_env();
     let (mut child, mut out) = spawn_child("hold", dir.path());
-    let raw = File::options().read(true).write(true).open(&lck_path).unwrap();
+    let raw = File::options()
+        .read(true)
+        .write(true)
+        .open(&lck_path)
+        .unwrap();
     let orig = read_file(&lck_path);
     let dxb = open_dxb(&dxb_path);
 
     let put = |off: u64, bytes: &[u8]| os::file::pwrite_all(&raw, &[bytes], off).unwrap();
     put(0, &0x59659DBDEF4C1106u64.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
+    assert!(matches!(
+        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
+        Err(Error::VersionMismatch(_))
+    ));
     put(0, &0x1234u64.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::Invalid(_))));
+    assert!(matches!(
+        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
+        Err(Error::Invalid(_))
+    ));
     put(0, &orig[..8]);
     put(8, &0x3635461Fu32.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
+    assert!(matches!(
+        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
+        Err(Error::VersionMismatch(_))
+    ));
     put(8, &orig[8..12]);
     let open = LockFile::open(&lck_path, &dxb, false, 61, 0o644).unwrap();
     assert!(!open.exclusive);
@@ -518,7 +563,10 @@ fn envmode_rules() {
     let open = open_lck(&dxb, &lck_path);
     assert_eq!(open.lck.envmode(), 0);
     assert_eq!(open.lck.check_envmode(0, false).unwrap(), 0);
-    assert!(matches!(open.lck.check_envmode(0x10000, false), Err(Error::Incompatible(_))));
+    assert!(matches!(
+        open.lck.check_envmode(0x10000, false),
+        Err(Error::Incompatible(_))
+    ));
     assert_eq!(open.lck.check_envmode(0x50000, true).unwrap(), 0);
     drop(open);
     drop(child.stdin.take());
@@ -531,8 +579,18 @@ fn envmode_rules() {
 fn lockless_fallback_for_read_only() {
     // /sys refuses file creation even for root (EACCES) on Linux.
     let lck_path = Path::new("/sys/rdbx-test-mdbx.lck");
-    match File::options().read(true).write(true).create(true).truncate(false).open(lck_path) {
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM)) => {}
+    match File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lck_path)
+    {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM)
+            ) => {}
         _ => return, // cannot simulate here
     }
     let (_dir, dxb_path, _) = make_env();
@@ -553,4 +611,111 @@ fn lockless_fallback_for_read_only() {
     drop(r);
     drop(open);
     assert!(os::ofd::try_lock(&w, os::ofd::LockMode::Write, 12345, 1).unwrap());
+}
+
+// ---------------------------------------------------------------------------
+// Optional interop with the real libmdbx (the `mdbx-oracle` tool of the
+// workspace's `tests` crate, built with `cargo build -p rdbx-tests`).
+
+fn find_oracle() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("RDBX_MDBX_ORACLE") {
+        return Some(PathBuf::from(p));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    ["release", "debug"]
+        .iter()
+        .map(|d| root.join(d).join("mdbx-oracle"))
+        .find(|p| p.is_file())
+}
+
+fn oracle(bin: &Path, args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "mdbx-oracle {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn libmdbx_shares_our_lock_file() {
+    let Some(bin) = find_oracle() else {
+        eprintln!("mdbx-oracle not built; skipping");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    oracle(&bin, &["write", d, "-"], "put - x01 x02\n");
+    let info = oracle(&bin, &["info", d], "");
+    let txnid: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("recent_txnid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let last_pgno: u32 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("last_pgno="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // libmdbx closed last: the lock file is empty; we initialise it.
+    let lck_path = dir.path().join("mdbx.lck");
+    assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
+    let dxb = open_dxb(&dir.path().join("mdbx.dat"));
+    let open = open_lck(&dxb, &lck_path);
+    assert!(open.exclusive);
+    open.lck.finish_open(0, txnid).unwrap();
+    let slot = open.lck.acquire_reader().unwrap();
+    slot.publish(txnid, last_pgno + 1, 0);
+
+    // libmdbx readers and writers accept our region (magic, format, mutexes)...
+    let dump = oracle(&bin, &["dump", d], "");
+    assert!(dump.contains("01"), "{dump}");
+    oracle(
+        &bin,
+        &["write", d, "-"],
+        "put - x03 x04\ncommit\nput - x05 x06\ncommit\ndel - x03\n",
+    );
+    let after: u64 = oracle(&bin, &["info", d], "")
+        .lines()
+        .find_map(|l| l.strip_prefix("recent_txnid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(after, txnid + 3);
+    // ...register their reader slots in our table and release them on close,
+    // and leave our live slot alone.
+    assert!(slot.still(txnid));
+    let b = read_file(&lck_path);
+    assert!(u32_at(&b, 552) >= 2, "libmdbx used the reader table");
+    let rs = open.lck.readers();
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0].txnid, Some(txnid));
+    assert!(open.lck.cached_oldest() <= txnid);
+    // Our writer lock is libmdbx's writer lock.
+    {
+        let w = open.lck.lock_writer().unwrap();
+        assert!(!w.owner_died());
+        assert_eq!(open.lck.oldest_reader(after), txnid);
+        open.lck.after_commit(after, true);
+    }
+    drop(slot);
+    drop(open);
+    assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
+    oracle(&bin, &["chk", d], "");
 }

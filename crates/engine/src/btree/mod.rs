@@ -3,6 +3,8 @@
 //! values (`write`).
 
 pub mod cursor;
+pub(crate) mod dupsort;
+pub(crate) mod verify;
 pub(crate) mod write;
 
 use std::cmp::Ordering;
@@ -73,14 +75,14 @@ pub(crate) fn key_at<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]
     let buf = page.buf;
     if page.is_dupfix() {
         let k = page.dupfix_ksize() as usize;
-        return buf.get(PAGEHDRSZ + i * k..PAGEHDRSZ + (i + 1) * k).ok_or(Error::corrupted(pgno, "DUPFIX item outside the page"));
+        return buf.get(PAGEHDRSZ + i * k..PAGEHDRSZ + (i + 1) * k).ok_or_else(|| Error::corrupted(pgno, "DUPFIX item outside the page"));
     }
     let off = PAGEHDRSZ + page.entry(i);
     if off + NODESIZE > buf.len() {
         return Err(Error::corrupted(pgno, "node offset outside the page"));
     }
     let ksize = u16_at(buf, off + 6) as usize;
-    buf.get(off + NODESIZE..off + NODESIZE + ksize).ok_or(Error::corrupted(pgno, "node key overruns the page"))
+    buf.get(off + NODESIZE..off + NODESIZE + ksize).ok_or_else(|| Error::corrupted(pgno, "node key overruns the page"))
 }
 
 /// Binary search in a leaf: index of the first key `>= key` and whether it is equal.
@@ -209,6 +211,10 @@ pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp
     let f = descend(pages, root, height, key, cmp)?;
     if !f.exact {
         return Ok(None);
+    }
+    if f.leaf.is_dupfix() {
+        // A nested tree of a DUPFIXED table: the items are the values.
+        return key_at(f.leaf, f.idx, f.pgno).map(Some);
     }
     let n = node::node(f.leaf, f.idx, f.pgno)?;
     if n.flags & node::N_DUP != 0 {

@@ -50,12 +50,12 @@ pub(crate) struct ValLoc {
 /// the leaf the node index.
 #[derive(Clone, Copy)]
 pub(crate) struct Path {
-    e: [(u32, usize); MAX_DEPTH],
-    len: usize,
+    pub e: [(u32, usize); MAX_DEPTH],
+    pub len: usize,
 }
 
 impl Path {
-    fn leaf(&self) -> usize {
+    pub fn leaf(&self) -> usize {
         self.len - 1
     }
 }
@@ -82,6 +82,9 @@ fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
     let page = Page { buf };
     (0..page.num_entries())
         .map(|i| {
+            if page.is_dupfix() {
+                return Ok(OwnedNode { key: key_at(page, i, pgno)?.to_vec(), hdr: 0, flags: 0, data: Vec::new() });
+            }
             let n = node::node(page, i, pgno)?;
             Ok(OwnedNode { key: n.key.to_vec(), hdr: n.dsize, flags: n.flags, data: n.data.to_vec() })
         })
@@ -90,15 +93,46 @@ fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
 
 fn write_nodes(buf: &mut [u8], nodes: &[OwnedNode]) {
     let p = Page { buf };
-    let (pgno, flags, txnid) = (p.pgno(), p.flags(), p.txnid());
+    let (pgno, flags, txnid, k) = (p.pgno(), p.flags(), p.txnid(), p.dupfix_ksize());
     fpage::init_page(buf, pgno, flags, txnid);
+    crate::format::put_u16(buf, 8, k);
     for (i, n) in nodes.iter().enumerate() {
-        node::insert(buf, i, &n.key, n.hdr, n.flags, &n.data);
+        p_insert(buf, i, &n.key, n.hdr, n.flags, &n.data);
+    }
+}
+
+/// Inserts into a node page or a DUPFIX page.
+pub(crate) fn p_insert(buf: &mut [u8], i: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8]) {
+    if (Page { buf }).is_dupfix() {
+        node::dupfix_insert(buf, i, key);
+    } else {
+        node::insert(buf, i, key, hdr, flags, data);
+    }
+}
+
+/// Removes from a node page or a DUPFIX page.
+pub(crate) fn p_remove(buf: &mut [u8], i: usize) {
+    if (Page { buf }).is_dupfix() {
+        node::dupfix_remove(buf, i);
+    } else {
+        node::remove(buf, i);
+    }
+}
+
+/// Room an entry needs on the page `buf`.
+fn need(buf: &[u8], key: &[u8], data: &[u8]) -> usize {
+    let p = Page { buf };
+    if p.is_dupfix() {
+        p.dupfix_ksize() as usize
+    } else if p.is_branch() {
+        NODESIZE + even_ceil(key.len()) + 2
+    } else {
+        NODESIZE + even_ceil(key.len() + data.len()) + 2
     }
 }
 
 /// Descends to the leaf for `key`, recording the path.
-fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
+pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
     let pages = txn.pages();
     let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
     let mut pgno = tree.root;
@@ -127,7 +161,7 @@ fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path
 }
 
 /// Copies every page of the path on write and links the copies.
-fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
+pub(crate) fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
         let old = path.e[level].0;
         let new = gc::touch(txn, old)?;
@@ -151,12 +185,12 @@ fn room(buf: &[u8]) -> usize {
 
 /// Inserts a node at `idx` of the page at `level`, splitting as needed.
 #[allow(clippy::too_many_arguments)]
-fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, idx: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8], rightmost: bool) -> Result<()> {
+pub(crate) fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, idx: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8], rightmost: bool) -> Result<()> {
     let pgno = path.e[level].0;
     let is_branch = Page { buf: txn.dirty_ref(pgno) }.is_branch();
-    let size = if is_branch { NODESIZE + even_ceil(key.len()) } else { NODESIZE + even_ceil(key.len() + data.len()) };
-    if size + 2 <= room(txn.dirty_ref(pgno)) {
-        node::insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
+    let dupfix_k = Page { buf: txn.dirty_ref(pgno) }.is_dupfix().then(|| Page { buf: txn.dirty_ref(pgno) }.dupfix_ksize() as usize);
+    if need(txn.dirty_ref(pgno), key, data) <= room(txn.dirty_ref(pgno)) {
+        p_insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
         return Ok(());
     }
     // Split.
@@ -166,7 +200,7 @@ fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, id
     let at_end = idx == nodes.len();
     nodes.insert(idx, OwnedNode { key: key.to_vec(), hdr, flags, data: data.to_vec() });
     let total = nodes.len();
-    let sizes: Vec<usize> = nodes.iter().map(|n| n.size(is_branch)).collect();
+    let sizes: Vec<usize> = nodes.iter().map(|n| dupfix_k.unwrap_or_else(|| n.size(is_branch))).collect();
     let fits = |sp: usize| -> bool {
         let left: usize = sizes[..sp].iter().sum();
         let mut right: usize = sizes[sp..].iter().sum();
@@ -201,6 +235,9 @@ fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, id
     }
     let page_flags = Page { buf: txn.dirty_ref(pgno) }.flags();
     let right = gc::new_page(txn, page_flags)?;
+    if let Some(k) = dupfix_k {
+        crate::format::put_u16(txn.dirty_mut(right), 8, k as u16);
+    }
     write_nodes(txn.dirty_mut(pgno), &nodes);
     write_nodes(txn.dirty_mut(right), &right_nodes);
     if is_branch {
@@ -211,8 +248,8 @@ fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, id
     if level == 0 {
         let root = gc::new_page(txn, pflags::BRANCH)?;
         let buf = txn.dirty_mut(root);
-        node::insert(buf, 0, &[], pgno, 0, &[]);
-        node::insert(buf, 1, &sep, right, 0, &[]);
+        p_insert(buf, 0, &[], pgno, 0, &[]);
+        p_insert(buf, 1, &sep, right, 0, &[]);
         tree.root = root;
         tree.height += 1;
         tree.branch_pages += 1;
@@ -224,7 +261,7 @@ fn insert_at(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, level: usize, id
 }
 
 /// Whether the path follows the last entry of every branch.
-fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
+pub(crate) fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
     for l in 0..path.leaf() {
         let (pg, i) = path.e[l];
         if i + 1 != (Page { buf: txn.pages().get(pg)? }).num_entries() {
@@ -235,7 +272,7 @@ fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
 }
 
 /// Frees the large chunk at `pgno` (reading its page count).
-fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Result<()> {
+pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Result<()> {
     let n = {
         let pages = txn.pages();
         let head = pages.get(pgno)?;
@@ -273,7 +310,10 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Val<'_>, flags: 
     let t = txn.table(db)?;
     txn.env.check_value(&t, val.len())?;
     if t.flags.contains(DbFlags::DUP_SORT) {
-        return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
+        return match val {
+            Val::Bytes(v) => super::dupsort::put(txn, db, key, v, flags).map(|_| ValLoc { pgno: 0, off: 0, len: 0 }),
+            Val::Reserve(_) => Err(Error::Incompatible("RESERVE is not available on multimap (DUP_SORT) tables".into())),
+        };
     }
     let cmp = t.cmp;
     let mut tree = t.tree;
@@ -284,7 +324,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Val<'_>, flags: 
         }
         let pg = gc::new_page(txn, pflags::LEAF)?;
         let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
-        node::insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data);
+        p_insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data);
         tree.root = pg;
         tree.height = 1;
         tree.leaf_pages = 1;
@@ -353,7 +393,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Val<'_>, flags: 
         if oflags & N_BIG != 0 {
             free_large(txn, &mut tree, big_pgno)?;
         }
-        node::remove(txn.dirty_mut(lpg), idx);
+        p_remove(txn.dirty_mut(lpg), idx);
         tree.items -= 1;
     }
     let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
@@ -367,7 +407,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Val<'_>, flags: 
     }
 }
 
-fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
+pub(crate) fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
     tree.mod_txnid = txn.txnid;
     if let Ok(t) = txn.table_mut(db) {
         t.tree = tree;
@@ -395,7 +435,7 @@ fn locate(txn: &RwTxn<'_>, db: Db, key: &[u8]) -> Result<ValLoc> {
 pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
     let t = txn.table(db)?;
     if t.flags.contains(DbFlags::DUP_SORT) {
-        return Err(Error::Incompatible("multimap (DUP_SORT) tables are not supported yet".into()));
+        return super::dupsort::del(txn, db, key, val);
     }
     let mut tree = t.tree;
     if tree.root == P_INVALID {
@@ -426,7 +466,7 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
     if let Some(b) = big {
         free_large(txn, &mut tree, b)?;
     }
-    node::remove(txn.dirty_mut(path.e[leaf].0), idx);
+    p_remove(txn.dirty_mut(path.e[leaf].0), idx);
     tree.items -= 1;
     rebalance(txn, &mut tree, &mut path, leaf)?;
     finish(txn, db, tree);
@@ -438,7 +478,7 @@ fn used(buf: &[u8]) -> usize {
 }
 
 /// Restores the invariants after a removal from the page at `level`.
-fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: usize) -> Result<()> {
+pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: usize) -> Result<()> {
     let ps = txn.env.page_size;
     let cap = ps - PAGEHDRSZ;
     loop {
@@ -500,7 +540,7 @@ fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: u
             let base = Page { buf: txn.dirty_ref(left) }.num_entries();
             let lb = txn.dirty_mut(left);
             for (i, nd) in rn.iter().enumerate() {
-                node::insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
+                p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
             }
             gc::free(txn, right, 1);
             if is_branch {
@@ -508,7 +548,7 @@ fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: u
             } else {
                 tree.leaf_pages -= 1;
             }
-            node::remove(txn.dirty_mut(ppg), ridx);
+            p_remove(txn.dirty_mut(ppg), ridx);
             level -= 1;
             continue;
         }
@@ -524,80 +564,97 @@ fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: u
         if sidx > pidx {
             // From the right sibling's front to our end.
             let mut moved = read_nodes(txn.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
-            node::remove(txn.dirty_mut(right), 0);
+            p_remove(txn.dirty_mut(right), 0);
             if is_branch {
                 moved.key = sep;
                 let first = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
                 let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
-                node::remove(txn.dirty_mut(right), 0);
-                node::insert(txn.dirty_mut(right), 0, &[], c0, 0, &[]);
+                p_remove(txn.dirty_mut(right), 0);
+                p_insert(txn.dirty_mut(right), 0, &[], c0, 0, &[]);
                 new_sep = first;
             } else {
                 new_sep = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
             }
             let at = Page { buf: txn.dirty_ref(left) }.num_entries();
-            node::insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data);
+            p_insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data);
         } else {
             // From the left sibling's end to our front.
             let ln = Page { buf: txn.dirty_ref(left) }.num_entries();
             let mut moved = read_nodes(txn.dirty_ref(left), left)?.pop().expect("sibling has nodes");
-            node::remove(txn.dirty_mut(left), ln - 1);
+            p_remove(txn.dirty_mut(left), ln - 1);
             if is_branch {
                 let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
-                node::remove(txn.dirty_mut(right), 0);
-                node::insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[]);
+                p_remove(txn.dirty_mut(right), 0);
+                p_insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[]);
                 new_sep = std::mem::take(&mut moved.key);
             } else {
                 new_sep = moved.key.clone();
             }
-            node::insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data);
+            p_insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data);
         }
         // Replace the separator in the parent (may split the parent).
         let child = child_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?;
-        node::remove(txn.dirty_mut(ppg), ridx);
+        p_remove(txn.dirty_mut(ppg), ridx);
         let mut ppath = *path;
         ppath.len = level;
         return insert_at(txn, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
     }
 }
 
+/// Collects every page of a tree (and of its nested trees and large chunks) as
+/// (first page, count) runs, checking structure on the way.
+pub(crate) fn collect_pages(txn: &RwTxn<'_>, root: u32, height: u16, out: &mut Vec<(u32, usize)>) -> Result<()> {
+    if root == P_INVALID {
+        return Ok(());
+    }
+    let pages = txn.pages();
+    let mut stack = vec![(root, pages.front, 1usize)];
+    while let Some((pgno, front, depth)) = stack.pop() {
+        if depth > height as usize || depth > MAX_DEPTH {
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+        }
+        let p = load(&pages, pgno, front)?;
+        if p.is_leaf() != (depth == height as usize) {
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+        }
+        out.push((pgno, 1));
+        if p.is_dupfix() {
+            continue;
+        }
+        for i in 0..p.num_entries() {
+            if p.is_branch() {
+                stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1));
+                continue;
+            }
+            let n = node::node(p, i, pgno)?;
+            if n.flags == node::N_DUP | node::N_TREE {
+                if n.data.len() != crate::format::tree::TREE_SIZE {
+                    return Err(Error::corrupted(pgno, "nested tree descriptor has a bad size"));
+                }
+                let nt = Tree::read(n.data);
+                collect_pages(txn, nt.root, nt.height, out)?;
+            } else if n.flags & N_BIG != 0 {
+                let hp = Page { buf: pages.get(n.big_pgno())? };
+                let cnt = hp.large_count() as usize;
+                if hp.flags() != pflags::LARGE || cnt == 0 || n.big_pgno() as usize + cnt > txn.geo.first_unallocated as usize {
+                    return Err(Error::corrupted(n.big_pgno(), "bad large chunk"));
+                }
+                out.push((n.big_pgno(), cnt));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Frees every page of `db` and empties it.
 pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
     let t = txn.table(db)?;
-    let mut tree = t.tree;
-    if tree.root != P_INVALID {
-        let mut pages_to_free: Vec<(u32, usize)> = Vec::new();
-        {
-            let pages = txn.pages();
-            let mut stack = vec![(tree.root, pages.front, 1usize)];
-            while let Some((pgno, front, depth)) = stack.pop() {
-                if depth > tree.height as usize || depth > MAX_DEPTH {
-                    return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
-                }
-                let p = load(&pages, pgno, front)?;
-                pages_to_free.push((pgno, 1));
-                for i in 0..p.num_entries() {
-                    if p.is_branch() {
-                        stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1));
-                    } else {
-                        let n = node::node(p, i, pgno)?;
-                        if n.flags & N_BIG != 0 {
-                            let hp = Page { buf: pages.get(n.big_pgno())? };
-                            let cnt = hp.large_count() as usize;
-                            if hp.flags() != pflags::LARGE || cnt == 0 || n.big_pgno() as usize + cnt > txn.geo.first_unallocated as usize {
-                                return Err(Error::corrupted(n.big_pgno(), "bad large chunk"));
-                            }
-                            pages_to_free.push((n.big_pgno(), cnt));
-                        }
-                    }
-                }
-            }
-        }
-        for (pg, n) in pages_to_free {
-            gc::free(txn, pg, n);
-        }
+    let mut runs = Vec::new();
+    collect_pages(txn, t.tree.root, t.tree.height, &mut runs)?;
+    for (pg, n) in runs {
+        gc::free(txn, pg, n);
     }
-    tree = Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, ..tree };
+    let tree = Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, ..t.tree };
     finish(txn, db, tree);
     Ok(())
 }

@@ -192,3 +192,30 @@ mod tests {
         assert_eq!(p.upper(), 256 - 20 - 12 - 10);
     }
 }
+
+/// Inserts item `item` at index `i` of a DUPFIX page (packed fixed-size items,
+/// format doc §7). The caller has checked that `item.len() <= room`.
+pub fn dupfix_insert(buf: &mut [u8], i: usize, item: &[u8]) {
+    let page = Page { buf };
+    let k = page.dupfix_ksize() as usize;
+    let n = page.num_entries();
+    let (lower, upper) = (page.lower(), page.upper());
+    debug_assert_eq!(item.len(), k);
+    let at = PAGEHDRSZ + i * k;
+    buf.copy_within(at..PAGEHDRSZ + n * k, at + k);
+    buf[at..at + k].copy_from_slice(item);
+    put_u16(buf, 12, (lower + 2) as u16);
+    put_u16(buf, 14, (upper + 2 - k) as u16);
+}
+
+/// Removes item `i` of a DUPFIX page.
+pub fn dupfix_remove(buf: &mut [u8], i: usize) {
+    let page = Page { buf };
+    let k = page.dupfix_ksize() as usize;
+    let n = page.num_entries();
+    let (lower, upper) = (page.lower(), page.upper());
+    let at = PAGEHDRSZ + i * k;
+    buf.copy_within(at + k..PAGEHDRSZ + n * k, at);
+    put_u16(buf, 12, (lower - 2) as u16);
+    put_u16(buf, 14, (upper + k - 2) as u16);
+}

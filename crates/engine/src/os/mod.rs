@@ -11,6 +11,11 @@
 //!
 //! Target: Linux (x86_64 glibc is the verified layout; see `lck`).
 
+// This layer is API surface for the environment, transactions, tools and
+// tests (accessors for every lock-file field, detach/attach helpers, hints);
+// not every item has a caller in every build.
+#![allow(dead_code)]
+
 pub(crate) mod file;
 pub(crate) mod mmap;
 pub(crate) mod mutex;
@@ -51,7 +56,10 @@ pub(crate) fn thread_self() -> u64 {
 /// Monotonic time in nanoseconds from `CLOCK_BOOTTIME` (what libmdbx's
 /// `osal_monotime()` uses on Linux), falling back to `CLOCK_MONOTONIC`.
 pub(crate) fn monotime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     for clock in [libc::CLOCK_BOOTTIME, libc::CLOCK_MONOTONIC] {
         // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
         let rc = unsafe { libc::clock_gettime(clock, &mut ts) };

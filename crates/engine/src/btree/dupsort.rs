@@ -1,0 +1,399 @@
+//! Multimaps (DUPSORT tables): a key's values live in one of three forms
+//! (format doc §11): a plain node (one value), a sub-page inside the node (a
+//! miniature leaf, packed items for DUPFIXED), or a nested tree whose keys are
+//! the values. A sub-page grows until libmdbx's size limit and then becomes a
+//! nested tree; deleting values shrinks sub-pages but never converts back, as
+//! libmdbx does.
+
+use super::write::{self, find_path, insert_at, is_rightmost, rebalance, touch_path, Path};
+use super::{key_at, Cmp};
+use crate::error::{Error, Result};
+use crate::flags::{DbFlags, PutFlags};
+use crate::format::node::{self, N_DUP, N_TREE};
+use crate::format::page::{self as fpage, flags as pflags, Page};
+use crate::format::tree::{Tree, TREE_SIZE};
+use crate::format::{even_ceil, put_u16, NODESIZE, PAGEHDRSZ, P_INVALID};
+use crate::gc;
+use crate::txn::{Db, RwTxn, View};
+
+/// How the values of a key are stored.
+enum Repr {
+    Plain(Vec<u8>),
+    Sub(Vec<Vec<u8>>),
+    Nested(Tree),
+}
+
+/// Flags of nested trees of a table with `flags` (format doc §10.3).
+fn nested_flags(flags: DbFlags) -> u16 {
+    let f = flags.bits();
+    ((f & 0x10) | ((f & 0x20) >> 2) | ((f & 0x40) >> 5)) as u16
+}
+
+fn dup_cmp(t: &View) -> Cmp {
+    Cmp::for_dups(t.flags).unwrap_or(Cmp::Lex)
+}
+
+/// libmdbx's largest sub-page: `((leaf_nodemax - 8) * 65535 + 32767) >> 16`.
+fn subpage_limit(txn: &RwTxn<'_>) -> usize {
+    ((txn.env.limits.leaf_nodemax - NODESIZE) * 65535 + 32767) >> 16
+}
+
+fn read_repr(txn: &RwTxn<'_>, lpg: u32, idx: usize) -> Result<Repr> {
+    let pages = txn.pages();
+    let leaf = Page { buf: pages.get(lpg)? };
+    let n = node::node(leaf, idx, lpg)?;
+    Ok(match n.flags {
+        0 => Repr::Plain(n.data.to_vec()),
+        N_DUP => {
+            let sp = Page { buf: n.data };
+            super::check_subpage(sp, lpg)?;
+            let vals = (0..sp.num_entries()).map(|i| key_at(sp, i, lpg).map(<[u8]>::to_vec)).collect::<Result<_>>()?;
+            Repr::Sub(vals)
+        }
+        f if f == N_DUP | N_TREE && n.data.len() == TREE_SIZE => Repr::Nested(Tree::read(n.data)),
+        _ => return Err(Error::corrupted(lpg, "bad node flags in a DUPSORT table")),
+    })
+}
+
+/// A sub-page holding `vals` (sorted), exactly sized.
+fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
+    let size = if dupfix {
+        PAGEHDRSZ + vals.len() * vals[0].len()
+    } else {
+        PAGEHDRSZ + vals.iter().map(|v| 2 + NODESIZE + even_ceil(v.len())).sum::<usize>()
+    };
+    let mut buf = vec![0u8; size];
+    fpage::init_page(&mut buf, host, if dupfix { 0x62 } else { 0x42 }, 0);
+    put_u16(&mut buf, 8, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
+    for (i, v) in vals.iter().enumerate() {
+        write::p_insert(&mut buf, i, v, 0, 0, &[]);
+    }
+    buf
+}
+
+/// Node content (header size, flags, bytes) for a key holding `vals`: a plain
+/// node, a sub-page, or a new nested tree. Adds nested-tree pages to `tree`.
+fn content_for(txn: &mut RwTxn<'_>, t: &View, tree: &mut Tree, key: &[u8], vals: &[Vec<u8>], host: u32) -> Result<(u32, u8, Vec<u8>)> {
+    let lim = txn.env.limits;
+    if vals.len() == 1 && lim.fits_inline(key.len(), vals[0].len()) {
+        return Ok((vals[0].len() as u32, 0, vals[0].clone()));
+    }
+    let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+    if vals.len() > 1 {
+        let sp = build_subpage(vals, dupfix, host);
+        if sp.len() <= subpage_limit(txn) && NODESIZE + even_ceil(key.len() + sp.len()) <= lim.leaf_nodemax {
+            return Ok((sp.len() as u32, N_DUP, sp));
+        }
+    }
+    let nt = nested_build(txn, t, vals)?;
+    tree.branch_pages += nt.branch_pages;
+    tree.leaf_pages += nt.leaf_pages;
+    Ok((TREE_SIZE as u32, N_DUP | N_TREE, nt.to_bytes().to_vec()))
+}
+
+fn nested_empty(txn: &RwTxn<'_>, t: &View, vlen: usize) -> Tree {
+    let mut nt = Tree::empty(nested_flags(t.flags));
+    if t.flags.contains(DbFlags::DUP_FIXED) {
+        nt.dupfix_size = vlen as u32;
+    }
+    nt.mod_txnid = txn.txnid;
+    nt
+}
+
+fn nested_build(txn: &mut RwTxn<'_>, t: &View, vals: &[Vec<u8>]) -> Result<Tree> {
+    let mut nt = nested_empty(txn, t, vals[0].len());
+    for v in vals {
+        nested_insert(txn, t, &mut nt, v)?;
+    }
+    Ok(nt)
+}
+
+/// Inserts `val` into a nested tree; false if present.
+fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
+    let cmp = dup_cmp(t);
+    if nt.root == P_INVALID {
+        let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+        let pg = gc::new_page(txn, if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
+        if dupfix {
+            put_u16(txn.dirty_mut(pg), 8, val.len() as u16);
+        }
+        write::p_insert(txn.dirty_mut(pg), 0, val, 0, 0, &[]);
+        *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: txn.txnid, ..*nt };
+        return Ok(true);
+    }
+    let (mut path, exact) = find_path(txn, nt, val, cmp)?;
+    if exact {
+        return Ok(false);
+    }
+    let rightmost = is_rightmost(txn, &path)?;
+    touch_path(txn, nt, &mut path)?;
+    let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
+    insert_at(txn, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
+    nt.items += 1;
+    nt.mod_txnid = txn.txnid;
+    Ok(true)
+}
+
+/// Deletes `val` from a nested tree; false if absent.
+fn nested_delete(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
+    if nt.root == P_INVALID {
+        return Ok(false);
+    }
+    let (mut path, exact) = find_path(txn, nt, val, dup_cmp(t))?;
+    if !exact {
+        return Ok(false);
+    }
+    touch_path(txn, nt, &mut path)?;
+    let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
+    write::p_remove(txn.dirty_mut(path.e[leaf].0), idx);
+    nt.items -= 1;
+    rebalance(txn, nt, &mut path, leaf)?;
+    nt.mod_txnid = txn.txnid;
+    Ok(true)
+}
+
+fn nested_last(txn: &RwTxn<'_>, t: &View, nt: &Tree) -> Result<Option<Vec<u8>>> {
+    let mut c = super::cursor::Cursor::new(txn.pages(), nt.root, nt.height, dup_cmp(t));
+    Ok(c.last()?.map(|p| p.0.to_vec()))
+}
+
+fn check_value(txn: &RwTxn<'_>, t: &View, tree: &Tree, val: &[u8]) -> Result<()> {
+    let max = txn.env.limits.max_value(t.flags);
+    if val.len() > max {
+        return Err(Error::BadValSize(format!("multimap value of {} bytes exceeds the maximum of {max}", val.len())));
+    }
+    if t.flags.contains(DbFlags::INTEGER_DUP) && val.len() != 4 && val.len() != 8 {
+        return Err(Error::BadValSize(format!("INTEGER_DUP values are 4 or 8 bytes, got {}", val.len())));
+    }
+    if t.flags.contains(DbFlags::DUP_FIXED) {
+        if val.len() < 2 && !t.flags.contains(DbFlags::INTEGER_DUP) {
+            return Err(Error::BadValSize("DUP_FIXED values are at least 2 bytes".into()));
+        }
+        if tree.dupfix_size != 0 && tree.dupfix_size as usize != val.len() {
+            return Err(Error::BadValSize(format!("this DUP_FIXED table holds {}-byte values, got {}", tree.dupfix_size, val.len())));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `nt` back into the (dirty) host node at `path`'s leaf.
+fn store_nested(txn: &mut RwTxn<'_>, path: &Path, nt: &Tree) {
+    let (lpg, idx) = path.e[path.leaf()];
+    let (off, _) = node::value_range(txn.dirty_ref(lpg), idx);
+    nt.write(&mut txn.dirty_mut(lpg)[off..off + TREE_SIZE]);
+}
+
+/// Replaces the node at `path`'s leaf with new content for the same key.
+fn replace_node(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, key: &[u8], c: (u32, u8, Vec<u8>)) -> Result<()> {
+    let (lpg, idx) = path.e[path.leaf()];
+    write::p_remove(txn.dirty_mut(lpg), idx);
+    insert_at(txn, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
+}
+
+/// Frees a key's values (its nested tree pages); returns how many values it had.
+fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr) -> Result<u64> {
+    Ok(match r {
+        Repr::Plain(_) => 1,
+        Repr::Sub(v) => v.len() as u64,
+        Repr::Nested(nt) => {
+            let mut runs = Vec::new();
+            write::collect_pages(txn, nt.root, nt.height, &mut runs)?;
+            for (pg, n) in runs {
+                gc::free(txn, pg, n);
+            }
+            tree.branch_pages -= nt.branch_pages;
+            tree.leaf_pages -= nt.leaf_pages;
+            nt.items
+        }
+    })
+}
+
+/// Adds `val` to the values of `key`.
+pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+    let t = txn.table(db)?;
+    let mut tree = t.tree;
+    check_value(txn, &t, &tree, val)?;
+    let dcmp = dup_cmp(&t);
+    let one = [val.to_vec()];
+    if tree.root == P_INVALID {
+        if flags.contains(PutFlags::CURRENT) {
+            return Err(Error::NotFound);
+        }
+        let pg = gc::new_page(txn, pflags::LEAF)?;
+        let c = content_for(txn, &t, &mut tree, key, &one, pg)?;
+        node::insert(txn.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
+        tree = Tree { root: pg, height: 1, leaf_pages: tree.leaf_pages + 1, items: 1, ..tree };
+        return done(txn, db, tree, &t, val);
+    }
+    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    let (lpg, idx) = path.e[path.leaf()];
+    if t.cmp == Cmp::Int {
+        let k0 = key_at(Page { buf: txn.pages().get(lpg)? }, 0, lpg)?.len();
+        if k0 != key.len() {
+            return Err(Error::BadValSize(format!("INTEGER_KEY table uses {k0}-byte keys, got {}", key.len())));
+        }
+    }
+    if !exact {
+        if flags.contains(PutFlags::CURRENT) {
+            return Err(Error::NotFound);
+        }
+        if flags.contains(PutFlags::APPEND) {
+            let n = Page { buf: txn.pages().get(lpg)? }.num_entries();
+            if idx != n || !is_rightmost(txn, &path)? {
+                return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
+            }
+        }
+        let rightmost = is_rightmost(txn, &path)?;
+        touch_path(txn, &mut tree, &mut path)?;
+        let lpg = path.e[path.leaf()].0;
+        let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
+        insert_at(txn, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
+        tree.items += 1;
+        return done(txn, db, tree, &t, val);
+    }
+    if flags.contains(PutFlags::NO_OVERWRITE) {
+        return Err(Error::KeyExist);
+    }
+    let repr = read_repr(txn, lpg, idx)?;
+    if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
+        touch_path(txn, &mut tree, &mut path)?;
+        let n = drop_values(txn, &mut tree, &repr)?;
+        tree.items -= n;
+        let lpg = path.e[path.leaf()].0;
+        let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
+        replace_node(txn, &mut tree, &path, key, c)?;
+        tree.items += 1;
+        return done(txn, db, tree, &t, val);
+    }
+    let exists_or_append = |vals: &[Vec<u8>]| -> Result<Option<usize>> {
+        match vals.binary_search_by(|v| dcmp.cmp(v, val)) {
+            Ok(_) if flags.contains(PutFlags::NO_DUP_DATA) => Err(Error::KeyExist),
+            Ok(_) => Ok(None),
+            Err(pos) => {
+                if flags.contains(PutFlags::APPEND_DUP) && pos != vals.len() {
+                    return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
+                }
+                Ok(Some(pos))
+            }
+        }
+    };
+    match repr {
+        Repr::Plain(old) => {
+            let mut vals = vec![old];
+            let Some(pos) = exists_or_append(&vals)? else { return Ok(()) };
+            vals.insert(pos, val.to_vec());
+            touch_path(txn, &mut tree, &mut path)?;
+            let lpg = path.e[path.leaf()].0;
+            let c = content_for(txn, &t, &mut tree, key, &vals, lpg)?;
+            replace_node(txn, &mut tree, &path, key, c)?;
+        }
+        Repr::Sub(mut vals) => {
+            let Some(pos) = exists_or_append(&vals)? else { return Ok(()) };
+            vals.insert(pos, val.to_vec());
+            touch_path(txn, &mut tree, &mut path)?;
+            let lpg = path.e[path.leaf()].0;
+            let c = content_for(txn, &t, &mut tree, key, &vals, lpg)?;
+            replace_node(txn, &mut tree, &path, key, c)?;
+        }
+        Repr::Nested(mut nt) => {
+            if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
+                return if flags.contains(PutFlags::NO_DUP_DATA) { Err(Error::KeyExist) } else { Ok(()) };
+            }
+            if flags.contains(PutFlags::APPEND_DUP) {
+                if let Some(last) = nested_last(txn, &t, &nt)? {
+                    if dcmp.cmp(val, &last).is_le() {
+                        return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
+                    }
+                }
+            }
+            touch_path(txn, &mut tree, &mut path)?;
+            let (b0, l0) = (nt.branch_pages, nt.leaf_pages);
+            nested_insert(txn, &t, &mut nt, val)?;
+            tree.branch_pages = tree.branch_pages + nt.branch_pages - b0;
+            tree.leaf_pages = tree.leaf_pages + nt.leaf_pages - l0;
+            store_nested(txn, &path, &nt);
+        }
+    }
+    tree.items += 1;
+    done(txn, db, tree, &t, val)
+}
+
+fn done(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::DUP_FIXED) && tree.dupfix_size == 0 {
+        tree.dupfix_size = val.len() as u32;
+    }
+    write::finish(txn, db, tree);
+    Ok(())
+}
+
+/// Deletes one value (`Some`) or all values (`None`) of `key`.
+pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+    let t = txn.table(db)?;
+    let mut tree = t.tree;
+    if tree.root == P_INVALID {
+        return Ok(false);
+    }
+    let dcmp = dup_cmp(&t);
+    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    if !exact {
+        return Ok(false);
+    }
+    let (lpg, idx) = path.e[path.leaf()];
+    let repr = read_repr(txn, lpg, idx)?;
+    let remove_node = |txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path| -> Result<()> {
+        let (lpg, idx) = path.e[path.leaf()];
+        write::p_remove(txn.dirty_mut(lpg), idx);
+        let leaf = path.leaf();
+        rebalance(txn, tree, path, leaf)
+    };
+    let Some(val) = val else {
+        touch_path(txn, &mut tree, &mut path)?;
+        let n = drop_values(txn, &mut tree, &repr)?;
+        tree.items -= n;
+        remove_node(txn, &mut tree, &mut path)?;
+        write::finish(txn, db, tree);
+        return Ok(true);
+    };
+    match repr {
+        Repr::Plain(old) => {
+            if !dcmp.cmp(&old, val).is_eq() {
+                return Ok(false);
+            }
+            touch_path(txn, &mut tree, &mut path)?;
+            remove_node(txn, &mut tree, &mut path)?;
+        }
+        Repr::Sub(mut vals) => {
+            let Ok(pos) = vals.binary_search_by(|v| dcmp.cmp(v, val)) else { return Ok(false) };
+            vals.remove(pos);
+            touch_path(txn, &mut tree, &mut path)?;
+            if vals.is_empty() {
+                remove_node(txn, &mut tree, &mut path)?;
+            } else {
+                let lpg = path.e[path.leaf()].0;
+                let sp = build_subpage(&vals, t.flags.contains(DbFlags::DUP_FIXED), lpg);
+                replace_node(txn, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
+                // A smaller node may leave the leaf underfull.
+                let leaf = path.leaf();
+                rebalance(txn, &mut tree, &mut path, leaf)?;
+            }
+        }
+        Repr::Nested(mut nt) => {
+            if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_none() {
+                return Ok(false);
+            }
+            touch_path(txn, &mut tree, &mut path)?;
+            let (b0, l0) = (nt.branch_pages, nt.leaf_pages);
+            nested_delete(txn, &t, &mut nt, val)?;
+            tree.branch_pages = tree.branch_pages + nt.branch_pages - b0;
+            tree.leaf_pages = tree.leaf_pages + nt.leaf_pages - l0;
+            if nt.root == P_INVALID {
+                remove_node(txn, &mut tree, &mut path)?;
+            } else {
+                store_nested(txn, &path, &nt);
+            }
+        }
+    }
+    tree.items -= 1;
+    write::finish(txn, db, tree);
+    Ok(true)
+}
