@@ -21,7 +21,7 @@ fn main() -> rdbx::Result<()> {
             x ^= x >> 7;
             x ^= x << 17;
             let k = format!("k{:08}", x % (n * 2));
-            let vlen = if x % 97 == 0 { (x % (3 * ps as u64)) as usize } else { (x % 50) as usize };
+            let vlen = if x.is_multiple_of(97) { (x % (3 * ps as u64)) as usize } else { (x % 50) as usize };
             let v = vec![(i % 251) as u8; vlen];
             txn.put(a, k.as_bytes(), &v, PutFlags::empty())?;
             txn.put(b, &(x % 100000).to_le_bytes(), k.as_bytes(), PutFlags::empty())?;

@@ -265,6 +265,10 @@ impl EnvInner {
         let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
         let lo = LockFile::open(&lck_path, &file, b.read_only, b.max_readers, lck_mode)?;
         let lck = lo.lck;
+        if !lo.exclusive && !b.read_only {
+            // Processes sharing an environment must agree on its sync mode (§15.8).
+            lck.check_envmode(b.durability.envmode(), false)?;
+        }
         let io: Box<dyn PageIo> = match &b.faults {
             Some(f) => Box::new(FaultyIo { inner: FileIo { file: file.clone() }, faults: f.clone() }),
             None => Box::new(FileIo { file: file.clone() }),
@@ -349,13 +353,13 @@ impl EnvInner {
         let ps = self.page_size;
         let mut metas: Vec<Meta> = Vec::with_capacity(3);
         let mut states = [(0u64, false); 3];
-        for i in 0..3usize {
+        for (i, state) in states.iter_mut().enumerate() {
             let bytes = map.bytes(i * ps, META_OFF + META_LEN).ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
             let mut copy = [0u8; META_OFF + META_LEN];
             copy.copy_from_slice(bytes);
             let m = Meta::read(&copy, i as u32)?;
             if m.validate(&copy, i as u32, None).is_ok() {
-                states[i] = (m.txnid(), m.is_steady());
+                *state = (m.txnid(), m.is_steady());
             }
             metas.push(m);
         }

@@ -187,7 +187,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
 
 /// Parses a page-number list: u32 count, then strictly descending page numbers.
 fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
-    if v.len() < 4 || v.len() % 4 != 0 {
+    if v.len() < 4 || !v.len().is_multiple_of(4) {
         return Err(Error::corrupted(at, "GC record has a bad length"));
     }
     let n = u32_at(v, 0) as usize;

@@ -369,11 +369,6 @@ impl<'env> RoTxn<'env> {
         self.remember(db.dbi, t);
         Ok(v)
     }
-
-    /// The meta this snapshot reads.
-    pub(crate) fn meta(&self) -> &Meta {
-        &self.snap.meta
-    }
 }
 
 impl<'env> RwTxn<'env> {

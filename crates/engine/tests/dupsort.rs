@@ -61,7 +61,7 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
                     }
                 }
                 _ => {
-                    if rng.next() % 4 == 0 {
+                    if rng.next().is_multiple_of(4) {
                         let deleted = txn.del(db, &k, None).unwrap();
                         assert_eq!(deleted, model.remove(&k).is_some());
                     }

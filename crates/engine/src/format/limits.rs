@@ -25,7 +25,7 @@ impl Limits {
         Limits {
             page_size,
             branch_nodemax: ((space - 2 - NODESIZE) / 2 - 2) & !1,
-            leaf_nodemax: (space / 2 & !1) - 2,
+            leaf_nodemax: ((space / 2) & !1) - 2,
         }
     }
 

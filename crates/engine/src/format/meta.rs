@@ -293,9 +293,7 @@ pub fn pages2pv(pages: u32) -> u16 {
         return 0xFFFD;
     }
     let mut m = ((pages as u64 - 32768 + (1u64 << (e + 8)) - 1) >> (e + 8)) as u32;
-    if m > 0 {
-        m -= 1;
-    }
+    m = m.saturating_sub(1);
     (0x8001 + (e << 12) + (m << 1)) as u16
 }
 

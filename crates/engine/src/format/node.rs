@@ -167,32 +167,6 @@ pub fn value_range(buf: &[u8], i: usize) -> (usize, usize) {
     (off + NODESIZE + ksize, d)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::format::page::{flags, init_page};
-
-    #[test]
-    fn insert_remove_roundtrip() {
-        let mut buf = vec![0u8; 256];
-        init_page(&mut buf, 5, flags::LEAF, 1);
-        insert(&mut buf, 0, b"b", 2, 0, b"vb");
-        insert(&mut buf, 0, b"a", 3, 0, b"vva");
-        insert(&mut buf, 2, b"c", 0, 0, b"");
-        let p = Page { buf: &buf };
-        assert_eq!(p.num_entries(), 3);
-        let keys: Vec<_> = (0..3).map(|i| node(p, i, 5).unwrap().key.to_vec()).collect();
-        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
-        assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
-        remove(&mut buf, 1);
-        let p = Page { buf: &buf };
-        assert_eq!(p.num_entries(), 2);
-        assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
-        assert_eq!(node(p, 1, 5).unwrap().key, b"c");
-        assert_eq!(p.upper(), 256 - 20 - 12 - 10);
-    }
-}
-
 /// Inserts item `item` at index `i` of a DUPFIX page (packed fixed-size items,
 /// format doc §7). The caller has checked that `item.len() <= room`.
 pub fn dupfix_insert(buf: &mut [u8], i: usize, item: &[u8]) {
@@ -218,4 +192,30 @@ pub fn dupfix_remove(buf: &mut [u8], i: usize) {
     buf.copy_within(at + k..PAGEHDRSZ + n * k, at);
     put_u16(buf, 12, (lower - 2) as u16);
     put_u16(buf, 14, (upper + k - 2) as u16);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::page::{flags, init_page};
+
+    #[test]
+    fn insert_remove_roundtrip() {
+        let mut buf = vec![0u8; 256];
+        init_page(&mut buf, 5, flags::LEAF, 1);
+        insert(&mut buf, 0, b"b", 2, 0, b"vb");
+        insert(&mut buf, 0, b"a", 3, 0, b"vva");
+        insert(&mut buf, 2, b"c", 0, 0, b"");
+        let p = Page { buf: &buf };
+        assert_eq!(p.num_entries(), 3);
+        let keys: Vec<_> = (0..3).map(|i| node(p, i, 5).unwrap().key.to_vec()).collect();
+        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
+        remove(&mut buf, 1);
+        let p = Page { buf: &buf };
+        assert_eq!(p.num_entries(), 2);
+        assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
+        assert_eq!(node(p, 1, 5).unwrap().key, b"c");
+        assert_eq!(p.upper(), 256 - 20 - 12 - 10);
+    }
 }
