@@ -662,6 +662,7 @@ impl Env {
             saving_gc: false,
             retired_count: 0,
             poisoned: false,
+            frames: Vec::new(),
         })
     }
 

@@ -19,10 +19,33 @@ impl RwTxn<'_> {
     }
     pub(crate) fn dirty_mut(&mut self, pgno: u32) -> &mut [u8] {
         let ps = self.env.page_size;
-        &mut self.dirty.get_mut(&pgno).expect("page is dirty")[..ps]
+        &mut self.dirty_mut_full(pgno)[..ps]
     }
     pub(crate) fn dirty_mut_full(&mut self, pgno: u32) -> &mut [u8] {
+        self.note_undo(pgno);
         self.dirty.get_mut(&pgno).expect("page is dirty")
+    }
+    /// Adds a dirty page (nested transactions remember that it was absent).
+    pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: Box<[u8]>) {
+        self.note_undo(pgno);
+        self.dirty.insert(pgno, buf);
+    }
+    /// Removes a dirty page; whether it was there.
+    pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
+        if !self.dirty.contains_key(&pgno) {
+            return false;
+        }
+        self.note_undo(pgno);
+        self.dirty.remove(&pgno).is_some()
+    }
+    /// Inside a nested transaction: keeps the page's state before the child
+    /// first changes it, so that aborting the child can restore it.
+    #[inline]
+    fn note_undo(&mut self, pgno: u32) {
+        if let Some(f) = self.frames.last_mut() {
+            let dirty = &self.dirty;
+            f.undo.entry(pgno).or_insert_with(|| dirty.get(&pgno).cloned());
+        }
     }
     pub(crate) fn is_dirty(&self, pgno: u32) -> bool {
         self.dirty.contains_key(&pgno)
@@ -98,7 +121,7 @@ pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
     let mut buf = vec![0u8; txn.env.page_size].into_boxed_slice();
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
-    txn.dirty.insert(pgno, buf);
+    txn.dirty_insert(pgno, buf);
     Ok(pgno)
 }
 
@@ -107,7 +130,7 @@ pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     let pgno = alloc(txn, n)?;
     let mut buf = vec![0u8; n * txn.env.page_size].into_boxed_slice();
     fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
-    txn.dirty.insert(pgno, buf);
+    txn.dirty_insert(pgno, buf);
     Ok(pgno)
 }
 
@@ -121,7 +144,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     let new = alloc(txn, 1)?;
     fpage::set_pgno(&mut buf, new);
     fpage::set_txnid(&mut buf, txn.txnid);
-    txn.dirty.insert(new, buf);
+    txn.dirty_insert(new, buf);
     txn.retired.push(pgno);
     Ok(new)
 }
@@ -130,7 +153,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
 /// allocated them, else retired to the GC.
 pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
     let range = pgno..pgno + n as u32;
-    if txn.dirty.remove(&pgno).is_some() {
+    if txn.dirty_remove(pgno) {
         txn.loose.extend(range);
         txn.loose.sort_unstable_by(|a, b| b.cmp(a));
     } else {

@@ -49,4 +49,4 @@ pub use btree::cursor::Cursor;
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
-pub use txn::{Db, RoTxn, RwTxn, Stat};
+pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat};

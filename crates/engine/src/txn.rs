@@ -254,6 +254,29 @@ pub struct RwTxn<'env> {
     pub(crate) retired_count: u64,
     pub(crate) poisoned: bool,
     pub(crate) canary: [u64; 4],
+    /// Open nested transactions, innermost last.
+    pub(crate) frames: Vec<Frame>,
+}
+
+/// What a nested transaction must restore when it aborts: the parent's state
+/// at its start, and each dirty page as it was before the child changed it
+/// (`None`: the page was not dirty).
+pub(crate) struct Frame {
+    saved: Saved,
+    pub(crate) undo: HashMap<u32, Option<Box<[u8]>>, BuildHasherDefault<PgnoHasher>>,
+}
+
+struct Saved {
+    geo: MetaGeo,
+    tables: Vec<Option<Table>>,
+    retired: Vec<u32>,
+    loose: Vec<u32>,
+    reclaimed: Vec<u32>,
+    consumed: Vec<u64>,
+    detent: Option<u64>,
+    gc_exhausted: bool,
+    retired_count: u64,
+    canary: [u64; 4],
 }
 
 /// Read methods shared by both transaction kinds.
@@ -272,6 +295,11 @@ macro_rules! read_methods {
         /// Opens a table by a binary name.
         pub fn open_db_bytes(&self, name: Option<&[u8]>) -> Result<Db> {
             let Some(name) = name else { return Ok(Db::MAIN) };
+            if let Some(dbi) = self.env.lookup_db(name) {
+                if self.has_table(dbi) {
+                    return Ok(Db { dbi });
+                }
+            }
             let pages = self.pages();
             let main = self.table(Db::MAIN)?.tree;
             let tree = find_table(&pages, &main, name)?.ok_or(Error::NotFound)?;
@@ -344,6 +372,10 @@ impl<'env> RoTxn<'env> {
         Pages { map: &self.snap.map, ps: self.env.page_size, valid: self.snap.meta.geo.first_unallocated, dirty: None, front: self.txn_id() }
     }
 
+    fn has_table(&self, dbi: u32) -> bool {
+        self.tables.borrow().get(dbi as usize).is_some_and(Option::is_some)
+    }
+
     fn remember(&self, dbi: u32, t: Table) {
         let mut tables = self.tables.borrow_mut();
         if tables.len() <= dbi as usize {
@@ -384,6 +416,10 @@ impl<'env> RwTxn<'env> {
 
     pub(crate) fn pages(&self) -> Pages<'_> {
         Pages { map: &self.map, ps: self.env.page_size, valid: self.geo.first_unallocated, dirty: Some(&self.dirty), front: self.txnid }
+    }
+
+    fn has_table(&self, dbi: u32) -> bool {
+        self.tables.get(dbi as usize).is_some_and(Option::is_some)
     }
 
     fn remember(&self, _dbi: u32, _t: Table) {
@@ -672,9 +708,65 @@ impl<'env> RwTxn<'env> {
     /// Discards every change (dropping the transaction does the same).
     pub fn abort(self) {}
 
+    /// Begins a nested (child) transaction: its changes become part of this
+    /// transaction when it commits and vanish when it aborts (or is dropped).
+    /// Children nest to any depth; the parent is unusable while a child lives.
+    pub fn begin_nested_txn(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        self.check_usable()?;
+        let saved = Saved {
+            geo: self.geo,
+            tables: self.tables.clone(),
+            retired: self.retired.clone(),
+            loose: self.loose.clone(),
+            reclaimed: self.reclaimed.clone(),
+            consumed: self.consumed.clone(),
+            detent: self.detent,
+            gc_exhausted: self.gc_exhausted,
+            retired_count: self.retired_count,
+            canary: self.canary,
+        };
+        self.frames.push(Frame { saved, undo: Default::default() });
+        let depth = self.frames.len();
+        Ok(NestedTxn { txn: self, depth, done: false })
+    }
+
+    fn end_nested(&mut self, depth: usize, commit: bool) {
+        debug_assert_eq!(self.frames.len(), depth);
+        let Some(f) = self.frames.pop() else { return };
+        if commit {
+            if let Some(parent) = self.frames.last_mut() {
+                for (pgno, orig) in f.undo {
+                    parent.undo.entry(pgno).or_insert(orig);
+                }
+            }
+            return;
+        }
+        for (pgno, orig) in f.undo {
+            match orig {
+                Some(buf) => {
+                    self.dirty.insert(pgno, buf);
+                }
+                None => {
+                    self.dirty.remove(&pgno);
+                }
+            }
+        }
+        let s = f.saved;
+        self.geo = s.geo;
+        self.tables = s.tables;
+        self.retired = s.retired;
+        self.loose = s.loose;
+        self.reclaimed = s.reclaimed;
+        self.consumed = s.consumed;
+        self.detent = s.detent;
+        self.gc_exhausted = s.gc_exhausted;
+        self.retired_count = s.retired_count;
+        self.canary = s.canary;
+        self.poisoned = false;
+    }
+
     pub(crate) fn value_mut(&mut self, loc: crate::btree::write::ValLoc) -> &mut [u8] {
-        let buf = self.dirty.get_mut(&loc.pgno).expect("reserved value lives on a dirty page");
-        &mut buf[loc.off..loc.off + loc.len]
+        &mut self.dirty_mut_full(loc.pgno)[loc.off..loc.off + loc.len]
     }
 }
 
@@ -793,5 +885,55 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         self.pos = Some(k);
         self.after_del = true;
         Ok(())
+    }
+}
+
+/// A nested write transaction. It dereferences to [`RwTxn`], so every read and
+/// write method is available; `commit` merges it into the parent, `abort` (or
+/// dropping it) discards its changes alone.
+pub struct NestedTxn<'p, 'env> {
+    txn: &'p mut RwTxn<'env>,
+    depth: usize,
+    done: bool,
+}
+
+impl<'env> NestedTxn<'_, 'env> {
+    /// Merges the child's changes into its parent. A child left unusable by an
+    /// earlier error is aborted instead and `Err(BadTxn)` returned.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        if self.txn.poisoned {
+            self.txn.end_nested(self.depth, false);
+            return Err(Error::BadTxn("the nested transaction had failed and was aborted"));
+        }
+        self.txn.end_nested(self.depth, true);
+        Ok(())
+    }
+
+    /// Discards the child's changes.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.txn.end_nested(self.depth, false);
+    }
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = RwTxn<'env>;
+    fn deref(&self) -> &RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
+    fn deref_mut(&mut self) -> &mut RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.txn.end_nested(self.depth, false);
+        }
     }
 }

@@ -1,0 +1,108 @@
+//! Nested write transactions against a model: children committed and aborted
+//! at random depths; the parent sees nothing of an aborted child.
+
+use std::collections::BTreeMap;
+
+use rdbx::{DbFlags, Env, Geometry, PutFlags, RwTxn};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn contents(txn: &RwTxn<'_>) -> Model {
+    let db = txn.open_db(Some("t")).unwrap();
+    let mut c = txn.cursor(db).unwrap();
+    let mut m = Model::new();
+    while let Some((k, v)) = c.next().unwrap() {
+        m.insert(k.to_vec(), v.to_vec());
+    }
+    m
+}
+
+fn ops(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, n: usize) {
+    let db = txn.open_db(Some("t")).unwrap();
+    for _ in 0..n {
+        let k = format!("{:05}", rng.next() % 3000).into_bytes();
+        if rng.next() % 3 == 0 {
+            assert_eq!(txn.del(db, &k, None).unwrap(), model.remove(&k).is_some());
+        } else {
+            let v = vec![(rng.next() % 256) as u8; (rng.next() % 700) as usize];
+            txn.put(db, &k, &v, PutFlags::empty()).unwrap();
+            model.insert(k, v);
+        }
+    }
+}
+
+fn nest(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, depth: usize) {
+    ops(txn, model, rng, 200);
+    if depth < 4 {
+        for _ in 0..2 {
+            let mut child_model = model.clone();
+            let mut child = txn.begin_nested_txn().unwrap();
+            nest(&mut child, &mut child_model, rng, depth + 1);
+            assert_eq!(contents(&child), child_model);
+            if rng.next() % 2 == 0 {
+                child.commit().unwrap();
+                *model = child_model;
+            } else if rng.next() % 2 == 0 {
+                child.abort();
+            } else {
+                drop(child);
+            }
+            assert_eq!(contents(txn), *model, "depth {depth}");
+            txn.verify_table(txn.open_db(Some("t")).unwrap()).unwrap();
+        }
+    }
+    ops(txn, model, rng, 50);
+}
+
+#[test]
+fn nested_transactions_match_the_model() {
+    for (ps, seed) in [(4096usize, 7u64), (512, 11)] {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::builder().max_dbs(4).geometry(Geometry { page_size: Some(ps), ..Default::default() }).open(dir.path().join("db")).unwrap();
+        let mut rng = Rng(seed);
+        let mut model = Model::new();
+        for _ in 0..3 {
+            let mut txn = env.begin_rw_txn().unwrap();
+            txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+            let mut m = model.clone();
+            nest(&mut txn, &mut m, &mut rng, 0);
+            txn.commit().unwrap();
+            model = m;
+            let r = env.begin_ro_txn().unwrap();
+            let db = r.open_db(Some("t")).unwrap();
+            let mut c = r.cursor(db).unwrap();
+            let mut got = Model::new();
+            while let Some((k, v)) = c.next().unwrap() {
+                got.insert(k.to_vec(), v.to_vec());
+            }
+            assert_eq!(got, model);
+            r.verify_table(db).unwrap();
+        }
+    }
+}
+
+#[test]
+fn aborted_child_table_creation_vanishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::builder().max_dbs(4).open(dir.path().join("db")).unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    {
+        let mut child = txn.begin_nested_txn().unwrap();
+        let db = child.create_db(Some("gone"), DbFlags::empty()).unwrap();
+        child.put(db, b"k", b"v", PutFlags::empty()).unwrap();
+        child.abort();
+    }
+    assert!(txn.open_db(Some("gone")).is_err());
+    assert!(txn.table_names().unwrap().is_empty());
+    txn.commit().unwrap();
+}
