@@ -116,7 +116,8 @@ fn check_table(g: &Golden, txn: &RoTxn<'_>, sec: &DumpSection) -> Vec<String> {
     if let Ok(mut c) = txn.cursor(db) {
         for (k, v) in sec.records.iter().step_by(97) {
             match c.set(k) {
-                Ok(Some((gk, gv))) if gk == k.as_slice() && (sec.is_dupsort() || gv == v.as_slice()) => {}
+                Ok(Some((gk, gv)))
+                    if gk == k.as_slice() && (sec.is_dupsort() || gv == v.as_slice()) => {}
                 other => {
                     problems.push(format!(
                         "{what}: cursor set({:02x?}) -> {:?}",
@@ -170,8 +171,14 @@ fn check_golden(name: &'static str, dupsort: bool) {
         Ok(names) if names == dump_names => {}
         Ok(names) => problems.push(format!(
             "{name}: table_names {:?}, dump has {:?}",
-            names.iter().map(|n| String::from_utf8_lossy(n)).collect::<Vec<_>>(),
-            dump_names.iter().map(|n| String::from_utf8_lossy(n)).collect::<Vec<_>>()
+            names
+                .iter()
+                .map(|n| String::from_utf8_lossy(n))
+                .collect::<Vec<_>>(),
+            dump_names
+                .iter()
+                .map(|n| String::from_utf8_lossy(n))
+                .collect::<Vec<_>>()
         )),
         Err(e) => problems.push(format!("{name}: table_names: {e:?}")),
     }
@@ -232,7 +239,6 @@ fn gmain_main_table_only() {
 }
 
 #[test]
-#[ignore = "multimaps: issue 3"]
 fn dupsort_tables() {
     for name in ["g1", "g2", "g3"] {
         check_golden(name, true);

@@ -128,8 +128,13 @@ pub fn apply_rdbx(env: &Env, ops: &[Op]) -> Result<usize, String> {
             );
         }
         let t = txn.as_mut().expect("txn");
-        apply_op(t, &mut dbs, op)
-            .map_err(|e| format!("rdbx op #{i} in txn #{} ({}): {e:?}", commits + 1, show_op(op)))?;
+        apply_op(t, &mut dbs, op).map_err(|e| {
+            format!(
+                "rdbx op #{i} in txn #{} ({}): {e:?}",
+                commits + 1,
+                show_op(op)
+            )
+        })?;
     }
     if let Some(t) = txn.take() {
         t.commit()

@@ -102,7 +102,7 @@ pub fn decode(format: DumpFormat, s: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(s.len() / 2 + 1);
     match format {
         DumpFormat::ByteValue => {
-            if s.len() % 2 != 0 {
+            if s.len() & 1 == 1 {
                 return Err(format!("odd number of hex digits ({})", s.len()));
             }
             for p in s.chunks(2) {
@@ -378,8 +378,7 @@ pub fn parse_stat(text: &str) -> Result<BTreeMap<Option<Vec<u8>>, StatFigures>, 
             continue;
         };
         let num = || -> Result<u64, String> {
-            v.trim()
-                .split_whitespace()
+            v.split_whitespace()
                 .next()
                 .unwrap_or("")
                 .parse()

@@ -4,10 +4,10 @@
 //!
 //! The oracle is a development tool only: the engine never links libmdbx.
 
+#[cfg(feature = "engine")]
+pub mod engine;
 pub mod golden;
 pub mod model;
 pub mod ops;
 pub mod oracle;
 pub mod rng;
-#[cfg(feature = "engine")]
-pub mod engine;

@@ -234,7 +234,11 @@ pub fn diff_sections(expected: &[DumpSection], got: &[DumpSection]) -> Option<St
                 g.flags
             ));
         }
-        if let Some(m) = diff_records(&format!("table {}", e.display_name()), &e.records, &g.records) {
+        if let Some(m) = diff_records(
+            &format!("table {}", e.display_name()),
+            &e.records,
+            &g.records,
+        ) {
             msgs.push(m);
         }
     }
@@ -521,7 +525,13 @@ mod tests {
 
     #[test]
     fn max_key_sizes_match_the_format_doc() {
-        for (ps, k) in [(256, 102), (1024, 486), (4096, 2022), (16384, 8166), (65536, 32742)] {
+        for (ps, k) in [
+            (256, 102),
+            (1024, 486),
+            (4096, 2022),
+            (16384, 8166),
+            (65536, 32742),
+        ] {
             assert_eq!(max_key_size(ps), k, "page size {ps}");
         }
     }
@@ -548,7 +558,9 @@ mod tests {
         m3.apply(&ops1);
         assert_eq!(m1, m3);
         assert!(m1.len() > 1000, "{}", m1.len());
-        assert!(!m1.tables.contains_key(&Some(TEMP_TABLE.as_bytes().to_vec())));
+        assert!(!m1
+            .tables
+            .contains_key(&Some(TEMP_TABLE.as_bytes().to_vec())));
     }
 
     #[test]

@@ -95,7 +95,12 @@ pub fn format_ops(ops: &[Op]) -> String {
                 value,
                 flags,
             } => {
-                s.push_str(&format!("put {} {} {}", table_str(table), hex(key), hex(value)));
+                s.push_str(&format!(
+                    "put {} {} {}",
+                    table_str(table),
+                    hex(key),
+                    hex(value)
+                ));
                 if *flags != 0 {
                     s.push_str(&format!(" {flags:x}"));
                 }
@@ -174,14 +179,15 @@ pub fn apply_oracle(env: &oracle::Env, ops: &[Op]) -> oracle::Result<usize> {
             Some(t) => t,
             None => txn.insert(env.begin_rw()?),
         };
-        let mut dbi_of = |t: &mut oracle::Txn<'_>, table: &Option<Vec<u8>>| -> oracle::Result<oracle::Dbi> {
-            if let Some(d) = dbis.get(table) {
-                return Ok(*d);
-            }
-            let d = t.open_table(table.as_deref())?;
-            dbis.insert(table.clone(), d);
-            Ok(d)
-        };
+        let mut dbi_of =
+            |t: &mut oracle::Txn<'_>, table: &Option<Vec<u8>>| -> oracle::Result<oracle::Dbi> {
+                if let Some(d) = dbis.get(table) {
+                    return Ok(*d);
+                }
+                let d = t.open_table(table.as_deref())?;
+                dbis.insert(table.clone(), d);
+                Ok(d)
+            };
         match op {
             Op::Create { table, flags } => {
                 let d = t.create_table(table.as_deref(), *flags)?;

@@ -18,8 +18,8 @@ use mdbx_sys as ffi;
 
 pub use ffi::{
     MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE,
-    MDBX_INTEGERDUP, MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE,
-    MDBX_NOTFOUND, MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
+    MDBX_INTEGERDUP, MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA,
+    MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
 };
 
 /// Result of every oracle call.
@@ -40,7 +40,7 @@ pub fn strerror(code: i32) -> String {
 }
 
 fn check(rc: i32, what: impl FnOnce() -> String) -> Result<()> {
-    if rc == ffi::MDBX_SUCCESS as i32 {
+    if rc == ffi::MDBX_SUCCESS {
         Ok(())
     } else {
         Err(format_err(&what(), rc))
@@ -270,7 +270,12 @@ impl Env {
                         v(g.shrink),
                         v(opts.page_size),
                     ),
-                    || format!("mdbx_env_set_geometry({g:?}, page_size {:?})", opts.page_size),
+                    || {
+                        format!(
+                            "mdbx_env_set_geometry({g:?}, page_size {:?})",
+                            opts.page_size
+                        )
+                    },
                 )?;
             }
             let no_sub_dir = opts
@@ -300,9 +305,10 @@ impl Env {
                 Durability::UtterlyNoSync => ffi::MDBX_UTTERLY_NOSYNC,
             };
             let c = cpath(&self.path)?;
-            check(ffi::mdbx_env_open(self.env, c.as_ptr(), flags, 0o644), || {
-                format!("mdbx_env_open({:?}, flags {flags:#x})", self.path)
-            })
+            check(
+                ffi::mdbx_env_open(self.env, c.as_ptr(), flags, 0o644),
+                || format!("mdbx_env_open({:?}, flags {flags:#x})", self.path),
+            )
         }
     }
 
@@ -379,7 +385,7 @@ impl Env {
     pub fn sync(&self) -> Result<()> {
         // SAFETY: live env.
         let rc = unsafe { ffi::mdbx_env_sync_ex(self.env, true, false) };
-        if rc == ffi::MDBX_SUCCESS as i32 || rc == ffi::MDBX_RESULT_TRUE {
+        if rc == ffi::MDBX_SUCCESS || rc == ffi::MDBX_RESULT_TRUE {
             Ok(())
         } else {
             Err(format_err("mdbx_env_sync", rc))
@@ -450,7 +456,9 @@ impl Txn<'_> {
     fn dbi_open(&self, name: Option<&[u8]>, flags: u32) -> Result<Dbi> {
         let mut dbi: Dbi = 0;
         let nv = name.map(val);
-        let np = nv.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
+        let np = nv
+            .as_ref()
+            .map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
         // SAFETY: live txn; name points to a local MDBX_val over a live slice.
         check(
             unsafe { ffi::mdbx_dbi_open2(self.txn, np, flags, &mut dbi) },
@@ -491,13 +499,17 @@ impl Txn<'_> {
     pub fn del(&mut self, dbi: Dbi, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         let k = val(key);
         let v = value.map(val);
-        let vp = v.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
+        let vp = v
+            .as_ref()
+            .map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
         // SAFETY: live txn, pointers to locals over live slices.
         let rc = unsafe { ffi::mdbx_del(self.txn, dbi, &k, vp) };
         if rc == ffi::MDBX_NOTFOUND {
             return Ok(false);
         }
-        check(rc, || format!("mdbx_del(dbi {dbi}, key {})", hex_short(key)))?;
+        check(rc, || {
+            format!("mdbx_del(dbi {dbi}, key {})", hex_short(key))
+        })?;
         Ok(true)
     }
 
@@ -510,9 +522,28 @@ impl Txn<'_> {
         if rc == ffi::MDBX_NOTFOUND {
             return Ok(None);
         }
-        check(rc, || format!("mdbx_get(dbi {dbi}, key {})", hex_short(key)))?;
+        check(rc, || {
+            format!("mdbx_get(dbi {dbi}, key {})", hex_short(key))
+        })?;
         // SAFETY: on success v points into the map, valid during the txn.
         Ok(Some(unsafe { val_to_vec(&v) }))
+    }
+
+    /// Get the (first) value of a key without copying it.
+    pub fn get_ref(&self, dbi: Dbi, key: &[u8]) -> Result<Option<&[u8]>> {
+        let k = val(key);
+        let mut v = empty_val();
+        // SAFETY: live txn, pointers to locals.
+        let rc = unsafe { ffi::mdbx_get(self.txn, dbi, &k, &mut v) };
+        if rc == ffi::MDBX_NOTFOUND {
+            return Ok(None);
+        }
+        check(rc, || {
+            format!("mdbx_get(dbi {dbi}, key {})", hex_short(key))
+        })?;
+        // SAFETY: v points into the map (or a dirty page of this txn) and stays
+        // valid while the txn is borrowed: writes need `&mut self`.
+        Ok(Some(unsafe { slice_of(&v) }))
     }
 
     /// Every (key, value) of a table in cursor order (for DUPSORT tables one
@@ -527,11 +558,7 @@ impl Txn<'_> {
     }
 
     /// Call `f` for every (key, value) in cursor order.
-    pub fn for_each(
-        &self,
-        dbi: Dbi,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
-    ) -> Result<()> {
+    pub fn for_each(&self, dbi: Dbi, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         let cur = Cursor::open(self, dbi)?;
         let mut op = ffi::MDBX_FIRST;
         loop {
@@ -825,7 +852,7 @@ unsafe extern "C" fn chk_print_begin(
     severity: ffi::MDBX_chk_severity_t,
 ) -> *mut ffi::MDBX_chk_line_t {
     let _ = ctx;
-    if severity > CHK_VERBOSITY && severity >= ffi::MDBX_chk_warning {
+    if severity > CHK_VERBOSITY {
         return ptr::null_mut();
     }
     let mut l = Box::new(ChkLine {
@@ -912,7 +939,11 @@ unsafe extern "C" fn chk_scope_push(
             let mut buf = vec![0u8; n as usize + 1];
             vsnprintf(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), fmt, args);
             let c = &mut *(ctx as *mut ChkCtx);
-            let depth = if outer.is_null() { 0 } else { (*ctx).scope_nesting as usize };
+            let depth = if outer.is_null() {
+                0
+            } else {
+                (*ctx).scope_nesting as usize
+            };
             let text = format!(
                 "{}- {}",
                 "  ".repeat(depth),
@@ -998,7 +1029,7 @@ fn run_chk(env: *mut ffi::MDBX_env) -> Result<ChkSummary> {
     // `result.tables` points into the checker's internal state, which
     // mdbx_env_chk frees before returning: the tables were copied by
     // `chk_table_dispose` instead.
-    s.tables.sort_by(|a, b| a.id.cmp(&b.id));
+    s.tables.sort_by_key(|t| t.id);
     s.error_lines = s
         .lines
         .iter()
@@ -1128,8 +1159,17 @@ mod tests {
             for (g, w) in got.iter().zip(&want) {
                 assert_eq!(g.name, w.name, "{name}");
                 assert_eq!(g.flags, w.flags, "{name} {}", w.display_name());
-                assert_eq!(g.records.len(), w.records.len(), "{name} {}", w.display_name());
-                assert!(g.records == w.records, "{name} {}: records differ", w.display_name());
+                assert_eq!(
+                    g.records.len(),
+                    w.records.len(),
+                    "{name} {}",
+                    w.display_name()
+                );
+                assert!(
+                    g.records == w.records,
+                    "{name} {}: records differ",
+                    w.display_name()
+                );
             }
             // Point lookups agree too (first value of each key).
             for w in &want {
@@ -1156,7 +1196,12 @@ mod tests {
                     overflow_pages: st.overflow_pages,
                     entries: st.entries,
                 };
-                assert_eq!(g, w, "{name} {:?}", n.as_deref().map(String::from_utf8_lossy));
+                assert_eq!(
+                    g,
+                    w,
+                    "{name} {:?}",
+                    n.as_deref().map(String::from_utf8_lossy)
+                );
             }
             drop(txn);
             env.close().unwrap();

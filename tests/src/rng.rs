@@ -42,6 +42,12 @@ impl Rng {
         v
     }
 
+    /// Random bytes of a random length in `lo..=hi`.
+    pub fn bytes_in(&mut self, lo: usize, hi: usize) -> Vec<u8> {
+        let n = self.range(lo, hi);
+        self.bytes(n)
+    }
+
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;

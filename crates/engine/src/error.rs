@@ -112,7 +112,10 @@ impl Error {
                 std::backtrace::Backtrace::force_capture()
             );
         }
-        Error::Corrupted { page, what: Reason(what) }
+        Error::Corrupted {
+            page,
+            what: Reason(what),
+        }
     }
 
     /// The libmdbx numeric error code (negative: libmdbx's own; positive: errno).

@@ -6,9 +6,9 @@
 use crate::btree::write::{self, Val};
 use crate::error::{Error, Result};
 use crate::flags::PutFlags;
+use crate::format::meta::META_OFF;
 use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
 use crate::format::page as fpage;
-use crate::format::meta::META_OFF;
 use crate::format::{u32_at, MAX_PAGENO};
 use crate::txn::{Db, RwTxn};
 
@@ -44,7 +44,9 @@ impl RwTxn<'_> {
     fn note_undo(&mut self, pgno: u32) {
         if let Some(f) = self.frames.last_mut() {
             let dirty = &self.dirty;
-            f.undo.entry(pgno).or_insert_with(|| dirty.get(&pgno).cloned());
+            f.undo
+                .entry(pgno)
+                .or_insert_with(|| dirty.get(&pgno).cloned());
         }
     }
     pub(crate) fn is_dirty(&self, pgno: u32) -> bool {
@@ -84,19 +86,54 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     if let Some(p) = take_run(&mut txn.loose, n) {
         return Ok(p);
     }
+    let mut synced = false;
     loop {
         if let Some(p) = take_run(&mut txn.reclaimed, n) {
             return Ok(p);
         }
-        if txn.saving_gc || txn.in_reclaim || txn.gc_exhausted || !reclaim_one(txn)? {
-            break;
+        if !(txn.saving_gc || txn.in_reclaim || txn.gc_exhausted) && reclaim_one(txn)? {
+            // Bound the search for a long contiguous run.
+            if n > 1 && txn.consumed.len() > 64 {
+                break;
+            }
+            continue;
         }
-        // Bound the search for a long contiguous run.
-        if n > 1 && txn.consumed.len() > 64 {
-            break;
+        // Before growing the file in a lazy sync mode, make the last commit
+        // steady so the pages retired since the last steady point become
+        // reusable (libmdbx does the same).
+        let grows = txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64;
+        if grows
+            && !synced
+            && !txn.saving_gc
+            && !txn.in_reclaim
+            && txn.steady_txnid < txn.base.txnid()
+        {
+            force_steady(txn)?;
+            synced = true;
+            continue;
         }
+        break;
     }
     alloc_tail(txn, n)
+}
+
+/// Flushes the data file and rewrites the transaction's base meta as steady.
+fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
+    let env = txn.env;
+    env.io.sync_data()?;
+    let mut m = txn.base.clone();
+    m.sign = SIGN_STEADY;
+    env.io.write_at(
+        &[&m.body()],
+        (txn.recent_slot * env.page_size + META_OFF) as u64,
+    )?;
+    env.io.sync_data()?;
+    env.lck.after_commit(m.txnid(), true);
+    txn.base = m;
+    txn.steady_txnid = txn.base.txnid();
+    txn.detent = None;
+    txn.gc_exhausted = false;
+    Ok(())
 }
 
 fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
@@ -167,7 +204,11 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     let detent = match txn.detent {
         Some(d) => d,
         None => {
-            let d = txn.env.lck.oldest_reader(txn.steady_txnid).min(txn.txnid - 1);
+            let d = txn
+                .env
+                .lck
+                .oldest_reader(txn.steady_txnid)
+                .min(txn.txnid - 1);
             txn.detent = Some(d);
             d
         }
@@ -248,7 +289,10 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
     left.sort_unstable_by(|a, b| b.cmp(a));
     left.dedup();
     // Give free pages at the end of the file back to the unallocated tail.
-    while left.first().is_some_and(|&p| p + 1 == txn.geo.first_unallocated) {
+    while left
+        .first()
+        .is_some_and(|&p| p + 1 == txn.geo.first_unallocated)
+    {
         left.remove(0);
         txn.geo.first_unallocated -= 1;
     }
@@ -261,10 +305,24 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
     for _ in 0..64 {
         let before = txn.retired.len();
         if !txn.retired.is_empty() {
-            write::put(txn, Db::GC, &own_key, Val::Reserve(4 * (before + 1)), PutFlags::empty(), 0)?;
+            write::put(
+                txn,
+                Db::GC,
+                &own_key,
+                Val::Reserve(4 * (before + 1)),
+                PutFlags::empty(),
+                0,
+            )?;
         }
         if let (Some(k), false) = (left_key, left.is_empty()) {
-            write::put(txn, Db::GC, &k.to_le_bytes(), Val::Reserve(4 * (left.len() + 1)), PutFlags::empty(), 0)?;
+            write::put(
+                txn,
+                Db::GC,
+                &k.to_le_bytes(),
+                Val::Reserve(4 * (left.len() + 1)),
+                PutFlags::empty(),
+                0,
+            )?;
         }
         let freed = std::mem::take(&mut txn.loose);
         txn.retired.extend(freed.iter().copied());
@@ -284,14 +342,30 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
     }
     if !txn.retired.is_empty() {
         let bytes = pnl_bytes(&txn.retired);
-        write::put(txn, Db::GC, &own_key, Val::Bytes(&bytes), PutFlags::empty(), 0)?;
+        write::put(
+            txn,
+            Db::GC,
+            &own_key,
+            Val::Bytes(&bytes),
+            PutFlags::empty(),
+            0,
+        )?;
     }
     if let (Some(k), false) = (left_key, left.is_empty()) {
         let bytes = pnl_bytes(&left);
-        write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&bytes), PutFlags::empty(), 0)?;
+        write::put(
+            txn,
+            Db::GC,
+            &k.to_le_bytes(),
+            Val::Bytes(&bytes),
+            PutFlags::empty(),
+            0,
+        )?;
     }
     if txn.retired.len() != n || !txn.loose.is_empty() {
-        return Err(Error::Problem("GC changed while its records were filled".into()));
+        return Err(Error::Problem(
+            "GC changed while its records were filled".into(),
+        ));
     }
     txn.retired_count += n as u64;
     Ok(())
@@ -302,13 +376,22 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
     for dbi in 2..txn.tables.len() {
-        let Some(t) = txn.tables[dbi].clone() else { continue };
+        let Some(t) = txn.tables[dbi].clone() else {
+            continue;
+        };
         if !t.dirty {
             continue;
         }
         let name = t.name.clone().ok_or(Error::BadDbi)?;
         let bytes = t.tree.to_bytes();
-        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+        write::put(
+            txn,
+            Db::MAIN,
+            &name,
+            Val::Bytes(&bytes),
+            PutFlags::empty(),
+            crate::format::node::N_TREE,
+        )?;
     }
     // 2. GC records.
     save_gc(txn)?;
@@ -316,7 +399,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut meta = txn.base.clone();
     let gc = txn.tables[0].as_ref().expect("gc").tree;
     let main = txn.tables[1].as_ref().expect("main").tree;
-    meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
+    meta.gc = crate::format::tree::Tree {
+        dupfix_size: ps as u32,
+        ..gc
+    };
     meta.main = main;
     meta.canary = txn.canary;
     meta.pages_retired = txn.base.pages_retired + txn.retired_count;
@@ -351,7 +437,9 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         txn.env.io.sync_data()?;
     }
     // 5. The meta, into the tail slot.
-    txn.env.io.write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
+    txn.env
+        .io
+        .write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
     if txn.env.durability == crate::env::Durability::SyncDurable {
         txn.env.io.sync_data()?;
     }
@@ -365,7 +453,11 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
 }
 
 /// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
-fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
+fn shrink_target(
+    txn: &RwTxn<'_>,
+    geo: &crate::format::meta::MetaGeo,
+    gc_height: u16,
+) -> Option<u32> {
     let step = pv2pages(geo.shrink_pv) as u64;
     if step == 0 {
         return None;
@@ -376,7 +468,9 @@ fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height:
     if now.saturating_sub(fu) <= step + gap {
         return None;
     }
-    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
+    let largest = fu
+        .max(txn.base.geo.first_unallocated as u64)
+        .max(txn.env.lck.max_reader_pages_used() as u64);
     if now <= largest || now - largest <= step + gap {
         return None;
     }
@@ -386,4 +480,3 @@ fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height:
     let bottom = (geo.lower as u64).max(round_up_pages(x + a - x % a, os_unit(txn.env.page_size)));
     (now > bottom).then_some(bottom as u32)
 }
-

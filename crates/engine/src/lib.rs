@@ -33,19 +33,24 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod error;
-pub mod format;
-pub(crate) mod os;
-pub(crate) mod lck;
 pub(crate) mod bootid;
-pub(crate) mod io;
-mod env;
-mod txn;
-mod gc;
 mod btree;
+mod check;
+mod env;
+mod error;
 mod flags;
+pub mod format;
+mod gc;
+pub(crate) mod io;
+pub(crate) mod lck;
+pub(crate) mod os;
+mod txn;
 
 pub use btree::cursor::Cursor;
+pub use check::{
+    Area, CheckOptions, CheckProgress, CheckReport, MetaReport, Problem, Severity, Stage,
+    TableReport,
+};
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};

@@ -15,7 +15,7 @@ use crate::format::meta::{Meta, MetaGeo};
 use crate::format::node::{self, N_TREE};
 use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{P_INVALID, PAGEHDRSZ};
+use crate::format::{PAGEHDRSZ, P_INVALID};
 use crate::lck::{ReaderSlot, WriterGuard};
 use crate::os::mmap::Mmap;
 
@@ -63,7 +63,10 @@ impl<'t> Pages<'t> {
             }
         }
         if pgno >= self.valid || pgno < crate::format::NUM_METAS {
-            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
+            return Err(Error::corrupted(
+                pgno,
+                "page number outside the allocated pages",
+            ));
         }
         self.map
             .bytes(pgno as usize * self.ps, self.ps)
@@ -71,14 +74,23 @@ impl<'t> Pages<'t> {
     }
 
     /// The `dsize` bytes of the large chunk starting at `pgno`.
-    pub fn large(&self, pgno: u32, dsize: usize, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
+    pub fn large(
+        &self,
+        pgno: u32,
+        dsize: usize,
+        leaf_pgno: u32,
+        leaf_txnid: u64,
+    ) -> Result<&'t [u8]> {
         let (head, avail): (&'t [u8], usize) = match self.dirty.and_then(|d| d.get(&pgno)) {
             Some(b) => (&b[..], b.len()),
             None => {
                 let head = self.get(pgno)?;
                 let n = Page { buf: head }.large_count() as u64;
                 if n == 0 || pgno as u64 + n > self.valid as u64 {
-                    return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
+                    return Err(Error::corrupted(
+                        pgno,
+                        "large chunk outside the allocated pages",
+                    ));
                 }
                 let all = self
                     .map
@@ -89,14 +101,20 @@ impl<'t> Pages<'t> {
         };
         let p = Page { buf: head };
         if p.flags() != pflags::LARGE {
-            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
+            return Err(Error::corrupted(
+                pgno,
+                "large value points to a page that is not a large page",
+            ));
         }
         if p.txnid() > leaf_txnid {
             return Err(Error::corrupted(pgno, "large page is newer than its leaf"));
         }
         let _ = leaf_pgno;
         if PAGEHDRSZ + dsize > avail || (p.large_count() as usize) * self.ps < PAGEHDRSZ + dsize {
-            return Err(Error::corrupted(pgno, "large value is longer than its chunk"));
+            return Err(Error::corrupted(
+                pgno,
+                "large value is longer than its chunk",
+            ));
         }
         Ok(&head[PAGEHDRSZ..PAGEHDRSZ + dsize])
     }
@@ -155,12 +173,22 @@ pub(crate) struct View {
 
 impl Table {
     pub(crate) fn view(&self) -> View {
-        View { tree: self.tree, flags: self.flags, cmp: self.cmp }
+        View {
+            tree: self.tree,
+            flags: self.flags,
+            cmp: self.cmp,
+        }
     }
 
     pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name }
+        Table {
+            tree,
+            flags,
+            cmp: Cmp::for_keys(flags),
+            dirty: false,
+            name,
+        }
     }
 }
 
@@ -234,6 +262,8 @@ pub struct RwTxn<'env> {
     /// The meta this transaction started from.
     pub(crate) base: Meta,
     pub(crate) base_slot: usize,
+    /// Meta slot of the base meta.
+    pub(crate) recent_slot: usize,
     pub(crate) steady_txnid: u64,
     pub(crate) txnid: u64,
     pub(crate) geo: MetaGeo,
@@ -294,7 +324,9 @@ macro_rules! read_methods {
 
         /// Opens a table by a binary name.
         pub fn open_db_bytes(&self, name: Option<&[u8]>) -> Result<Db> {
-            let Some(name) = name else { return Ok(Db::MAIN) };
+            let Some(name) = name else {
+                return Ok(Db::MAIN);
+            };
             if let Some(dbi) = self.env.lookup_db(name) {
                 if self.has_table(dbi) {
                     return Ok(Db { dbi });
@@ -350,6 +382,18 @@ macro_rules! read_methods {
             btree::verify::verify(&self.pages(), &t.tree, t.cmp, Cmp::for_dups(t.flags)).map(|_| ())
         }
 
+        /// Estimated number of records with keys in `[lo, hi)` (`None`: from the
+        /// first / to the end), computed from the two boundary paths only (no
+        /// walk over the range); 0 when `hi` comes before `lo`. See
+        /// `btree/estimate.rs` for the method and its expected error.
+        pub fn estimate_range(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+            let t = self.table(db)?;
+            Ok(
+                btree::estimate::estimate_range(&self.pages(), &t.tree, t.cmp, lo, hi)?.max(0)
+                    as u64,
+            )
+        }
+
         /// The canary markers x, y, z and v (the txnid that set them).
         pub fn canary(&self) -> [u64; 4] {
             self.canary_values()
@@ -369,11 +413,20 @@ impl<'env> RoTxn<'env> {
     }
 
     pub(crate) fn pages(&self) -> Pages<'_> {
-        Pages { map: &self.snap.map, ps: self.env.page_size, valid: self.snap.meta.geo.first_unallocated, dirty: None, front: self.txn_id() }
+        Pages {
+            map: &self.snap.map,
+            ps: self.env.page_size,
+            valid: self.snap.meta.geo.first_unallocated,
+            dirty: None,
+            front: self.txn_id(),
+        }
     }
 
     fn has_table(&self, dbi: u32) -> bool {
-        self.tables.borrow().get(dbi as usize).is_some_and(Option::is_some)
+        self.tables
+            .borrow()
+            .get(dbi as usize)
+            .is_some_and(Option::is_some)
     }
 
     fn remember(&self, dbi: u32, t: Table) {
@@ -393,7 +446,8 @@ impl<'env> RoTxn<'env> {
             1 => Table::new(self.snap.meta.main, None),
             dbi => {
                 let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
-                let tree = find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
+                let tree =
+                    find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
                 Table::new(tree, Some(name))
             }
         };
@@ -415,7 +469,13 @@ impl<'env> RwTxn<'env> {
     }
 
     pub(crate) fn pages(&self) -> Pages<'_> {
-        Pages { map: &self.map, ps: self.env.page_size, valid: self.geo.first_unallocated, dirty: Some(&self.dirty), front: self.txnid }
+        Pages {
+            map: &self.map,
+            ps: self.env.page_size,
+            valid: self.geo.first_unallocated,
+            dirty: Some(&self.dirty),
+            front: self.txnid,
+        }
     }
 
     fn has_table(&self, dbi: u32) -> bool {
@@ -456,7 +516,9 @@ impl<'env> RwTxn<'env> {
 
     fn check_usable(&self) -> Result<()> {
         if self.poisoned {
-            return Err(Error::BadTxn("an earlier error left the transaction unusable; abort it"));
+            return Err(Error::BadTxn(
+                "an earlier error left the transaction unusable; abort it",
+            ));
         }
         Ok(())
     }
@@ -466,7 +528,18 @@ impl<'env> RwTxn<'env> {
         self.check_usable()?;
         let r = f(self);
         if let Err(e) = &r {
-            if !matches!(e, Error::KeyExist | Error::NotFound | Error::BadValSize(_) | Error::KeyMismatch(_) | Error::Incompatible(_) | Error::BadDbi | Error::DbsFull | Error::MultiVal | Error::InvalidArgument(_)) {
+            if !matches!(
+                e,
+                Error::KeyExist
+                    | Error::NotFound
+                    | Error::BadValSize(_)
+                    | Error::KeyMismatch(_)
+                    | Error::Incompatible(_)
+                    | Error::BadDbi
+                    | Error::DbsFull
+                    | Error::MultiVal
+                    | Error::InvalidArgument(_)
+            ) {
                 self.poisoned = true;
             }
         }
@@ -487,27 +560,41 @@ impl<'env> RwTxn<'env> {
     fn create_db_inner(&mut self, name: Option<&[u8]>, flags: DbFlags) -> Result<Db> {
         let want = flags & DbFlags::PERSISTENT;
         if !want.is_valid_persistent() {
-            return Err(Error::Incompatible(format!("invalid table flag combination {:#x}", want.bits())));
+            return Err(Error::Incompatible(format!(
+                "invalid table flag combination {:#x}",
+                want.bits()
+            )));
         }
         let Some(name) = name else {
             let main = self.table_mut(Db::MAIN)?;
             if main.flags != want {
                 if main.tree.items != 0 {
-                    return Err(Error::Incompatible("the main table is not empty; its flags cannot change".into()));
+                    return Err(Error::Incompatible(
+                        "the main table is not empty; its flags cannot change".into(),
+                    ));
                 }
                 main.tree.flags = want.bits() as u16;
-                *main = Table { dirty: true, ..Table::new(main.tree, None) };
+                *main = Table {
+                    dirty: true,
+                    ..Table::new(main.tree, None)
+                };
             }
             return Ok(Db::MAIN);
         };
         if name.len() > self.env.limits.max_key(DbFlags::empty()) || name.is_empty() {
-            return Err(Error::BadValSize(format!("table name of {} bytes", name.len())));
+            return Err(Error::BadValSize(format!(
+                "table name of {} bytes",
+                name.len()
+            )));
         }
         // Already open in this transaction (maybe created here)?
         if let Some(dbi) = self.env.lookup_db(name) {
             if let Ok(t) = self.table(Db { dbi }) {
                 if t.flags != want {
-                    return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
+                    return Err(Error::Incompatible(format!(
+                        "table exists with flags {:#x}",
+                        t.flags.bits()
+                    )));
                 }
                 self.table_mut(Db { dbi })?;
                 return Ok(Db { dbi });
@@ -518,13 +605,26 @@ impl<'env> RwTxn<'env> {
             let dbi = self.env.register_db(name)?;
             let t = Table::new(tree, Some(name.to_vec()));
             if t.flags != want {
-                return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
+                return Err(Error::Incompatible(format!(
+                    "table exists with flags {:#x}",
+                    t.flags.bits()
+                )));
             }
             self.set_table(dbi, t);
             return Ok(Db { dbi });
         }
-        if btree::get(&self.pages(), main.root, main.height, name, self.table(Db::MAIN)?.cmp)?.is_some() {
-            return Err(Error::Incompatible("a plain record of the main table has this name".into()));
+        if btree::get(
+            &self.pages(),
+            main.root,
+            main.height,
+            name,
+            self.table(Db::MAIN)?.cmp,
+        )?
+        .is_some()
+        {
+            return Err(Error::Incompatible(
+                "a plain record of the main table has this name".into(),
+            ));
         }
         let dbi = self.env.register_db(name)?;
         let mut tree = Tree::empty(want.bits() as u16);
@@ -545,16 +645,40 @@ impl<'env> RwTxn<'env> {
 
     /// Stores `val` under `key`.
     pub fn put(&mut self, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
-        self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0).map(|_| ()))
+        self.guarded(|t| {
+            t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0)
+                .map(|_| ())
+        })
     }
 
     /// Reserves `len` bytes for the value of `key` and returns them to be filled.
-    pub fn reserve(&mut self, db: Db, key: &[u8], len: usize, flags: PutFlags) -> Result<&mut [u8]> {
-        let loc = self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Reserve(len), flags | PutFlags::RESERVE, 0))?;
+    pub fn reserve(
+        &mut self,
+        db: Db,
+        key: &[u8],
+        len: usize,
+        flags: PutFlags,
+    ) -> Result<&mut [u8]> {
+        let loc = self.guarded(|t| {
+            t.put_inner(
+                db,
+                key,
+                crate::btree::write::Val::Reserve(len),
+                flags | PutFlags::RESERVE,
+                0,
+            )
+        })?;
         Ok(self.value_mut(loc))
     }
 
-    fn put_inner(&mut self, db: Db, key: &[u8], val: crate::btree::write::Val<'_>, flags: PutFlags, nflags: u8) -> Result<crate::btree::write::ValLoc> {
+    fn put_inner(
+        &mut self,
+        db: Db,
+        key: &[u8],
+        val: crate::btree::write::Val<'_>,
+        flags: PutFlags,
+        nflags: u8,
+    ) -> Result<crate::btree::write::ValLoc> {
         if db == Db::GC {
             return Err(Error::BadDbi);
         }
@@ -563,7 +687,9 @@ impl<'env> RwTxn<'env> {
         if db == Db::MAIN && nflags == 0 {
             if let Some(n) = self.main_node_flags(key)? {
                 if n & N_TREE != 0 {
-                    return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
+                    return Err(Error::Incompatible(
+                        "the key names a table; write to the table instead".into(),
+                    ));
                 }
             }
         }
@@ -591,7 +717,9 @@ impl<'env> RwTxn<'env> {
             }
             let tb = t.table(db)?;
             if db == Db::MAIN && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
-                return Err(Error::Incompatible("the key names a table; use drop_db".into()));
+                return Err(Error::Incompatible(
+                    "the key names a table; use drop_db".into(),
+                ));
             }
             let _ = tb;
             crate::btree::write::del(t, db, key, val)
@@ -624,7 +752,9 @@ impl<'env> RwTxn<'env> {
             let tb = t.table_mut(db)?;
             let old = tb.tree.sequence;
             if increment != 0 {
-                tb.tree.sequence = old.checked_add(increment).ok_or(Error::InvalidArgument("sequence overflow".into()))?;
+                tb.tree.sequence = old
+                    .checked_add(increment)
+                    .ok_or(Error::InvalidArgument("sequence overflow".into()))?;
                 tb.dirty = true;
             }
             Ok(old)
@@ -648,13 +778,18 @@ impl<'env> RwTxn<'env> {
         let ps = self.env.page_size;
         if let Some(p) = g.page_size {
             if p != ps {
-                return Err(Error::Incompatible(format!("the page size is fixed at {ps}; {p} was requested")));
+                return Err(Error::Incompatible(format!(
+                    "the page size is fixed at {ps}; {p} was requested"
+                )));
             }
         }
         let unit = ps.max(4096);
         let pages = |bytes: usize| -> Result<u32> {
             let b = bytes.div_ceil(unit) * unit;
-            u32::try_from(b / ps).ok().filter(|&p| p <= crate::format::MAX_PAGENO + 1).ok_or(Error::TooLarge)
+            u32::try_from(b / ps)
+                .ok()
+                .filter(|&p| p <= crate::format::MAX_PAGENO + 1)
+                .ok_or(Error::TooLarge)
         };
         let mut geo = self.geo;
         if let Some(l) = g.size_lower {
@@ -670,7 +805,11 @@ impl<'env> RwTxn<'env> {
             geo.shrink_pv = pages2pv(pages(x)?);
         }
         if geo.lower > geo.upper {
-            return Err(Error::InvalidArgument(format!("geometry lower {} exceeds upper {}", geo.lower as usize * ps, geo.upper as usize * ps)));
+            return Err(Error::InvalidArgument(format!(
+                "geometry lower {} exceeds upper {}",
+                geo.lower as usize * ps,
+                geo.upper as usize * ps
+            )));
         }
         if geo.upper < geo.first_unallocated {
             return Err(Error::MapFull);
@@ -679,7 +818,9 @@ impl<'env> RwTxn<'env> {
             Some(n) => pages(n)?,
             None => geo.now,
         };
-        let now = want_now.clamp(geo.lower, geo.upper).max(geo.first_unallocated);
+        let now = want_now
+            .clamp(geo.lower, geo.upper)
+            .max(geo.first_unallocated);
         if now > geo.now {
             self.env.io.set_len(now as u64 * ps as u64)?;
         }
@@ -692,7 +833,12 @@ impl<'env> RwTxn<'env> {
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
         self.table(db)?;
-        Ok(RwCursor { txn: self, db, pos: None, after_del: false })
+        Ok(RwCursor {
+            txn: self,
+            db,
+            pos: None,
+            after_del: false,
+        })
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
@@ -725,9 +871,16 @@ impl<'env> RwTxn<'env> {
             retired_count: self.retired_count,
             canary: self.canary,
         };
-        self.frames.push(Frame { saved, undo: Default::default() });
+        self.frames.push(Frame {
+            saved,
+            undo: Default::default(),
+        });
         let depth = self.frames.len();
-        Ok(NestedTxn { txn: self, depth, done: false })
+        Ok(NestedTxn {
+            txn: self,
+            depth,
+            done: false,
+        })
     }
 
     fn end_nested(&mut self, depth: usize, commit: bool) {
@@ -784,7 +937,10 @@ pub struct RwCursor<'t, 'env> {
 type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
 
 impl<'t, 'env> RwCursor<'t, 'env> {
-    fn reposition<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>, bool) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+    fn reposition<'a>(
+        &'a mut self,
+        f: impl FnOnce(&mut Cursor<'a>, bool) -> Result<OwnedPair<'a>>,
+    ) -> Result<OwnedPair<'a>> {
         let after_del = std::mem::take(&mut self.after_del);
         let mut c = self.txn.cursor(self.db)?;
         if let Some(k) = &self.pos {
@@ -845,7 +1001,9 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
     /// The record at the cursor (after a delete: the successor).
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let Some(k) = self.pos.clone() else { return Err(Error::NoData) };
+        let Some(k) = self.pos.clone() else {
+            return Err(Error::NoData);
+        };
         let mut c = self.txn.cursor(self.db)?;
         match c.set_range(&k)? {
             Some(p) => Ok(Some(p)),
@@ -857,9 +1015,19 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
-            match &self.pos {
-                Some(k) if t.cmp.cmp(k, key).is_eq() => {}
-                Some(_) => return Err(Error::KeyMismatch("the key differs from the key at the cursor")),
+            // After a delete the cursor stands on the successor of the deleted key.
+            let current = if self.after_del {
+                self.get_current()?.map(|(k, _)| k.to_vec())
+            } else {
+                self.pos.clone()
+            };
+            match current {
+                Some(k) if t.cmp.cmp(&k, key).is_eq() => {}
+                Some(_) => {
+                    return Err(Error::KeyMismatch(
+                        "the key differs from the key at the cursor",
+                    ))
+                }
                 None => return Err(Error::NoData),
             }
         }
@@ -904,7 +1072,9 @@ impl<'env> NestedTxn<'_, 'env> {
         self.done = true;
         if self.txn.poisoned {
             self.txn.end_nested(self.depth, false);
-            return Err(Error::BadTxn("the nested transaction had failed and was aborted"));
+            return Err(Error::BadTxn(
+                "the nested transaction had failed and was aborted",
+            ));
         }
         self.txn.end_nested(self.depth, true);
         Ok(())

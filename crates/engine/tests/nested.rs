@@ -68,7 +68,14 @@ fn nest(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, depth: usize) {
 fn nested_transactions_match_the_model() {
     for (ps, seed) in [(4096usize, 7u64), (512, 11)] {
         let dir = tempfile::tempdir().unwrap();
-        let env = Env::builder().max_dbs(4).geometry(Geometry { page_size: Some(ps), ..Default::default() }).open(dir.path().join("db")).unwrap();
+        let env = Env::builder()
+            .max_dbs(4)
+            .geometry(Geometry {
+                page_size: Some(ps),
+                ..Default::default()
+            })
+            .open(dir.path().join("db"))
+            .unwrap();
         let mut rng = Rng(seed);
         let mut model = Model::new();
         for _ in 0..3 {
@@ -94,7 +101,10 @@ fn nested_transactions_match_the_model() {
 #[test]
 fn aborted_child_table_creation_vanishes() {
     let dir = tempfile::tempdir().unwrap();
-    let env = Env::builder().max_dbs(4).open(dir.path().join("db")).unwrap();
+    let env = Env::builder()
+        .max_dbs(4)
+        .open(dir.path().join("db"))
+        .unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
     {
         let mut child = txn.begin_nested_txn().unwrap();

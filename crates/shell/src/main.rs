@@ -97,7 +97,10 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("{PROG}: {}: cannot create the demo database: {e}", path.display());
+                eprintln!(
+                    "{PROG}: {}: cannot create the demo database: {e}",
+                    path.display()
+                );
                 ExitCode::from(1)
             }
         },
@@ -114,7 +117,10 @@ enum Mode {
     Help,
     Version,
     CreateDemo(PathBuf),
-    Shell { path: PathBuf, commands: Option<String> },
+    Shell {
+        path: PathBuf,
+        commands: Option<String>,
+    },
 }
 
 fn parse_args(args: &[String]) -> Result<Mode, String> {
@@ -171,7 +177,11 @@ fn run_shell(path: &Path, commands: Option<&str>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut shell = Shell { env: &env, path, failed: false };
+    let mut shell = Shell {
+        env: &env,
+        path,
+        failed: false,
+    };
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match commands {
@@ -292,7 +302,11 @@ impl Shell<'_> {
                 let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
                 let (db, _) = open_table(&txn, &args[0])?;
                 let st = txn.db_stat(db).map_err(|e| e.to_string())?;
-                let title = if args[0] == MAIN { "Main DB" } else { args[0].as_str() };
+                let title = if args[0] == MAIN {
+                    "Main DB"
+                } else {
+                    args[0].as_str()
+                };
                 writeln!(out, "Status of {title}").map_err(w)?;
                 writeln!(out, "  Pagesize: {}", st.page_size).map_err(w)?;
                 writeln!(out, "  Tree depth: {}", st.depth).map_err(w)?;
@@ -337,7 +351,7 @@ fn parse_bytes(s: &str) -> Result<Vec<u8>, String> {
 }
 
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if hex.len() & 1 != 0 {
         return None;
     }
     (0..hex.len())
@@ -449,7 +463,10 @@ fn create_demo(path: &Path) -> Result<String, String> {
     if !path.exists() {
         std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
     }
-    let env = Env::builder().max_dbs(16).open(path).map_err(|e| e.to_string())?;
+    let env = Env::builder()
+        .max_dbs(16)
+        .open(path)
+        .map_err(|e| e.to_string())?;
     let mut txn = env.begin_rw_txn().map_err(|e| e.to_string())?;
     let e = |e: rdbx::Error| e.to_string();
     let none = PutFlags::empty();
@@ -466,16 +483,22 @@ fn create_demo(path: &Path) -> Result<String, String> {
         ("plum", "violet"),
     ];
     for (k, v) in fruits {
-        txn.put(fruit, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
+        txn.put(fruit, k.as_bytes(), v.as_bytes(), none)
+            .map_err(e)?;
     }
 
-    let numbers = txn.create_db(Some("numbers"), DbFlags::INTEGER_KEY).map_err(e)?;
+    let numbers = txn
+        .create_db(Some("numbers"), DbFlags::INTEGER_KEY)
+        .map_err(e)?;
     for n in 1u64..=50 {
         let v = format!("{n} squared is {}", n * n);
-        txn.put(numbers, &n.to_ne_bytes(), v.as_bytes(), none).map_err(e)?;
+        txn.put(numbers, &n.to_ne_bytes(), v.as_bytes(), none)
+            .map_err(e)?;
     }
 
-    let domains = txn.create_db(Some("domains"), DbFlags::REVERSE_KEY).map_err(e)?;
+    let domains = txn
+        .create_db(Some("domains"), DbFlags::REVERSE_KEY)
+        .map_err(e)?;
     let hosts: &[(&str, &str)] = &[
         ("www.example.com", "93.184.215.14"),
         ("mail.example.com", "93.184.215.25"),
@@ -485,17 +508,22 @@ fn create_demo(path: &Path) -> Result<String, String> {
         ("www.rust-lang.org", "18.244.28.2"),
     ];
     for (k, v) in hosts {
-        txn.put(domains, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
+        txn.put(domains, k.as_bytes(), v.as_bytes(), none)
+            .map_err(e)?;
     }
 
     let blobs = txn.create_db(Some("blobs"), DbFlags::empty()).map_err(e)?;
     for i in 0u8..8 {
-        let v: Vec<u8> = (0..16).map(|j| i.wrapping_mul(31).wrapping_add(j * 7)).collect();
-        txn.put(blobs, format!("bytes-{i}").as_bytes(), &v, none).map_err(e)?;
+        let v: Vec<u8> = (0..16)
+            .map(|j| i.wrapping_mul(31).wrapping_add(j * 7))
+            .collect();
+        txn.put(blobs, format!("bytes-{i}").as_bytes(), &v, none)
+            .map_err(e)?;
     }
     let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
     txn.put(blobs, b"big", &big, none).map_err(e)?;
-    txn.put(blobs, &[0x00, 0xff, 0x10], b"a binary key", none).map_err(e)?;
+    txn.put(blobs, &[0x00, 0xff, 0x10], b"a binary key", none)
+        .map_err(e)?;
 
     txn.commit().map_err(e)?;
     Ok(format!(

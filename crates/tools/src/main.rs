@@ -133,7 +133,9 @@ fn stat(path: &Path, only: Option<&str>) -> Result<(), String> {
         .max_dbs(MAX_DBS)
         .open(path)
         .map_err(|e| format!("{p}: cannot open: {e}"))?;
-    let txn = env.begin_ro_txn().map_err(|e| format!("{p}: cannot begin a read transaction: {e}"))?;
+    let txn = env
+        .begin_ro_txn()
+        .map_err(|e| format!("{p}: cannot begin a read transaction: {e}"))?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut show = |title: &str, st: &Stat| -> Result<(), String> {
@@ -141,8 +143,12 @@ fn stat(path: &Path, only: Option<&str>) -> Result<(), String> {
     };
     match only {
         Some("@MAIN") => {
-            let db = txn.open_db(None).map_err(|e| format!("{p}: main table: {e}"))?;
-            let st = txn.db_stat(db).map_err(|e| format!("{p}: main table: {e}"))?;
+            let db = txn
+                .open_db(None)
+                .map_err(|e| format!("{p}: main table: {e}"))?;
+            let st = txn
+                .db_stat(db)
+                .map_err(|e| format!("{p}: main table: {e}"))?;
             show("Main DB", &st)?;
         }
         Some(name) => {
@@ -150,20 +156,30 @@ fn stat(path: &Path, only: Option<&str>) -> Result<(), String> {
                 rdbx::Error::NotFound => format!("{p}: no table named '{name}'"),
                 e => format!("{p}: table '{name}': {e}"),
             })?;
-            let st = txn.db_stat(db).map_err(|e| format!("{p}: table '{name}': {e}"))?;
+            let st = txn
+                .db_stat(db)
+                .map_err(|e| format!("{p}: table '{name}': {e}"))?;
             show(name, &st)?;
         }
         None => {
-            let db = txn.open_db(None).map_err(|e| format!("{p}: main table: {e}"))?;
-            let st = txn.db_stat(db).map_err(|e| format!("{p}: main table: {e}"))?;
+            let db = txn
+                .open_db(None)
+                .map_err(|e| format!("{p}: main table: {e}"))?;
+            let st = txn
+                .db_stat(db)
+                .map_err(|e| format!("{p}: main table: {e}"))?;
             show("Main DB", &st)?;
-            let names = txn.table_names().map_err(|e| format!("{p}: listing tables: {e}"))?;
+            let names = txn
+                .table_names()
+                .map_err(|e| format!("{p}: listing tables: {e}"))?;
             for name in names {
                 let shown = String::from_utf8_lossy(&name).into_owned();
                 let db = txn
                     .open_db_bytes(Some(&name))
                     .map_err(|e| format!("{p}: table '{shown}': {e}"))?;
-                let st = txn.db_stat(db).map_err(|e| format!("{p}: table '{shown}': {e}"))?;
+                let st = txn
+                    .db_stat(db)
+                    .map_err(|e| format!("{p}: table '{shown}': {e}"))?;
                 show(&shown, &st)?;
             }
         }

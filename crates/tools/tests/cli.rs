@@ -9,7 +9,10 @@ use rdbx::{DbFlags, Env, PutFlags};
 const BIN: &str = env!("CARGO_BIN_EXE_rdbx-tools");
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("spawn rdbx-tools")
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("spawn rdbx-tools")
 }
 
 fn text(b: &[u8]) -> String {
@@ -22,11 +25,23 @@ fn make_db(dir: &Path) {
     let mut txn = env.begin_rw_txn().unwrap();
     let small = txn.create_db(Some("small"), DbFlags::empty()).unwrap();
     for i in 0..10u32 {
-        txn.put(small, format!("k{i:02}").as_bytes(), b"v", PutFlags::empty()).unwrap();
+        txn.put(
+            small,
+            format!("k{i:02}").as_bytes(),
+            b"v",
+            PutFlags::empty(),
+        )
+        .unwrap();
     }
     let big = txn.create_db(Some("big"), DbFlags::empty()).unwrap();
     for i in 0..40u32 {
-        txn.put(big, format!("b{i:02}").as_bytes(), &vec![i as u8; 10_000], PutFlags::empty()).unwrap();
+        txn.put(
+            big,
+            format!("b{i:02}").as_bytes(),
+            &vec![i as u8; 10_000],
+            PutFlags::empty(),
+        )
+        .unwrap();
     }
     txn.commit().unwrap();
 }
@@ -38,15 +53,29 @@ fn blocks(s: &str) -> Vec<(String, Vec<(String, u64)>)> {
         if let Some(name) = line.strip_prefix("Status of ") {
             out.push((name.to_string(), Vec::new()));
         } else {
-            let l = line.strip_prefix("  ").unwrap_or_else(|| panic!("unexpected line {line:?}"));
-            let (k, v) = l.split_once(": ").unwrap_or_else(|| panic!("bad line {line:?}"));
-            out.last_mut().expect("field before title").1.push((k.to_string(), v.parse().unwrap()));
+            let l = line
+                .strip_prefix("  ")
+                .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+            let (k, v) = l
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("bad line {line:?}"));
+            out.last_mut()
+                .expect("field before title")
+                .1
+                .push((k.to_string(), v.parse().unwrap()));
         }
     }
     out
 }
 
-const FIELDS: [&str; 6] = ["Pagesize", "Tree depth", "Branch pages", "Leaf pages", "Large/Overflow pages", "Entries"];
+const FIELDS: [&str; 6] = [
+    "Pagesize",
+    "Tree depth",
+    "Branch pages",
+    "Leaf pages",
+    "Large/Overflow pages",
+    "Entries",
+];
 
 #[test]
 fn help_is_honest() {
@@ -57,7 +86,10 @@ fn help_is_honest() {
         assert!(s.contains("stat"), "{s}");
         let planned = s.split("PLANNED").nth(1).expect("a PLANNED section");
         for tool in ["chk", "copy", "dump", "load", "drop", "stress"] {
-            assert!(planned.contains(tool), "{tool} should be listed as planned:\n{s}");
+            assert!(
+                planned.contains(tool),
+                "{tool} should be listed as planned:\n{s}"
+            );
         }
     }
 }
@@ -97,7 +129,10 @@ fn stat_prints_every_table_in_mdbx_stat_layout() {
     assert_eq!(get(2, "Large/Overflow pages"), 0);
     let ps = get(1, "Pagesize");
     // each 10000-byte value needs ceil((10000 + 20) / ps) large pages
-    assert_eq!(get(1, "Large/Overflow pages"), 40 * (10_020u64).div_ceil(ps));
+    assert_eq!(
+        get(1, "Large/Overflow pages"),
+        40 * (10_020u64).div_ceil(ps)
+    );
 
     // -a is the same; -s selects one table
     let out_a = run(&["stat", "-a", p]);
@@ -133,5 +168,8 @@ fn stat_missing_path_names_it() {
     let out = run(&["stat", m]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(text(&out.stderr).contains(m), "{out:?}");
-    assert!(!missing.exists(), "a read-only open must not create the path");
+    assert!(
+        !missing.exists(),
+        "a read-only open must not create the path"
+    );
 }

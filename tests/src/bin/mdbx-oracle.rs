@@ -7,6 +7,12 @@
 //! mdbx-oracle stat  PATH                "Status of NAME" blocks for every table
 //! mdbx-oracle info  PATH                geometry and txn id (key=value lines)
 //! mdbx-oracle chk   PATH [-v]           mdbx_env_chk; exit 0 clean, 1 problems, 2 error
+//! mdbx-oracle snapcheck PATH TABLE COUNT UNTIL [SECS]
+//!                                       read transactions in a loop: every snapshot of TABLE
+//!                                       must hold COUNT records whose values all start with
+//!                                       the same u64 (LE), never decreasing between snapshots;
+//!                                       stops once that u64 reaches UNTIL (or fails after SECS,
+//!                                       default 120)
 //! mdbx-oracle write PATH SCRIPT [opts]  apply an ops script (see rdbx_tests::ops); SCRIPT "-" = stdin
 //!     opts: --page-size N  --no-sub-dir  --max-dbs N  --safe-nosync
 //!           --geometry LOWER,NOW,UPPER,GROWTH,SHRINK (bytes, "-" = default)
@@ -20,7 +26,7 @@ use rdbx_tests::{golden, ops, oracle};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | chk PATH [-v] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--geometry L,N,U,G,S]"
+        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--geometry L,N,U,G,S]"
     );
     ExitCode::from(2)
 }
@@ -100,6 +106,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 ExitCode::from(1)
             })
         }
+        "snapcheck" => snapcheck(path, rest),
         "write" => {
             let Some(script) = rest.first() else {
                 return Ok(usage());
@@ -125,14 +132,22 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     "--page-size" => {
                         opts.page_size = Some(next()?.parse().map_err(|e| format!("{a}: {e}"))?)
                     }
-                    "--max-dbs" => opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?,
+                    "--max-dbs" => {
+                        opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?
+                    }
                     "--no-sub-dir" => opts.no_sub_dir = Some(true),
                     "--safe-nosync" => opts.durability = oracle::Durability::SafeNoSync,
                     "--geometry" => {
                         let v = next()?;
                         let f: Vec<Option<usize>> = v
                             .split(',')
-                            .map(|x| if x == "-" { Ok(None) } else { x.parse().map(Some) })
+                            .map(|x| {
+                                if x == "-" {
+                                    Ok(None)
+                                } else {
+                                    x.parse().map(Some)
+                                }
+                            })
                             .collect::<Result<_, _>>()
                             .map_err(|e| format!("--geometry {v}: {e}"))?;
                         if f.len() != 5 {
@@ -159,6 +174,84 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(usage()),
+    }
+}
+
+fn snapcheck(path: &str, rest: &[String]) -> Result<ExitCode, String> {
+    if rest.len() < 3 {
+        return Ok(usage());
+    }
+    let table = rest[0].as_bytes();
+    let num = |s: &String| s.parse::<u64>().map_err(|e| format!("{s}: {e}"));
+    let count = num(&rest[1])?;
+    let until = num(&rest[2])?;
+    let secs = rest.get(3).map(num).transpose()?.unwrap_or(120);
+    let env = oracle::Env::open(path, &oracle::EnvOptions::default())?;
+    let start = std::time::Instant::now();
+    let (mut last, mut snapshots, mut distinct) = (0u64, 0u64, 0u64);
+    loop {
+        if start.elapsed().as_secs() > secs {
+            return Err(format!(
+                "snapcheck: gave up after {secs} s at value {last} (waiting for {until}), {snapshots} snapshots"
+            ));
+        }
+        let txn = env.begin_ro()?;
+        let dbi = match txn.open_table(Some(table)) {
+            Ok(d) => d,
+            Err(e) if oracle::error_code(&e) == Some(oracle::MDBX_NOTFOUND) => {
+                drop(txn);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut n = 0u64;
+        let mut first: Option<u64> = None;
+        let mut torn = None;
+        txn.for_each(dbi, |k, v| {
+            n += 1;
+            let mut w = [0u8; 8];
+            let l = v.len().min(8);
+            w[..l].copy_from_slice(&v[..l]);
+            let x = u64::from_le_bytes(w);
+            match first {
+                None => first = Some(x),
+                Some(f) if f != x && torn.is_none() => {
+                    torn = Some(format!("key {k:02x?} has value {x}, the first key {f}"))
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        let txnid = txn.id();
+        drop(txn);
+        snapshots += 1;
+        if let Some(t) = torn {
+            println!("TORN snapshot at txn {txnid}: {t}");
+            return Ok(ExitCode::from(1));
+        }
+        if snapshots == 1 {
+            use std::io::Write;
+            println!("started");
+            let _ = std::io::stdout().flush();
+        }
+        if n != count {
+            println!("BAD snapshot at txn {txnid}: {n} records, expected {count}");
+            return Ok(ExitCode::from(1));
+        }
+        let v = first.unwrap_or(0);
+        if v < last {
+            println!("BACKWARDS snapshot at txn {txnid}: value {v} after {last}");
+            return Ok(ExitCode::from(1));
+        }
+        if v != last {
+            distinct += 1;
+        }
+        last = v;
+        if v >= until {
+            println!("ok snapshots={snapshots} distinct={distinct} last={last}");
+            return Ok(ExitCode::SUCCESS);
+        }
     }
 }
 

@@ -6,7 +6,9 @@
 //! the current key: over the key's sub-page (an inline miniature leaf) or over
 //! its nested tree, whose keys are the values (format doc §11).
 
-use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
+use super::{
+    check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH,
+};
 use crate::error::{Error, Result};
 use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::Page;
@@ -54,8 +56,23 @@ type Pair<'t> = (&'t [u8], &'t [u8]);
 
 impl<'t> Cursor<'t> {
     pub(crate) fn new(pages: Pages<'t>, root: u32, height: u16, cmp: Cmp) -> Cursor<'t> {
-        let root = if root == P_INVALID { Root::Empty } else { Root::Page(root) };
-        Cursor { pages, root, height, cmp, front: pages.front, stack: [None; MAX_DEPTH], depth: 0, eof: false, dup_cmp: None, dup: None }
+        let root = if root == P_INVALID {
+            Root::Empty
+        } else {
+            Root::Page(root)
+        };
+        Cursor {
+            pages,
+            root,
+            height,
+            cmp,
+            front: pages.front,
+            stack: [None; MAX_DEPTH],
+            depth: 0,
+            eof: false,
+            dup_cmp: None,
+            dup: None,
+        }
     }
 
     /// Makes this a cursor over a DUPSORT table whose values compare with `cmp`.
@@ -85,7 +102,10 @@ impl<'t> Cursor<'t> {
             }
         }
         if n.flags & N_DUP != 0 {
-            return Err(Error::corrupted(l.pgno, "multi-value node in a table without DUPSORT"));
+            return Err(Error::corrupted(
+                l.pgno,
+                "multi-value node in a table without DUPSORT",
+            ));
         }
         let v = node_value(&self.pages, &n, l.pgno, l.page.txnid())?;
         Ok((n.key, v))
@@ -93,7 +113,9 @@ impl<'t> Cursor<'t> {
 
     /// Sets up the inner cursor for the node under the cursor (DUPSORT tables).
     fn enter_dup(&mut self, last: bool) -> Result<()> {
-        let Some(dcmp) = self.dup_cmp else { return Ok(()) };
+        let Some(dcmp) = self.dup_cmp else {
+            return Ok(());
+        };
         let l = self.top();
         let n = node::node(l.page, l.idx, l.pgno)?;
         let inner = if n.flags == N_DUP {
@@ -104,7 +126,10 @@ impl<'t> Cursor<'t> {
             Some(c)
         } else if n.flags == N_DUP | N_TREE {
             if n.data.len() != TREE_SIZE {
-                return Err(Error::corrupted(l.pgno, "nested tree descriptor has a bad size"));
+                return Err(Error::corrupted(
+                    l.pgno,
+                    "nested tree descriptor has a bad size",
+                ));
             }
             let t = Tree::read(n.data);
             if t.root == P_INVALID || t.height == 0 {
@@ -114,7 +139,10 @@ impl<'t> Cursor<'t> {
             c.front = l.page.txnid();
             Some(c)
         } else if n.flags & (N_DUP | N_TREE) != 0 {
-            return Err(Error::corrupted(l.pgno, "bad node flags in a DUPSORT table"));
+            return Err(Error::corrupted(
+                l.pgno,
+                "bad node flags in a DUPSORT table",
+            ));
         } else {
             None
         };
@@ -135,9 +163,17 @@ impl<'t> Cursor<'t> {
         Ok(())
     }
 
-    fn push(&mut self, pgno: u32, front: u64, mut idx_of: impl FnMut(Page<'t>) -> Result<usize>) -> Result<Page<'t>> {
+    fn push(
+        &mut self,
+        pgno: u32,
+        front: u64,
+        mut idx_of: impl FnMut(Page<'t>) -> Result<usize>,
+    ) -> Result<Page<'t>> {
         if self.depth >= MAX_DEPTH || self.depth >= self.height as usize {
-            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+            return Err(Error::corrupted(
+                pgno,
+                "tree deeper than its height (cycle?)",
+            ));
         }
         let page = match (self.root, self.depth) {
             (Root::Inline(sp, _), 0) => sp,
@@ -145,7 +181,10 @@ impl<'t> Cursor<'t> {
         };
         let is_last_level = self.depth + 1 == self.height as usize;
         if page.is_leaf() != is_last_level {
-            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+            return Err(Error::corrupted(
+                pgno,
+                "leaf at a depth that differs from the tree height",
+            ));
         }
         let idx = idx_of(page)?;
         self.stack[self.depth] = Some(Level { page, pgno, idx });
@@ -173,7 +212,9 @@ impl<'t> Cursor<'t> {
                 }
                 (child_at(l.page, l.idx, l.pgno)?, l.page.txnid())
             };
-            self.push(pgno, front, |p| Ok(if last { p.num_entries() - 1 } else { 0 }))?;
+            self.push(pgno, front, |p| {
+                Ok(if last { p.num_entries() - 1 } else { 0 })
+            })?;
         }
     }
 
@@ -411,7 +452,10 @@ impl<'t> Cursor<'t> {
         }
         // Past the last key of this leaf: step back onto it, then forward.
         let l = self.top();
-        self.stack[self.depth - 1] = Some(Level { idx: l.idx - 1, ..l });
+        self.stack[self.depth - 1] = Some(Level {
+            idx: l.idx - 1,
+            ..l
+        });
         if self.step(true)? {
             self.current_pair().map(Some)
         } else {
@@ -461,7 +505,9 @@ impl<'t> Cursor<'t> {
 
     fn need_dups(&self) -> Result<()> {
         if self.dup_cmp.is_none() {
-            return Err(Error::Incompatible("the table is not a multimap (DUP_SORT)".into()));
+            return Err(Error::Incompatible(
+                "the table is not a multimap (DUP_SORT)".into(),
+            ));
         }
         Ok(())
     }
@@ -481,7 +527,9 @@ impl<'t> Cursor<'t> {
 
     /// Whether the cursor is on the last key of the table.
     pub fn on_last(&self) -> bool {
-        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
+        self.depth > 0
+            && (0..self.depth)
+                .all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
     }
 
     /// First node as (key, node flags), without resolving its value.

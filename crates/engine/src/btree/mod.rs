@@ -4,6 +4,7 @@
 
 pub mod cursor;
 pub(crate) mod dupsort;
+pub(crate) mod estimate;
 pub(crate) mod verify;
 pub(crate) mod write;
 
@@ -60,8 +61,10 @@ impl Cmp {
             Cmp::Lex => a.cmp(b),
             Cmp::Rev => a.iter().rev().cmp(b.iter().rev()),
             Cmp::Int => match (a.len(), b.len()) {
-                (8, 8) => u64::from_le_bytes(a.try_into().unwrap()).cmp(&u64::from_le_bytes(b.try_into().unwrap())),
-                (4, 4) => u32::from_le_bytes(a.try_into().unwrap()).cmp(&u32::from_le_bytes(b.try_into().unwrap())),
+                (8, 8) => u64::from_le_bytes(a.try_into().unwrap())
+                    .cmp(&u64::from_le_bytes(b.try_into().unwrap())),
+                (4, 4) => u32::from_le_bytes(a.try_into().unwrap())
+                    .cmp(&u32::from_le_bytes(b.try_into().unwrap())),
                 // Damaged data: any total order keeps searches safe.
                 _ => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
             },
@@ -75,19 +78,27 @@ pub(crate) fn key_at<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]
     let buf = page.buf;
     if page.is_dupfix() {
         let k = page.dupfix_ksize() as usize;
-        return buf.get(PAGEHDRSZ + i * k..PAGEHDRSZ + (i + 1) * k).ok_or_else(|| Error::corrupted(pgno, "DUPFIX item outside the page"));
+        return buf
+            .get(PAGEHDRSZ + i * k..PAGEHDRSZ + (i + 1) * k)
+            .ok_or_else(|| Error::corrupted(pgno, "DUPFIX item outside the page"));
     }
     let off = PAGEHDRSZ + page.entry(i);
     if off + NODESIZE > buf.len() {
         return Err(Error::corrupted(pgno, "node offset outside the page"));
     }
     let ksize = u16_at(buf, off + 6) as usize;
-    buf.get(off + NODESIZE..off + NODESIZE + ksize).ok_or_else(|| Error::corrupted(pgno, "node key overruns the page"))
+    buf.get(off + NODESIZE..off + NODESIZE + ksize)
+        .ok_or_else(|| Error::corrupted(pgno, "node key overruns the page"))
 }
 
 /// Binary search in a leaf: index of the first key `>= key` and whether it is equal.
 #[inline]
-pub(crate) fn search_leaf(page: Page<'_>, key: &[u8], cmp: Cmp, pgno: u32) -> Result<(usize, bool)> {
+pub(crate) fn search_leaf(
+    page: Page<'_>,
+    key: &[u8],
+    cmp: Cmp,
+    pgno: u32,
+) -> Result<(usize, bool)> {
     let (mut lo, mut hi) = (0usize, page.num_entries());
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -129,14 +140,21 @@ pub(crate) fn child_at(page: Page<'_>, i: usize, pgno: u32) -> Result<u32> {
 /// Loads tree page `pgno` and checks its header (`front` is the parent's txnid).
 #[inline]
 pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64) -> Result<Page<'t>> {
-    let page = Page { buf: pages.get(pgno)? };
+    let page = Page {
+        buf: pages.get(pgno)?,
+    };
     page.check_tree_page(pgno, front)?;
     Ok(page)
 }
 
 /// The value of a leaf node: inline bytes or the contents of its large chunk.
 #[inline]
-pub(crate) fn node_value<'t>(pages: &Pages<'t>, n: &Node<'t>, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
+pub(crate) fn node_value<'t>(
+    pages: &Pages<'t>,
+    n: &Node<'t>,
+    leaf_pgno: u32,
+    leaf_txnid: u64,
+) -> Result<&'t [u8]> {
     if n.flags & N_BIG == 0 {
         return Ok(n.data);
     }
@@ -152,7 +170,13 @@ pub(crate) struct Found<'t> {
 }
 
 /// Descends from `root` to the leaf that may hold `key`.
-pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Found<'t>> {
+pub(crate) fn descend<'t>(
+    pages: &Pages<'t>,
+    root: u32,
+    height: u16,
+    key: &[u8],
+    cmp: Cmp,
+) -> Result<Found<'t>> {
     let mut pgno = root;
     let mut front = pages.front;
     let mut depth = 1usize;
@@ -160,13 +184,24 @@ pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8],
         let page = load(pages, pgno, front)?;
         if page.is_leaf() {
             if depth != height as usize {
-                return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+                return Err(Error::corrupted(
+                    pgno,
+                    "leaf at a depth that differs from the tree height",
+                ));
             }
             let (idx, exact) = search_leaf(page, key, cmp, pgno)?;
-            return Ok(Found { leaf: page, pgno, idx, exact });
+            return Ok(Found {
+                leaf: page,
+                pgno,
+                idx,
+                exact,
+            });
         }
         if depth >= height as usize || depth >= MAX_DEPTH {
-            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+            return Err(Error::corrupted(
+                pgno,
+                "tree deeper than its height (cycle?)",
+            ));
         }
         let i = search_branch(page, key, cmp, pgno)?;
         front = page.txnid();
@@ -179,7 +214,10 @@ pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8],
 pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
     let len = sp.buf.len();
     if len < PAGEHDRSZ {
-        return Err(Error::corrupted(host, "sub-page shorter than a page header"));
+        return Err(Error::corrupted(
+            host,
+            "sub-page shorter than a page header",
+        ));
     }
     let f = sp.flags() & !0x10;
     let (lower, upper) = (sp.lower(), sp.upper());
@@ -204,7 +242,13 @@ pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
 }
 
 /// Looks `key` up in a tree: its (first) value if present.
-pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Option<&'t [u8]>> {
+pub(crate) fn get<'t>(
+    pages: &Pages<'t>,
+    root: u32,
+    height: u16,
+    key: &[u8],
+    cmp: Cmp,
+) -> Result<Option<&'t [u8]>> {
     if root == crate::format::P_INVALID {
         return Ok(None);
     }

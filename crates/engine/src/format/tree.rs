@@ -110,7 +110,18 @@ mod tests {
 
     #[test]
     fn roundtrip() {
-        let t = Tree { flags: 8, height: 2, dupfix_size: 4096, root: 22, branch_pages: 1, leaf_pages: 3, large_pages: 7, sequence: 42, items: 1003, mod_txnid: 13 };
+        let t = Tree {
+            flags: 8,
+            height: 2,
+            dupfix_size: 4096,
+            root: 22,
+            branch_pages: 1,
+            leaf_pages: 3,
+            large_pages: 7,
+            sequence: 42,
+            items: 1003,
+            mod_txnid: 13,
+        };
         assert_eq!(Tree::read(&t.to_bytes()), t);
     }
 }
