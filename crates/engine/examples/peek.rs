@@ -1,10 +1,7 @@
 //! Prints the tables of a database with their statistics: `cargo run --example peek PATH`.
 fn main() -> rdbx::Result<()> {
     let path = std::env::args().nth(1).expect("usage: peek PATH");
-    let env = rdbx::Env::builder()
-        .max_dbs(64)
-        .read_only(true)
-        .open(&path)?;
+    let env = rdbx::Env::builder().max_dbs(64).read_only(true).open(&path)?;
     let txn = env.begin_ro_txn()?;
     println!("main: {:?}", txn.db_stat(txn.open_db(None)?)?);
     for name in txn.table_names()? {
@@ -19,11 +16,7 @@ fn main() -> rdbx::Result<()> {
                 Err(e) => break format!("{e}"),
             }
         };
-        println!(
-            "{}: {:?} scanned {n} ({scan})",
-            String::from_utf8_lossy(&name),
-            st
-        );
+        println!("{}: {:?} scanned {n} ({scan})", String::from_utf8_lossy(&name), st);
     }
     Ok(())
 }

@@ -5,15 +5,14 @@ use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::bootid;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
 use crate::format::limits::{Limits, MAX_VALUE_SIZE};
-use crate::format::meta::{
-    pages2pv, pv2pages, troika, Meta, MetaGeo, Troika, META_LEN, META_OFF, SIGN_STEADY,
-};
+use crate::format::meta::{pages2pv, pv2pages, troika, Meta, MetaGeo, Troika, META_LEN, META_OFF, SIGN_STEADY};
 use crate::format::tree::Tree;
 use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS};
 use crate::io::{FaultyIo, FileIo, IoFaults, PageIo};
@@ -177,16 +176,11 @@ impl EnvBuilder {
     /// Opens (creating if needed and not read-only) the environment at `path`.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
         let (inner, apply_geometry) = EnvInner::open(self, path.as_ref())?;
-        let env = Env {
-            inner: Arc::new(inner),
-        };
+        let env = Env { inner: Arc::new(inner) };
         if apply_geometry {
             // An existing database opened by its only user: apply the requested
             // geometry, as libmdbx does (others' geometry is left alone).
-            let g = Geometry {
-                page_size: None,
-                ..self.geometry.clone()
-            };
+            let g = Geometry { page_size: None, ..self.geometry.clone() };
             env.set_geometry(&g)?;
         }
         Ok(env)
@@ -210,6 +204,8 @@ pub(crate) struct EnvInner {
     pub read_only: bool,
     pub durability: Durability,
     pub max_dbs: u32,
+    /// A length the data file is known to have (at least).
+    pub file_len: AtomicU64,
     dbs: Mutex<Vec<Option<Vec<u8>>>>,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
@@ -250,10 +246,7 @@ fn resolve_paths(path: &Path, no_sub_dir: bool) -> Result<(PathBuf, PathBuf)> {
 impl EnvInner {
     fn open(b: &EnvBuilder, path: &Path) -> Result<(EnvInner, bool)> {
         let (data_path, lck_path) = resolve_paths(path, b.no_sub_dir)?;
-        if !b.read_only
-            && !data_path.exists()
-            && data_path.parent() != Some(path.parent().unwrap_or(Path::new("")))
-        {
+        if !b.read_only && !data_path.exists() && data_path.parent() != Some(path.parent().unwrap_or(Path::new(""))) {
             // Directory mode: create the directory.
             if let Some(dir) = data_path.parent() {
                 if !dir.exists() {
@@ -280,36 +273,20 @@ impl EnvInner {
             lck.check_envmode(b.durability.envmode(), false)?;
         }
         let io: Box<dyn PageIo> = match &b.faults {
-            Some(f) => Box::new(FaultyIo {
-                inner: FileIo { file: file.clone() },
-                faults: f.clone(),
-            }),
+            Some(f) => Box::new(FaultyIo { inner: FileIo { file: file.clone() }, faults: f.clone() }),
             None => Box::new(FileIo { file: file.clone() }),
         };
         let mut size = file::file_size(&file)?;
         let g = &b.geometry;
-        let wants_geometry = [
-            g.size_lower,
-            g.size_now,
-            g.size_upper,
-            g.growth_step,
-            g.shrink_threshold,
-        ]
-        .iter()
-        .any(Option::is_some);
+        let wants_geometry =
+            [g.size_lower, g.size_now, g.size_upper, g.growth_step, g.shrink_threshold].iter().any(Option::is_some);
         let apply_geometry = size != 0 && lo.exclusive && !b.read_only && wants_geometry;
         if size == 0 {
             if b.read_only {
-                return Err(Error::Invalid(format!(
-                    "{}: empty file",
-                    data_path.display()
-                )));
+                return Err(Error::Invalid(format!("{}: empty file", data_path.display())));
             }
             if !lo.exclusive {
-                return Err(Error::Busy(format!(
-                    "{}: being created by another process",
-                    data_path.display()
-                )));
+                return Err(Error::Busy(format!("{}: being created by another process", data_path.display())));
             }
             create_file(&*io, &b.geometry)?;
             size = file::file_size(&file)?;
@@ -326,9 +303,7 @@ impl EnvInner {
         if states.iter().all(|s| s.0 == 0) {
             // Report the most telling reason.
             return Err(match metas.into_iter().map(|m| m.1).find_map(|r| r.err()) {
-                Some(Error::VersionMismatch(s)) => {
-                    Error::VersionMismatch(format!("{}: {s}", data_path.display()))
-                }
+                Some(Error::VersionMismatch(s)) => Error::VersionMismatch(format!("{}: {s}", data_path.display())),
                 Some(Error::Invalid(s)) => Error::Invalid(format!("{}: {s}", data_path.display())),
                 Some(e) => e,
                 None => Error::Invalid(format!("{}: no valid meta page", data_path.display())),
@@ -356,10 +331,16 @@ impl EnvInner {
             }
         }
         let meta = metas[t.recent].0.clone();
+        if meta.geo.first_unallocated as u64 * page_size as u64 > size {
+            return Err(Error::corrupted(
+                t.recent as u32,
+                "the data file is shorter than the pages its newest meta uses (truncated?)",
+            ));
+        }
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
-        let map = Mmap::map(&file, map_len)
-            .or_else(|_| Mmap::map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE)))?;
+        let map =
+            Mmap::map(&file, map_len).or_else(|_| Mmap::map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE)))?;
         lck.finish_open(b.durability.envmode(), meta.txnid())?;
         let inner = EnvInner {
             data_path,
@@ -372,6 +353,7 @@ impl EnvInner {
             read_only: b.read_only,
             durability: b.durability,
             max_dbs: b.max_dbs,
+            file_len: AtomicU64::new(size),
             dbs: Mutex::new(vec![None, None]),
             lck,
         };
@@ -397,20 +379,27 @@ impl EnvInner {
         }
         let t = troika(states);
         if states[t.recent].0 == 0 {
-            return Err(Error::Invalid(format!(
-                "{}: no valid meta page",
-                self.data_path.display()
-            )));
+            return Err(Error::Invalid(format!("{}: no valid meta page", self.data_path.display())));
         }
-        let metas: [Meta; 3] = metas
-            .try_into()
-            .map_err(|_| Error::Problem("metas".into()))?;
+        let metas: [Meta; 3] = metas.try_into().map_err(|_| Error::Problem("metas".into()))?;
         Ok((metas, t))
     }
 
     /// The current map, remapped if `needed_pages` are not covered.
-    pub(crate) fn map_for(&self, meta: &Meta) -> Result<Arc<Mmap>> {
+    pub(crate) fn map_for(&self, meta: &Meta, slot: usize) -> Result<Arc<Mmap>> {
         let need = meta.geo.first_unallocated as usize * self.page_size;
+        // Never touch pages past the end of the file (SIGBUS): check the
+        // meta against the file length, re-reading it only when it grew.
+        if need as u64 > self.file_len.load(Ordering::Acquire) {
+            let size = file::file_size(&self.file)?;
+            self.file_len.fetch_max(size, Ordering::AcqRel);
+            if (size as usize) < need {
+                return Err(Error::corrupted(
+                    slot as u32,
+                    "the data file is shorter than the pages its meta uses (truncated?)",
+                ));
+            }
+        }
         {
             let m = self.map.read().unwrap_or_else(|e| e.into_inner());
             if m.len() >= need {
@@ -451,9 +440,7 @@ impl EnvInner {
 
     pub(crate) fn lookup_db(&self, name: &[u8]) -> Option<u32> {
         let dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
-        dbs.iter()
-            .position(|n| n.as_deref() == Some(name))
-            .map(|i| i as u32)
+        dbs.iter().position(|n| n.as_deref() == Some(name)).map(|i| i as u32)
     }
 
     pub(crate) fn db_name(&self, dbi: u32) -> Option<Vec<u8>> {
@@ -468,14 +455,18 @@ impl EnvInner {
         }
     }
 
+    /// Sets the data file length (growth or shrink by this process).
+    pub(crate) fn set_file_len(&self, len: u64) -> Result<()> {
+        self.io.set_len(len)?;
+        self.file_len.store(len, Ordering::Release);
+        Ok(())
+    }
+
     /// Checks a key against the table's limits.
     pub(crate) fn check_key(&self, t: &View, key: &[u8]) -> Result<()> {
         if t.flags.contains(DbFlags::INTEGER_KEY) {
             if key.len() != 4 && key.len() != 8 {
-                return Err(Error::BadValSize(format!(
-                    "INTEGER_KEY keys are 4 or 8 bytes, got {}",
-                    key.len()
-                )));
+                return Err(Error::BadValSize(format!("INTEGER_KEY keys are 4 or 8 bytes, got {}", key.len())));
             }
         } else if key.len() > self.limits.max_key(t.flags) {
             return Err(Error::BadValSize(format!(
@@ -491,39 +482,27 @@ impl EnvInner {
     /// Checks a value size.
     pub(crate) fn check_value(&self, t: &View, len: usize) -> Result<()> {
         if len > MAX_VALUE_SIZE.min(self.limits.max_value(t.flags)) {
-            return Err(Error::BadValSize(format!(
-                "value of {len} bytes is too large"
-            )));
+            return Err(Error::BadValSize(format!("value of {len} bytes is too large")));
         }
         Ok(())
     }
 }
 
 fn with_path(e: std::io::Error, p: &Path) -> Error {
-    Error::Io(std::io::Error::new(
-        e.kind(),
-        format!("{}: {e}", p.display()),
-    ))
+    Error::Io(std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
 }
 
 /// Map length: the geometry's upper bound (an address-space reservation), at least the file.
 fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {
     let upper = (meta.geo.upper as usize).saturating_mul(ps);
-    round_up(
-        upper
-            .max(file_size as usize)
-            .max(meta.geo.now as usize * ps),
-        OS_PAGE,
-    )
+    round_up(upper.max(file_size as usize).max(meta.geo.now as usize * ps), OS_PAGE)
 }
 
 /// Reads and validates the three metas, finding the page size.
 #[allow(clippy::type_complexity)]
 fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])> {
     if size < (NUM_METAS as u64) * MIN_PAGESIZE as u64 {
-        return Err(Error::Invalid(format!(
-            "file of {size} bytes is too short for an MDBX database"
-        )));
+        return Err(Error::Invalid(format!("file of {size} bytes is too short for an MDBX database")));
     }
     let mut head = vec![0u8; MIN_PAGESIZE];
     file::pread_exact(file, &mut head, 0)?;
@@ -538,10 +517,7 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
     }
     let mut fallback: Option<(usize, [(Meta, Result<()>); 3])> = None;
     for ps in candidates {
-        if !ps.is_power_of_two()
-            || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps)
-            || (ps as u64) * 3 > size
-        {
+        if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) || (ps as u64) * 3 > size {
             continue;
         }
         let mut out: Vec<(Meta, Result<()>)> = Vec::with_capacity(3);
@@ -549,15 +525,14 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
             let mut buf = vec![0u8; META_OFF + META_LEN];
             file::pread_exact(file, &mut buf, i as u64 * ps as u64)?;
             let m = Meta::read(&buf, i)?;
-            let mut v = m.validate(&buf, i, Some(size / ps as u64));
+            let mut v = m.validate(&buf, i, None);
             if v.is_ok() && m.page_size() != ps {
                 v = Err(Error::corrupted(i, "meta page size differs"));
             }
             out.push((m, v));
         }
         let ok = out.iter().any(|m| m.1.is_ok());
-        let arr: [(Meta, Result<()>); 3] =
-            out.try_into().map_err(|_| Error::Problem("metas".into()))?;
+        let arr: [(Meta, Result<()>); 3] = out.try_into().map_err(|_| Error::Problem("metas".into()))?;
         if ok {
             return Ok((ps, arr));
         }
@@ -575,19 +550,14 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
 fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
     let ps = g.page_size.unwrap_or(4096);
     if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
-        return Err(Error::InvalidArgument(format!(
-            "page size {ps} is not a power of two in 256..=65536"
-        )));
+        return Err(Error::InvalidArgument(format!("page size {ps} is not a power of two in 256..=65536")));
     }
     let unit = ps.max(OS_PAGE);
     let max_bytes = (MAX_PAGENO as usize + 1) * ps;
     let lower = round_up(g.size_lower.unwrap_or(3 * ps).max(3 * ps).max(768), unit);
-    let upper = round_up(g.size_upper.unwrap_or(64 << 30).min(max_bytes), unit)
-        .min(max_bytes / unit * unit);
+    let upper = round_up(g.size_upper.unwrap_or(64 << 30).min(max_bytes), unit).min(max_bytes / unit * unit);
     if lower > upper {
-        return Err(Error::InvalidArgument(format!(
-            "geometry lower {lower} exceeds upper {upper}"
-        )));
+        return Err(Error::InvalidArgument(format!("geometry lower {lower} exceeds upper {upper}")));
     }
     let now = round_up(g.size_now.unwrap_or(lower.max(65536)), unit).clamp(lower, upper);
     let growth = match g.growth_step {
@@ -684,17 +654,10 @@ impl Env {
             if txnid < slot.cached_oldest() || !slot.still(txnid) {
                 continue;
             }
-            let map = env.map_for(&meta)?;
-            return Ok(RoTxn {
-                env,
-                snap: Snapshot { map, meta },
-                _slot: slot,
-                tables: RefCell::new(Vec::new()),
-            });
+            let map = env.map_for(&meta, t.recent)?;
+            return Ok(RoTxn { env, snap: Snapshot { map, meta }, _slot: slot, tables: RefCell::new(Vec::new()) });
         }
-        Err(Error::Problem(
-            "could not get a stable snapshot (metas kept changing)".into(),
-        ))
+        Err(Error::Problem("could not get a stable snapshot (metas kept changing)".into()))
     }
 
     /// Begins the write transaction; waits while another writer (in any process) runs.
@@ -707,15 +670,12 @@ impl Env {
         let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (metas, t) = env.read_troika(&map)?;
         let base = metas[t.recent].clone();
-        let map = env.map_for(&base)?;
+        let map = env.map_for(&base, t.recent)?;
         let txnid = base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        let tables = vec![
-            Some(Table::new(base.gc, None)),
-            Some(Table::new(base.main, None)),
-        ];
+        let tables = vec![Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))];
         Ok(RwTxn {
             env,
             _guard: guard,
@@ -795,8 +755,7 @@ impl EnvInner {
         if !m.is_steady() {
             let mut s = m.clone();
             s.sign = SIGN_STEADY;
-            self.io
-                .write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
+            self.io.write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
             self.io.sync_data()?;
             self.lck.after_commit(s.txnid(), true);
         }

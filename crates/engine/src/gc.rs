@@ -44,9 +44,7 @@ impl RwTxn<'_> {
     fn note_undo(&mut self, pgno: u32) {
         if let Some(f) = self.frames.last_mut() {
             let dirty = &self.dirty;
-            f.undo
-                .entry(pgno)
-                .or_insert_with(|| dirty.get(&pgno).cloned());
+            f.undo.entry(pgno).or_insert_with(|| dirty.get(&pgno).cloned());
         }
     }
     pub(crate) fn is_dirty(&self, pgno: u32) -> bool {
@@ -86,6 +84,12 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     if let Some(p) = take_run(&mut txn.loose, n) {
         return Ok(p);
     }
+    if n > 1 && !txn.loose.is_empty() && !txn.saving_gc {
+        // A run may span both kinds of free pages.
+        let loose = std::mem::take(&mut txn.loose);
+        txn.reclaimed.extend(loose);
+        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    }
     let mut synced = false;
     loop {
         if let Some(p) = take_run(&mut txn.reclaimed, n) {
@@ -98,15 +102,10 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
             }
             continue;
         }
-        // Before growing the file in a lazy sync mode, make the last commit
-        // steady so the pages retired since the last steady point become
-        // reusable (libmdbx does the same).
-        let grows = txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64;
-        if grows
-            && !synced
-            && !txn.saving_gc
-            && !txn.in_reclaim
-            && txn.steady_txnid < txn.base.txnid()
+        // In a lazy sync mode the last steady commit holds back reuse: if
+        // making the last commit steady would free GC records for reuse, do
+        // that before taking fresh pages (libmdbx does the same).
+        if !synced && !txn.saving_gc && !txn.in_reclaim && txn.steady_txnid < txn.base.txnid() && sync_would_help(txn)?
         {
             force_steady(txn)?;
             synced = true;
@@ -117,16 +116,26 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     alloc_tail(txn, n)
 }
 
+/// Whether the GC holds records that only the last steady commit keeps from reuse.
+fn sync_would_help(txn: &mut RwTxn<'_>) -> Result<bool> {
+    let readers = txn.env.lck.oldest_live_reader().unwrap_or(u64::MAX).min(txn.txnid - 1);
+    if readers <= txn.steady_txnid {
+        return Ok(false);
+    }
+    let mut c = txn.cursor(Db::GC)?;
+    Ok(match c.set_range(&(txn.steady_txnid + 1).to_le_bytes())? {
+        Some((k, _)) => k.len() == 8 && u64::from_le_bytes(k.try_into().expect("8 bytes")) <= readers,
+        None => false,
+    })
+}
+
 /// Flushes the data file and rewrites the transaction's base meta as steady.
 fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
     let env = txn.env;
     env.io.sync_data()?;
     let mut m = txn.base.clone();
     m.sign = SIGN_STEADY;
-    env.io.write_at(
-        &[&m.body()],
-        (txn.recent_slot * env.page_size + META_OFF) as u64,
-    )?;
+    env.io.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
     env.io.sync_data()?;
     env.lck.after_commit(m.txnid(), true);
     txn.base = m;
@@ -138,19 +147,30 @@ fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
 
 fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     let ps = txn.env.page_size;
-    let pgno = txn.geo.first_unallocated;
-    let end = pgno as u64 + n as u64;
+    // Free pages right below the high-water mark can start the run.
+    let fu = txn.geo.first_unallocated;
+    let touching = |list: &Vec<u32>| (0..n.min(list.len())).take_while(|&i| list[i] == fu - 1 - i as u32).count();
+    let (from_loose, below) = match (touching(&txn.loose), touching(&txn.reclaimed)) {
+        (l, r) if l >= r => (true, l),
+        (_, r) => (false, r),
+    };
+    let start = fu - below as u32;
+    let end = start as u64 + n as u64;
     if end > txn.geo.now as u64 {
         let step = pv2pages(txn.geo.grow_pv) as u64;
         if end > txn.geo.upper as u64 || step == 0 || end > MAX_PAGENO as u64 + 1 {
             return Err(Error::MapFull);
         }
         let want = round_up_pages(end + step - end % step, os_unit(ps)).min(txn.geo.upper as u64);
-        txn.env.io.set_len(want * ps as u64)?;
+        txn.env.set_file_len(want * ps as u64)?;
         txn.geo.now = want as u32;
     }
-    txn.geo.first_unallocated = end as u32;
-    Ok(pgno)
+    if below > 0 {
+        let list = if from_loose { &mut txn.loose } else { &mut txn.reclaimed };
+        list.drain(..below);
+    }
+    txn.geo.first_unallocated = end.max(fu as u64) as u32;
+    Ok(start)
 }
 
 /// A new zeroed branch/leaf page in the dirty set.
@@ -204,11 +224,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     let detent = match txn.detent {
         Some(d) => d,
         None => {
-            let d = txn
-                .env
-                .lck
-                .oldest_reader(txn.steady_txnid)
-                .min(txn.txnid - 1);
+            let d = txn.env.lck.oldest_reader(txn.steady_txnid).min(txn.txnid - 1);
             txn.detent = Some(d);
             d
         }
@@ -271,64 +287,89 @@ fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-fn pnl_bytes(pages: &[u32]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(4 * (pages.len() + 1));
+/// A page-number list padded with zeros to `len` bytes.
+fn pnl_bytes(pages: &[u32], len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
     v.extend_from_slice(&(pages.len() as u32).to_le_bytes());
     for p in pages {
         v.extend_from_slice(&p.to_le_bytes());
     }
+    v.resize(len.max(v.len()), 0);
     v
 }
 
-/// Writes this transaction's GC records: retired pages under its own txnid,
-/// and unused reclaimed pages back under a consumed key (immediately reusable).
-fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
+/// Writes this transaction's GC records and returns the txnid the new meta
+/// carries.
+///
+/// Retired pages go under the transaction's own id `T`; unused reclaimed pages
+/// go back under the keys of the records consumed in this transaction (they
+/// stay immediately reusable). A list that does not fit one small inline
+/// record is split into records of exactly one page each (so no contiguous run
+/// of pages is ever needed for the GC), under keys `T, T+1, …` for retired
+/// pages — the meta then carries the last key used, as libmdbx's "bigfoot"
+/// commits do (format doc §13.3).
+///
+/// Updating the GC changes the GC (pages are copied, allocated and freed), so
+/// records are reserved in a loop until the layout is stable, and the page
+/// lists are written last into the reserved space (same sizes: in place).
+/// Reservations have only two sizes (a full inline record or a full page),
+/// with unused trailing slots (allowed by the format), so small changes of the
+/// lists do not move records. Pages the loop needs come from the unused
+/// reclaimed pages, then the tail.
+fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
     let mut left: Vec<u32> = std::mem::take(&mut txn.reclaimed);
     left.append(&mut txn.loose);
     left.sort_unstable_by(|a, b| b.cmp(a));
     left.dedup();
-    // Give free pages at the end of the file back to the unallocated tail.
-    while left
-        .first()
-        .is_some_and(|&p| p + 1 == txn.geo.first_unallocated)
-    {
-        left.remove(0);
-        txn.geo.first_unallocated -= 1;
-    }
-    let left_key = txn.consumed.iter().copied().max();
-    if left_key.is_none() {
+    refund(txn, &mut left);
+    let mut spare: Vec<u64> = txn.consumed.clone();
+    spare.sort_unstable_by(|a, b| b.cmp(a));
+    spare.dedup();
+    if spare.is_empty() {
         txn.retired.append(&mut left);
+    } else {
+        txn.reclaimed = left;
     }
-    let own_key = txn.txnid.to_le_bytes();
+    let ps = txn.env.page_size;
+    // Pages per one-page record, and per record kept inline in a GC leaf.
+    let page_cap = (ps - crate::format::PAGEHDRSZ) / 4 - 1;
+    let inline_cap = ((txn.env.limits.leaf_nodemax - crate::format::NODESIZE - 8) / 4).saturating_sub(1).min(page_cap);
+    let t = txn.txnid;
+    let mut layout: Vec<(u64, usize, usize)> = Vec::new(); // (key, bytes, pages it holds)
     let mut stable = false;
     for _ in 0..64 {
-        let before = txn.retired.len();
-        if !txn.retired.is_empty() {
-            write::put(
-                txn,
-                Db::GC,
-                &own_key,
-                Val::Reserve(4 * (before + 1)),
-                PutFlags::empty(),
-                0,
-            )?;
-        }
-        if let (Some(k), false) = (left_key, left.is_empty()) {
-            write::put(
-                txn,
-                Db::GC,
-                &k.to_le_bytes(),
-                Val::Reserve(4 * (left.len() + 1)),
-                PutFlags::empty(),
-                0,
-            )?;
-        }
-        let freed = std::mem::take(&mut txn.loose);
-        txn.retired.extend(freed.iter().copied());
-        if txn.retired.len() == before && freed.is_empty() {
+        let plan = plan_gc(txn, t, &spare, page_cap, inline_cap, &layout);
+        if plan.iter().map(|p| (p.0, p.1)).eq(layout.iter().map(|p| (p.0, p.1))) {
+            layout = plan;
             stable = true;
             break;
+        }
+        for &(k, _, _) in &layout {
+            if !plan.iter().any(|p| p.0 == k) {
+                write::del(txn, Db::GC, &k.to_le_bytes(), None)?;
+            }
+        }
+        for &(k, bytes, _) in &plan {
+            if !layout.iter().any(|p| p.0 == k && p.1 == bytes) {
+                write::put(txn, Db::GC, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::empty(), 0)?;
+            }
+        }
+        layout = plan;
+        // Pages freed while saving were never visible to anyone.
+        let freed = std::mem::take(&mut txn.loose);
+        if spare.is_empty() {
+            txn.retired.extend(freed);
+        } else {
+            txn.reclaimed.extend(freed);
+            txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+            if txn.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) {
+                // Creating a record used up its last page: keep it non-empty
+                // with a page from the tail (reused by the next transaction)
+                // rather than deleting it, which would free a page again.
+                let p = alloc_tail(txn, 1)?;
+                txn.reclaimed.push(p);
+            }
         }
     }
     if !stable {
@@ -340,35 +381,95 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<()> {
     if txn.retired.len() != n {
         return Err(Error::Problem("a page was retired twice".into()));
     }
-    if !txn.retired.is_empty() {
-        let bytes = pnl_bytes(&txn.retired);
-        write::put(
-            txn,
-            Db::GC,
-            &own_key,
-            Val::Bytes(&bytes),
-            PutFlags::empty(),
-            0,
-        )?;
+    // Fill the records: the largest page numbers go to the largest keys.
+    let retired = std::mem::take(&mut txn.retired);
+    let reclaimed = std::mem::take(&mut txn.reclaimed);
+    let mut last_key = t;
+    for (lists, own) in [(&retired, true), (&reclaimed, false)] {
+        let mut recs: Vec<&(u64, usize, usize)> = layout.iter().filter(|p| (p.0 >= t) == own).collect();
+        recs.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        let mut at = 0;
+        for &&(k, bytes, count) in &recs {
+            let bytes_v = pnl_bytes(&lists[at..at + count], bytes);
+            at += count;
+            write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&bytes_v), PutFlags::empty(), 0)?;
+            if own {
+                last_key = last_key.max(k);
+            }
+        }
+        if at != lists.len() {
+            return Err(Error::Problem("GC records do not hold every free page".into()));
+        }
     }
-    if let (Some(k), false) = (left_key, left.is_empty()) {
-        let bytes = pnl_bytes(&left);
-        write::put(
-            txn,
-            Db::GC,
-            &k.to_le_bytes(),
-            Val::Bytes(&bytes),
-            PutFlags::empty(),
-            0,
-        )?;
-    }
-    if txn.retired.len() != n || !txn.loose.is_empty() {
-        return Err(Error::Problem(
-            "GC changed while its records were filled".into(),
-        ));
+    if !txn.loose.is_empty() || !txn.retired.is_empty() || !txn.reclaimed.is_empty() {
+        return Err(Error::Problem("GC changed while its records were filled".into()));
     }
     txn.retired_count += n as u64;
-    Ok(())
+    Ok(last_key)
+}
+
+/// The GC records the current lists need: (key, reserved bytes, pages).
+/// `prev` is the current layout: records that exist keep their size class
+/// while their pages fit, and leftover records are not dropped while there are
+/// pages to put in them, so the layout settles instead of flapping between
+/// creating a record (which uses a page) and deleting it (which frees one).
+fn plan_gc(
+    txn: &mut RwTxn<'_>,
+    t: u64,
+    spare: &[u64],
+    page_cap: usize,
+    inline_cap: usize,
+    prev: &[(u64, usize, usize)],
+) -> Vec<(u64, usize, usize)> {
+    let (inline_bytes, page_bytes) = (4 * (inline_cap + 1), 4 * (page_cap + 1));
+    let size = |k: u64, n: usize| -> usize {
+        match prev.iter().find(|p| p.0 == k) {
+            Some(&(_, b, _)) if 4 * (n + 1) <= b => b,
+            _ if n <= inline_cap => inline_bytes,
+            _ => page_bytes,
+        }
+    };
+    let mut plan = Vec::new();
+    // Leftovers over the capacity of the spare keys wait one transaction longer.
+    let room = spare.len() * page_cap;
+    if txn.reclaimed.len() > room {
+        let extra = txn.reclaimed.split_off(room);
+        txn.retired.extend(extra);
+    }
+    let l = txn.reclaimed.len();
+    let had = prev.iter().filter(|p| p.0 < t).count();
+    let want = if l == 0 { 0 } else if l <= inline_cap { 1 } else { l.div_ceil(page_cap) };
+    let recs = want.max(had).min(l).min(spare.len());
+    let mut rest = l;
+    for (i, &k) in spare.iter().take(recs).enumerate() {
+        let others = recs - i - 1;
+        let n = if others == 0 { rest } else { (rest - others).min(page_cap) };
+        plan.push((k, size(k, n), n));
+        rest -= n;
+    }
+    let r = txn.retired.len();
+    if r > 0 {
+        let k = if r <= inline_cap { 1 } else { r.div_ceil(page_cap) };
+        let mut rest = r;
+        for j in 0..k {
+            let n = if j + 1 < k { page_cap } else { rest };
+            let key = t + j as u64;
+            plan.push((key, if k == 1 { size(key, n) } else { page_bytes }, n));
+            rest -= n;
+        }
+    }
+    plan
+}
+
+/// Gives free pages at the end of the file back to the unallocated tail.
+/// `left` is sorted descending.
+fn refund(txn: &mut RwTxn<'_>, left: &mut Vec<u32>) {
+    let mut cut = 0;
+    while cut < left.len() && left[cut] + 1 == txn.geo.first_unallocated {
+        txn.geo.first_unallocated -= 1;
+        cut += 1;
+    }
+    left.drain(..cut);
 }
 
 /// Commits the transaction (format doc §8.4, checklist §20.3).
@@ -384,31 +485,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         }
         let name = t.name.clone().ok_or(Error::BadDbi)?;
         let bytes = t.tree.to_bytes();
-        write::put(
-            txn,
-            Db::MAIN,
-            &name,
-            Val::Bytes(&bytes),
-            PutFlags::empty(),
-            crate::format::node::N_TREE,
-        )?;
+        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
     }
     // 2. GC records.
-    save_gc(txn)?;
+    let meta_txnid = save_gc(txn)?;
     // 3. The new meta.
     let mut meta = txn.base.clone();
     let gc = txn.tables[0].as_ref().expect("gc").tree;
     let main = txn.tables[1].as_ref().expect("main").tree;
-    meta.gc = crate::format::tree::Tree {
-        dupfix_size: ps as u32,
-        ..gc
-    };
+    meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
     meta.main = main;
     meta.canary = txn.canary;
     meta.pages_retired = txn.base.pages_retired + txn.retired_count;
     meta.bootid = crate::bootid::boot_id();
-    meta.txnid_a = txn.txnid;
-    meta.txnid_b = txn.txnid;
+    meta.txnid_a = meta_txnid;
+    meta.txnid_b = meta_txnid;
     let steady = txn.env.durability.syncs_data();
     meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     let mut geo = txn.geo;
@@ -437,27 +528,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         txn.env.io.sync_data()?;
     }
     // 5. The meta, into the tail slot.
-    txn.env
-        .io
-        .write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
+    txn.env.io.write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
     if txn.env.durability == crate::env::Durability::SyncDurable {
         txn.env.io.sync_data()?;
     }
-    txn.env.lck.after_commit(txn.txnid, steady);
+    txn.env.lck.after_commit(meta_txnid, steady);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.
-        let _ = txn.env.io.set_len(now as u64 * ps as u64);
+        let _ = txn.env.set_file_len(now as u64 * ps as u64);
     }
     txn.dirty.clear();
     Ok(())
 }
 
 /// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
-fn shrink_target(
-    txn: &RwTxn<'_>,
-    geo: &crate::format::meta::MetaGeo,
-    gc_height: u16,
-) -> Option<u32> {
+fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
     let step = pv2pages(geo.shrink_pv) as u64;
     if step == 0 {
         return None;
@@ -468,9 +553,7 @@ fn shrink_target(
     if now.saturating_sub(fu) <= step + gap {
         return None;
     }
-    let largest = fu
-        .max(txn.base.geo.first_unallocated as u64)
-        .max(txn.env.lck.max_reader_pages_used() as u64);
+    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
     if now <= largest || now - largest <= step + gap {
         return None;
     }

@@ -192,8 +192,7 @@ pub(crate) mod envmode {
     pub const NORDAHEAD: u32 = 0x800000;
     pub const LIFORECLAIM: u32 = 0x4000000;
     /// Flags that make up `envmode`.
-    pub const MASK: u32 =
-        SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC | LIFORECLAIM | NORDAHEAD | RDONLY | WRITEMAP;
+    pub const MASK: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC | LIFORECLAIM | NORDAHEAD | RDONLY | WRITEMAP;
     /// "Lazy" durability flags.
     pub const LAZY: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC;
 }
@@ -237,10 +236,7 @@ impl RegistryEntry {
     fn claim(id: (u64, u64), what: &Path) -> Result<RegistryEntry> {
         let mut g = OPEN_ENVS.lock().unwrap_or_else(|e| e.into_inner());
         if g.contains(&id) {
-            return Err(Error::Busy(format!(
-                "the database of {} is already open in this process",
-                what.display()
-            )));
+            return Err(Error::Busy(format!("the database of {} is already open in this process", what.display())));
         }
         g.push(id);
         Ok(RegistryEntry(id))
@@ -354,25 +350,18 @@ pub(crate) struct LockFile {
 }
 
 fn is_readonly_fs_error(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
-    )
+    matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
 }
 
 /// Outcome of `check_fstat` (libmdbx): `Ok(true)` = too short, re-seize.
 fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
     let d = dxb.metadata()?;
     if !d.file_type().is_file() || d.nlink() < 1 {
-        return Err(Error::Problem(
-            "data file was removed or is not a regular file".into(),
-        ));
+        return Err(Error::Problem("data file was removed or is not a regular file".into()));
     }
     let l = lck.metadata()?;
     if !l.file_type().is_file() || l.nlink() < 1 {
-        return Err(Error::Problem(
-            "lock file was removed or is not a regular file".into(),
-        ));
+        return Err(Error::Problem("lock file was removed or is not a regular file".into()));
     }
     Ok(d.len() < MIN_DXB_SIZE || l.len() < (HEADER_SIZE + SLOT_SIZE) as u64)
 }
@@ -393,13 +382,9 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
                 ofd::unlock(lck, 0, 1)?;
                 rounds += 1;
                 if rounds > 1000 {
-                    return Err(Error::Busy(
-                        "the lock file stays too short while in use (seize gave up)".into(),
-                    ));
+                    return Err(Error::Busy("the lock file stays too short while in use (seize gave up)".into()));
                 }
-                std::thread::sleep(std::time::Duration::from_micros(
-                    100 * u64::from(rounds.min(50)),
-                ));
+                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(rounds.min(50))));
                 continue;
             }
             have_lck_write = ofd::try_lock(lck, LockMode::Write, 0, 1)?;
@@ -416,9 +401,7 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
         // Shared: lock against processes in lock-less/exclusive mode.
         if !ofd::try_lock(dxb, dxb_mode, u64::from(pid), 1)? {
             let _ = ofd::unlock(lck, 0, 1);
-            return Err(Error::Busy(
-                "the database is used exclusively by another process".into(),
-            ));
+            return Err(Error::Busy("the database is used exclusively by another process".into()));
         }
         return Ok(false);
     }
@@ -438,31 +421,17 @@ impl LockFile {
     /// * Read-only environment whose lock file cannot be opened because of
     ///   `EROFS`/`EACCES`/`EPERM`: lock-less mode (whole-dxb READ lock only).
     /// * A second open of the same data file in this process -> `Busy`.
-    pub fn open(
-        lck_path: &Path,
-        dxb: &File,
-        read_only: bool,
-        max_readers: u32,
-        mode: u32,
-    ) -> Result<LockOpen> {
+    pub fn open(lck_path: &Path, dxb: &File, read_only: bool, max_readers: u32, mode: u32) -> Result<LockOpen> {
         let id = os::file_identity(dxb)?;
         let registry = RegistryEntry::claim(id, lck_path)?;
         let pid = os::getpid();
         let dxb = dxb.try_clone()?;
-        let dxb_mode = if read_only {
-            LockMode::Read
-        } else {
-            LockMode::Write
-        };
+        let dxb_mode = if read_only { LockMode::Read } else { LockMode::Write };
         let requested = match max_readers {
             0 => DEFAULT_READERS,
             n => n.min(READERS_LIMIT),
         };
-        let base_mode = if mode == 0 {
-            dxb.metadata()?.mode() & 0o777
-        } else {
-            mode & 0o777
-        };
+        let base_mode = if mode == 0 { dxb.metadata()?.mode() & 0o777 } else { mode & 0o777 };
 
         let lck_file = match OpenOptions::new()
             .read(true)
@@ -553,10 +522,7 @@ impl LockFile {
             let ps = os::page_size() as u64;
             if size > i32::MAX as u64 || size % ps != 0 || size < ps {
                 return Err((
-                    Error::Problem(format!(
-                        "lock file {} has invalid size {size}",
-                        path.display()
-                    )),
+                    Error::Problem(format!("lock file {} has invalid size {size}", path.display())),
                     lck_file,
                 ));
             }
@@ -565,22 +531,15 @@ impl LockFile {
         let max = max_readers_for(size);
         if max < 4 {
             return Err((
-                Error::Problem(format!(
-                    "lock file {} is too small ({max} readers)",
-                    path.display()
-                )),
+                Error::Problem(format!("lock file {} is too small ({max} readers)", path.display())),
                 lck_file,
             ));
         }
         let region = tri!(SharedRegion::map(&lck_file, size as usize));
         if exclusive {
             region.zero(0, size as usize);
-            region
-                .u64_at(OFF_MAGIC)
-                .store(LOCK_MAGIC, Ordering::Relaxed);
-            region
-                .u32_at(OFF_FORMAT)
-                .store(LOCK_FORMAT, Ordering::Relaxed);
+            region.u64_at(OFF_MAGIC).store(LOCK_MAGIC, Ordering::Relaxed);
+            region.u32_at(OFF_FORMAT).store(LOCK_FORMAT, Ordering::Relaxed);
             region.u64_at(OFF_PGOPS_WOPS).store(1, Ordering::Relaxed);
             tri!(region.flush());
             tri!(region.mutex_at(OFF_RDT_LOCK).init());
@@ -589,10 +548,7 @@ impl LockFile {
             let magic = region.u64_at(OFF_MAGIC).load(Ordering::Acquire);
             if magic != LOCK_MAGIC {
                 let e = if magic >> 8 != MDBX_MAGIC {
-                    Error::Invalid(format!(
-                        "lock file {} has an invalid magic {magic:#018x}",
-                        path.display()
-                    ))
+                    Error::Invalid(format!("lock file {} has an invalid magic {magic:#018x}", path.display()))
                 } else {
                     Error::VersionMismatch(format!(
                         "lock file {} has lock format version {} (expected {LOCK_VERSION}); \
@@ -614,16 +570,8 @@ impl LockFile {
                 ));
             }
         }
-        let owned: Box<[SlotState]> = (0..max)
-            .map(|_| SlotState(AtomicU8::new(SLOT_NOT_OURS)))
-            .collect();
-        Ok(Shared {
-            region,
-            file: lck_file,
-            pid_locked: Mutex::new(false),
-            owned,
-            high: AtomicU32::new(0),
-        })
+        let owned: Box<[SlotState]> = (0..max).map(|_| SlotState(AtomicU8::new(SLOT_NOT_OURS))).collect();
+        Ok(Shared { region, file: lck_file, pid_locked: Mutex::new(false), owned, high: AtomicU32::new(0) })
     }
 
     /// Whether this is the lock-less stub (read-only filesystem).
@@ -653,12 +601,7 @@ impl LockFile {
         let em = sh.u32(OFF_ENVMODE);
         let mut snap = em.load(Ordering::Acquire);
         while snap == envmode::RDONLY {
-            match em.compare_exchange(
-                envmode::RDONLY,
-                flags & envmode::MASK,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match em.compare_exchange(envmode::RDONLY, flags & envmode::MASK, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
                     snap = flags & envmode::MASK;
                     break;
@@ -668,11 +611,7 @@ impl LockFile {
         }
         let mut flags = flags;
         if accede {
-            let m = if snap & envmode::LAZY != 0 {
-                envmode::MASK
-            } else {
-                envmode::MASK & !envmode::WRITEMAP
-            };
+            let m = if snap & envmode::LAZY != 0 { envmode::MASK } else { envmode::MASK & !envmode::WRITEMAP };
             let diff = (snap ^ flags) & m & !envmode::RDONLY;
             flags ^= diff;
         }
@@ -698,17 +637,13 @@ impl LockFile {
     /// dead readers in `open`). Idempotent.
     pub fn finish_open(&self, envmode: u32, recent_txnid: u64) -> Result<()> {
         let Some(sh) = &self.shared else {
-            self.lockless_envmode
-                .store(envmode & envmode::MASK, Ordering::Relaxed);
+            self.lockless_envmode.store(envmode & envmode::MASK, Ordering::Relaxed);
             return Ok(());
         };
         if self.pending_downgrade.swap(false, Ordering::AcqRel) {
-            sh.u32(OFF_ENVMODE)
-                .store(envmode & envmode::MASK, Ordering::Release);
-            sh.u32(OFF_META_SYNC_TXNID)
-                .store(recent_txnid as u32, Ordering::Relaxed);
-            sh.u64(OFF_READERS_CHECK_TIMESTAMP)
-                .store(os::monotime_ns(), Ordering::Relaxed);
+            sh.u32(OFF_ENVMODE).store(envmode & envmode::MASK, Ordering::Release);
+            sh.u32(OFF_META_SYNC_TXNID).store(recent_txnid as u32, Ordering::Relaxed);
+            sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
             let pid = u64::from(self.pid);
             ofd::unlock(&self.dxb, 0, pid)?;
             ofd::unlock(&self.dxb, pid + 1, WHOLE_FILE_LEN - pid - 1)?;
@@ -733,9 +668,7 @@ impl LockFile {
     }
 
     fn rdt_length(&self, sh: &Shared) -> u32 {
-        sh.u32(OFF_RDT_LENGTH)
-            .load(Ordering::Acquire)
-            .min(self.max_readers)
+        sh.u32(OFF_RDT_LENGTH).load(Ordering::Acquire).min(self.max_readers)
     }
 
     fn check_pid(&self) -> Result<()> {
@@ -747,18 +680,10 @@ impl LockFile {
 
     // -- writer lock ---------------------------------------------------------
 
-    fn writer_locked(
-        &self,
-        sh: &Shared,
-        res: io::Result<Option<Locked>>,
-    ) -> Result<Option<WriterGuard<'_>>> {
+    fn writer_locked(&self, sh: &Shared, res: io::Result<Option<Locked>>) -> Result<Option<WriterGuard<'_>>> {
         match res {
             Ok(None) => Ok(None),
-            Ok(Some(Locked::Ok)) => Ok(Some(WriterGuard {
-                lck: self,
-                owner_died: false,
-                _not_send: PhantomData,
-            })),
+            Ok(Some(Locked::Ok)) => Ok(Some(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData })),
             Ok(Some(Locked::OwnerDied)) => {
                 // The previous writer died: its transaction is aborted (its pages
                 // were never referenced by a meta). Sweep dead readers, recover.
@@ -772,15 +697,11 @@ impl LockFile {
                     let _ = m.unlock();
                     return Err(e);
                 }
-                Ok(Some(WriterGuard {
-                    lck: self,
-                    owner_died: true,
-                    _not_send: PhantomData,
-                }))
+                Ok(Some(WriterGuard { lck: self, owner_died: true, _not_send: PhantomData }))
             }
-            Err(e) if e.raw_os_error() == Some(libc::EDEADLK) => Err(Error::Busy(
-                "the writer lock is already held by this thread".into(),
-            )),
+            Err(e) if e.raw_os_error() == Some(libc::EDEADLK) => {
+                Err(Error::Busy("the writer lock is already held by this thread".into()))
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => {
                 Err(Error::Problem("the writer mutex is not recoverable".into()))
             }
@@ -793,19 +714,13 @@ impl LockFile {
     /// A second lock from the owning thread -> `Error::Busy`.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
         let Some(sh) = &self.shared else {
-            return Ok(WriterGuard {
-                lck: self,
-                owner_died: false,
-                _not_send: PhantomData,
-            });
+            return Ok(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData });
         };
         self.check_pid()?;
         let r = sh.wrt_lock().lock().map(Some);
         match self.writer_locked(sh, r)? {
             Some(g) => Ok(g),
-            None => Err(Error::Problem(
-                "writer lock returned without the lock".into(),
-            )),
+            None => Err(Error::Problem("writer lock returned without the lock".into())),
         }
     }
 
@@ -813,11 +728,7 @@ impl LockFile {
     /// holds the lock.
     pub fn try_lock_writer(&self) -> Result<Option<WriterGuard<'_>>> {
         let Some(sh) = &self.shared else {
-            return Ok(Some(WriterGuard {
-                lck: self,
-                owner_died: false,
-                _not_send: PhantomData,
-            }));
+            return Ok(Some(WriterGuard { lck: self, owner_died: false, _not_send: PhantomData }));
         };
         self.check_pid()?;
         let r = sh.wrt_lock().try_lock();
@@ -849,9 +760,9 @@ impl LockFile {
                 m.make_consistent()?;
                 Ok((guard, Some(swept)))
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => Err(Error::Problem(
-                "the reader-table mutex is not recoverable".into(),
-            )),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTRECOVERABLE) => {
+                Err(Error::Problem("the reader-table mutex is not recoverable".into()))
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -864,10 +775,7 @@ impl LockFile {
     /// per-process pid lock on the first registration.
     pub fn acquire_reader(&self) -> Result<ReaderSlot<'_>> {
         let Some(sh) = &self.shared else {
-            return Ok(ReaderSlot {
-                lck: self,
-                idx: NO_SLOT,
-            });
+            return Ok(ReaderSlot { lck: self, idx: NO_SLOT });
         };
         let key = self as *const LockFile as usize;
         let (last_key, last_idx) = LAST_SLOT.with(|c| c.get());
@@ -882,17 +790,14 @@ impl LockFile {
                 return Ok(slot);
             }
         }
-        self.register_slot(sh)
-            .map(|idx| ReaderSlot { lck: self, idx })
+        self.register_slot(sh).map(|idx| ReaderSlot { lck: self, idx })
     }
 
     /// Takes slot `i` if it is one of our idle slots.
     fn try_take<'a>(&'a self, sh: &Shared, i: u32) -> Option<ReaderSlot<'a>> {
         let st = &sh.owned.get(i as usize)?.0;
         if st.load(Ordering::Relaxed) != SLOT_IDLE
-            || st
-                .compare_exchange(SLOT_IDLE, SLOT_BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
+            || st.compare_exchange(SLOT_IDLE, SLOT_BUSY, Ordering::AcqRel, Ordering::Relaxed).is_err()
         {
             return None;
         }
@@ -943,13 +848,11 @@ impl LockFile {
         };
         let pid = sh.slot_u32(idx, SLOT_PID);
         pid.store(0, Ordering::Release);
-        sh.slot_u64(idx, SLOT_TXNID)
-            .store(TXNID_NONE, Ordering::Release);
+        sh.slot_u64(idx, SLOT_TXNID).store(TXNID_NONE, Ordering::Release);
         if idx >= rdt_len.load(Ordering::Acquire) {
             rdt_len.store(idx + 1, Ordering::Release);
         }
-        sh.slot_u64(idx, SLOT_TID)
-            .store(os::thread_self(), Ordering::Relaxed);
+        sh.slot_u64(idx, SLOT_TID).store(os::thread_self(), Ordering::Relaxed);
         pid.store(self.pid, Ordering::SeqCst);
         sh.owned[idx as usize].0.store(SLOT_BUSY, Ordering::Release);
         sh.high.fetch_max(idx + 1, Ordering::AcqRel);
@@ -958,10 +861,7 @@ impl LockFile {
 
     /// Returns a detached slot (see [`ReaderSlot::into_raw`]).
     pub fn reader_from_raw(&self, raw: RawReaderSlot) -> ReaderSlot<'_> {
-        ReaderSlot {
-            lck: self,
-            idx: raw.0,
-        }
+        ReaderSlot { lck: self, idx: raw.0 }
     }
 
     fn release_slot(&self, idx: u32) {
@@ -969,11 +869,7 @@ impl LockFile {
             let Some(st) = sh.owned.get(idx as usize) else {
                 return;
             };
-            if st
-                .0
-                .compare_exchange(SLOT_BUSY, SLOT_IDLE, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
+            if st.0.compare_exchange(SLOT_BUSY, SLOT_IDLE, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                 let key = self as *const LockFile as usize;
                 LAST_SLOT.with(|c| c.set((key, idx)));
             }
@@ -986,6 +882,23 @@ impl LockFile {
     /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol of
     /// §15.6 (stale slots below the previous cached value are kicked like
     /// libmdbx does). Call only while holding the writer lock.
+    /// The oldest snapshot of any live reader slot, scanned without touching
+    /// the shared cache (`None`: no reader holds a snapshot).
+    pub fn oldest_live_reader(&self) -> Option<u64> {
+        let sh = self.shared.as_ref()?;
+        let mut oldest: Option<u64> = None;
+        for i in 0..self.rdt_length(sh) {
+            if sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            let t = sh.slot_u64(i, SLOT_TXNID).load(Ordering::SeqCst);
+            if t < 0xFFFF_FFFF_0000_0000 {
+                oldest = Some(oldest.map_or(t, |o| o.min(t)));
+            }
+        }
+        oldest
+    }
+
     pub fn oldest_reader(&self, steady_txnid: u64) -> u64 {
         self.oldest_reader_ex(steady_txnid, None).0
     }
@@ -1098,11 +1011,7 @@ impl LockFile {
             sh.u64(OFF_EOOS_TIMESTAMP).store(0, Ordering::Relaxed);
         }
         let low = txnid as u32;
-        let v = if steady {
-            low
-        } else {
-            low.wrapping_sub(LAZY_BIAS_FD)
-        };
+        let v = if steady { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
         sh.u32(OFF_META_SYNC_TXNID).store(v, Ordering::Release);
     }
 
@@ -1110,8 +1019,7 @@ impl LockFile {
     /// pages` and `eoos_timestamp` set if it was 0.
     pub fn add_unsynced_pages(&self, pages: u64) {
         let Some(sh) = &self.shared else { return };
-        sh.u64(OFF_UNSYNCED_PAGES)
-            .fetch_add(pages, Ordering::Relaxed);
+        sh.u64(OFF_UNSYNCED_PAGES).fetch_add(pages, Ordering::Relaxed);
         let _ = sh.u64(OFF_EOOS_TIMESTAMP).compare_exchange(
             0,
             os::monotime_ns().max(1),
@@ -1122,16 +1030,12 @@ impl LockFile {
 
     /// `unsynced_pages` of the lock region.
     pub fn unsynced_pages(&self) -> u64 {
-        self.shared
-            .as_ref()
-            .map_or(0, |sh| sh.u64(OFF_UNSYNCED_PAGES).load(Ordering::Relaxed))
+        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_UNSYNCED_PAGES).load(Ordering::Relaxed))
     }
 
     /// `meta_sync_txnid` of the lock region.
     pub fn meta_sync_txnid(&self) -> u32 {
-        self.shared
-            .as_ref()
-            .map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
+        self.shared.as_ref().map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
     }
 
     /// `(autosync_threshold pages, autosync_period ns)` recorded by libmdbx.
@@ -1146,9 +1050,7 @@ impl LockFile {
 
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
     pub fn cached_oldest(&self) -> u64 {
-        self.shared
-            .as_ref()
-            .map_or(0, |sh| sh.u64(OFF_CACHED_OLDEST).load(Ordering::SeqCst))
+        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_CACHED_OLDEST).load(Ordering::SeqCst))
     }
 
     /// Snapshot of the reader table (slots with a non-zero pid), for stat tools.
@@ -1239,8 +1141,7 @@ impl LockFile {
                 }
             }
         }
-        sh.u64(OFF_READERS_CHECK_TIMESTAMP)
-            .store(os::monotime_ns(), Ordering::Relaxed);
+        sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
         drop(guard);
         Ok(count)
     }
@@ -1255,30 +1156,19 @@ impl Drop for LockFile {
                 if st.0.load(Ordering::Acquire) != SLOT_NOT_OURS {
                     let i = i as u32;
                     sh.slot_u32(i, SLOT_PAGES_USED).store(0, Ordering::Relaxed);
-                    sh.slot_u64(i, SLOT_TXNID)
-                        .store(TXNID_NONE, Ordering::Release);
-                    let _ = sh.slot_u32(i, SLOT_PID).compare_exchange(
-                        self.pid,
-                        0,
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    );
+                    sh.slot_u64(i, SLOT_TXNID).store(TXNID_NONE, Ordering::Release);
+                    let _ = sh.slot_u32(i, SLOT_PID).compare_exchange(self.pid, 0, Ordering::AcqRel, Ordering::Relaxed);
                     sh.refresh().store(1, Ordering::SeqCst);
                 }
             }
             let Shared { region, file, .. } = sh;
-            let dxb_mode = if self.read_only {
-                LockMode::Read
-            } else {
-                LockMode::Write
-            };
-            let last_user = ofd::try_lock(&file, LockMode::Write, 0, WHOLE_FILE_LEN)
-                .unwrap_or(false)
+            let dxb_mode = if self.read_only { LockMode::Read } else { LockMode::Write };
+            let last_user = ofd::try_lock(&file, LockMode::Write, 0, WHOLE_FILE_LEN).unwrap_or(false)
                 && os::file_nlink(&file).map(|n| n > 0).unwrap_or(false)
                 && ofd::try_lock(&self.dxb, dxb_mode, 0, WHOLE_FILE_LEN).unwrap_or(false);
             if last_user {
-                let destroyed = region.mutex_at(OFF_RDT_LOCK).destroy().is_ok()
-                    && region.mutex_at(OFF_WRT_LOCK).destroy().is_ok();
+                let destroyed =
+                    region.mutex_at(OFF_RDT_LOCK).destroy().is_ok() && region.mutex_at(OFF_WRT_LOCK).destroy().is_ok();
                 let synced = region.u64_at(OFF_UNSYNCED_PAGES).load(Ordering::Acquire) == 0;
                 drop(region);
                 if destroyed && synced {
@@ -1323,9 +1213,7 @@ impl WriterGuard<'_> {
     /// the same thread with [`LockFile::unlock_raw_writer`].
     pub fn into_raw(self) -> RawWriter {
         std::mem::forget(self);
-        RawWriter {
-            _not_send: PhantomData,
-        }
+        RawWriter { _not_send: PhantomData }
     }
 }
 
@@ -1384,10 +1272,8 @@ impl ReaderSlot<'_> {
         // it before the caller's re-read of the metas and of
         // `cached_oldest_txnid` (a store->load pair with the writer's side).
         t.store(TXNID_NONE, Ordering::Release);
-        sh.slot_u32(self.idx, SLOT_PAGES_USED)
-            .store(pages_used, Ordering::Release);
-        sh.slot_u64(self.idx, SLOT_PAGES_RETIRED)
-            .store(pages_retired, Ordering::Release);
+        sh.slot_u32(self.idx, SLOT_PAGES_USED).store(pages_used, Ordering::Release);
+        sh.slot_u64(self.idx, SLOT_PAGES_RETIRED).store(pages_retired, Ordering::Release);
         t.store(txnid, Ordering::SeqCst);
         sh.signal_change();
     }
@@ -1410,10 +1296,8 @@ impl ReaderSlot<'_> {
     /// `rdt_refresh_flag = 1`.
     pub fn clear(&self) {
         let Some(sh) = self.shared() else { return };
-        sh.slot_u32(self.idx, SLOT_PAGES_USED)
-            .store(0, Ordering::Release);
-        sh.slot_u64(self.idx, SLOT_TXNID)
-            .store(TXNID_NONE, Ordering::Release);
+        sh.slot_u32(self.idx, SLOT_PAGES_USED).store(0, Ordering::Release);
+        sh.slot_u64(self.idx, SLOT_TXNID).store(TXNID_NONE, Ordering::Release);
         sh.signal_change();
     }
 

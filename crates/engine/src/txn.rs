@@ -63,10 +63,7 @@ impl<'t> Pages<'t> {
             }
         }
         if pgno >= self.valid || pgno < crate::format::NUM_METAS {
-            return Err(Error::corrupted(
-                pgno,
-                "page number outside the allocated pages",
-            ));
+            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
         }
         self.map
             .bytes(pgno as usize * self.ps, self.ps)
@@ -74,23 +71,17 @@ impl<'t> Pages<'t> {
     }
 
     /// The `dsize` bytes of the large chunk starting at `pgno`.
-    pub fn large(
-        &self,
-        pgno: u32,
-        dsize: usize,
-        leaf_pgno: u32,
-        leaf_txnid: u64,
-    ) -> Result<&'t [u8]> {
+    pub fn large(&self, pgno: u32, dsize: usize, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
         let (head, avail): (&'t [u8], usize) = match self.dirty.and_then(|d| d.get(&pgno)) {
             Some(b) => (&b[..], b.len()),
             None => {
+                if pgno >= self.valid || pgno < crate::format::NUM_METAS {
+                    return Err(Error::corrupted(leaf_pgno, "large value page number outside the allocated pages"));
+                }
                 let head = self.get(pgno)?;
                 let n = Page { buf: head }.large_count() as u64;
                 if n == 0 || pgno as u64 + n > self.valid as u64 {
-                    return Err(Error::corrupted(
-                        pgno,
-                        "large chunk outside the allocated pages",
-                    ));
+                    return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
                 }
                 let all = self
                     .map
@@ -101,20 +92,13 @@ impl<'t> Pages<'t> {
         };
         let p = Page { buf: head };
         if p.flags() != pflags::LARGE {
-            return Err(Error::corrupted(
-                pgno,
-                "large value points to a page that is not a large page",
-            ));
+            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
         }
         if p.txnid() > leaf_txnid {
             return Err(Error::corrupted(pgno, "large page is newer than its leaf"));
         }
-        let _ = leaf_pgno;
         if PAGEHDRSZ + dsize > avail || (p.large_count() as usize) * self.ps < PAGEHDRSZ + dsize {
-            return Err(Error::corrupted(
-                pgno,
-                "large value is longer than its chunk",
-            ));
+            return Err(Error::corrupted(pgno, "large value is longer than its chunk"));
         }
         Ok(&head[PAGEHDRSZ..PAGEHDRSZ + dsize])
     }
@@ -173,22 +157,12 @@ pub(crate) struct View {
 
 impl Table {
     pub(crate) fn view(&self) -> View {
-        View {
-            tree: self.tree,
-            flags: self.flags,
-            cmp: self.cmp,
-        }
+        View { tree: self.tree, flags: self.flags, cmp: self.cmp }
     }
 
     pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-        Table {
-            tree,
-            flags,
-            cmp: Cmp::for_keys(flags),
-            dirty: false,
-            name,
-        }
+        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name }
     }
 }
 
@@ -224,6 +198,13 @@ pub(crate) fn find_table(pages: &Pages<'_>, main: &Tree, name: &[u8]) -> Result<
     let t = Tree::read(n.data);
     if !DbFlags::from_bits_truncate(t.flags as u32).is_valid_persistent() || t.flags & !0x7E != 0 {
         return Err(Error::corrupted(f.pgno, "table record has invalid flags"));
+    }
+    if t.root == P_INVALID {
+        if t.height != 0 || t.items != 0 {
+            return Err(Error::corrupted(f.pgno, "empty table record with non-zero height or items"));
+        }
+    } else if t.root < crate::format::NUM_METAS || t.root >= pages.valid || t.height == 0 {
+        return Err(Error::corrupted(f.pgno, "table root outside the allocated pages"));
     }
     Ok(Some(t))
 }
@@ -388,10 +369,7 @@ macro_rules! read_methods {
         /// `btree/estimate.rs` for the method and its expected error.
         pub fn estimate_range(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
             let t = self.table(db)?;
-            Ok(
-                btree::estimate::estimate_range(&self.pages(), &t.tree, t.cmp, lo, hi)?.max(0)
-                    as u64,
-            )
+            Ok(btree::estimate::estimate_range(&self.pages(), &t.tree, t.cmp, lo, hi)?.max(0) as u64)
         }
 
         /// The canary markers x, y, z and v (the txnid that set them).
@@ -423,10 +401,7 @@ impl<'env> RoTxn<'env> {
     }
 
     fn has_table(&self, dbi: u32) -> bool {
-        self.tables
-            .borrow()
-            .get(dbi as usize)
-            .is_some_and(Option::is_some)
+        self.tables.borrow().get(dbi as usize).is_some_and(Option::is_some)
     }
 
     fn remember(&self, dbi: u32, t: Table) {
@@ -446,8 +421,7 @@ impl<'env> RoTxn<'env> {
             1 => Table::new(self.snap.meta.main, None),
             dbi => {
                 let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
-                let tree =
-                    find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
+                let tree = find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
                 Table::new(tree, Some(name))
             }
         };
@@ -516,9 +490,7 @@ impl<'env> RwTxn<'env> {
 
     fn check_usable(&self) -> Result<()> {
         if self.poisoned {
-            return Err(Error::BadTxn(
-                "an earlier error left the transaction unusable; abort it",
-            ));
+            return Err(Error::BadTxn("an earlier error left the transaction unusable; abort it"));
         }
         Ok(())
     }
@@ -560,41 +532,27 @@ impl<'env> RwTxn<'env> {
     fn create_db_inner(&mut self, name: Option<&[u8]>, flags: DbFlags) -> Result<Db> {
         let want = flags & DbFlags::PERSISTENT;
         if !want.is_valid_persistent() {
-            return Err(Error::Incompatible(format!(
-                "invalid table flag combination {:#x}",
-                want.bits()
-            )));
+            return Err(Error::Incompatible(format!("invalid table flag combination {:#x}", want.bits())));
         }
         let Some(name) = name else {
             let main = self.table_mut(Db::MAIN)?;
             if main.flags != want {
                 if main.tree.items != 0 {
-                    return Err(Error::Incompatible(
-                        "the main table is not empty; its flags cannot change".into(),
-                    ));
+                    return Err(Error::Incompatible("the main table is not empty; its flags cannot change".into()));
                 }
                 main.tree.flags = want.bits() as u16;
-                *main = Table {
-                    dirty: true,
-                    ..Table::new(main.tree, None)
-                };
+                *main = Table { dirty: true, ..Table::new(main.tree, None) };
             }
             return Ok(Db::MAIN);
         };
         if name.len() > self.env.limits.max_key(DbFlags::empty()) || name.is_empty() {
-            return Err(Error::BadValSize(format!(
-                "table name of {} bytes",
-                name.len()
-            )));
+            return Err(Error::BadValSize(format!("table name of {} bytes", name.len())));
         }
         // Already open in this transaction (maybe created here)?
         if let Some(dbi) = self.env.lookup_db(name) {
             if let Ok(t) = self.table(Db { dbi }) {
                 if t.flags != want {
-                    return Err(Error::Incompatible(format!(
-                        "table exists with flags {:#x}",
-                        t.flags.bits()
-                    )));
+                    return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
                 }
                 self.table_mut(Db { dbi })?;
                 return Ok(Db { dbi });
@@ -605,30 +563,27 @@ impl<'env> RwTxn<'env> {
             let dbi = self.env.register_db(name)?;
             let t = Table::new(tree, Some(name.to_vec()));
             if t.flags != want {
-                return Err(Error::Incompatible(format!(
-                    "table exists with flags {:#x}",
-                    t.flags.bits()
-                )));
+                return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
             }
             self.set_table(dbi, t);
             return Ok(Db { dbi });
         }
-        if btree::get(
-            &self.pages(),
-            main.root,
-            main.height,
-            name,
-            self.table(Db::MAIN)?.cmp,
-        )?
-        .is_some()
-        {
-            return Err(Error::Incompatible(
-                "a plain record of the main table has this name".into(),
-            ));
+        if btree::get(&self.pages(), main.root, main.height, name, self.table(Db::MAIN)?.cmp)?.is_some() {
+            return Err(Error::Incompatible("a plain record of the main table has this name".into()));
         }
         let dbi = self.env.register_db(name)?;
         let mut tree = Tree::empty(want.bits() as u16);
         tree.mod_txnid = self.txnid;
+        // The record goes into the main table now (as libmdbx does), so the
+        // table is listed and can be opened in this transaction.
+        crate::btree::write::put(
+            self,
+            Db::MAIN,
+            name,
+            crate::btree::write::Val::Bytes(&tree.to_bytes()),
+            PutFlags::empty(),
+            N_TREE,
+        )?;
         let mut t = Table::new(tree, Some(name.to_vec()));
         t.dirty = true;
         self.set_table(dbi, t);
@@ -645,29 +600,13 @@ impl<'env> RwTxn<'env> {
 
     /// Stores `val` under `key`.
     pub fn put(&mut self, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
-        self.guarded(|t| {
-            t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0)
-                .map(|_| ())
-        })
+        self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0).map(|_| ()))
     }
 
     /// Reserves `len` bytes for the value of `key` and returns them to be filled.
-    pub fn reserve(
-        &mut self,
-        db: Db,
-        key: &[u8],
-        len: usize,
-        flags: PutFlags,
-    ) -> Result<&mut [u8]> {
-        let loc = self.guarded(|t| {
-            t.put_inner(
-                db,
-                key,
-                crate::btree::write::Val::Reserve(len),
-                flags | PutFlags::RESERVE,
-                0,
-            )
-        })?;
+    pub fn reserve(&mut self, db: Db, key: &[u8], len: usize, flags: PutFlags) -> Result<&mut [u8]> {
+        let loc = self
+            .guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Reserve(len), flags | PutFlags::RESERVE, 0))?;
         Ok(self.value_mut(loc))
     }
 
@@ -687,9 +626,7 @@ impl<'env> RwTxn<'env> {
         if db == Db::MAIN && nflags == 0 {
             if let Some(n) = self.main_node_flags(key)? {
                 if n & N_TREE != 0 {
-                    return Err(Error::Incompatible(
-                        "the key names a table; write to the table instead".into(),
-                    ));
+                    return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
                 }
             }
         }
@@ -717,9 +654,7 @@ impl<'env> RwTxn<'env> {
             }
             let tb = t.table(db)?;
             if db == Db::MAIN && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
-                return Err(Error::Incompatible(
-                    "the key names a table; use drop_db".into(),
-                ));
+                return Err(Error::Incompatible("the key names a table; use drop_db".into()));
             }
             let _ = tb;
             crate::btree::write::del(t, db, key, val)
@@ -727,8 +662,38 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Removes every record of `db` (its pages go to the GC).
+    ///
+    /// Clearing the main table also deletes every named table, freeing its
+    /// pages (libmdbx leaves those pages leaked).
     pub fn clear_db(&mut self, db: Db) -> Result<()> {
-        self.guarded(|t| crate::btree::write::clear(t, db))
+        self.guarded(|t| {
+            if db == Db::MAIN {
+                for name in t.table_names()? {
+                    let dbi = match t.env.lookup_db(&name) {
+                        Some(dbi) => dbi,
+                        None => t.env.register_db(&name).unwrap_or(u32::MAX),
+                    };
+                    if dbi == u32::MAX {
+                        // No handle slot: free the pages straight from the record.
+                        let main = t.table(Db::MAIN)?.tree;
+                        if let Some(tree) = find_table(&t.pages(), &main, &name)? {
+                            let mut runs = Vec::new();
+                            crate::btree::write::collect_pages(t, tree.root, tree.height, &mut runs)?;
+                            for (pg, n) in runs {
+                                crate::gc::free(t, pg, n);
+                            }
+                        }
+                        continue;
+                    }
+                    crate::btree::write::clear(t, Db { dbi })?;
+                    if let Some(slot) = t.tables.get_mut(dbi as usize) {
+                        *slot = None;
+                    }
+                    t.env.forget_db(dbi);
+                }
+            }
+            crate::btree::write::clear(t, db)
+        })
     }
 
     /// Deletes table `db` and its record in the main table.
@@ -752,9 +717,8 @@ impl<'env> RwTxn<'env> {
             let tb = t.table_mut(db)?;
             let old = tb.tree.sequence;
             if increment != 0 {
-                tb.tree.sequence = old
-                    .checked_add(increment)
-                    .ok_or(Error::InvalidArgument("sequence overflow".into()))?;
+                tb.tree.sequence =
+                    old.checked_add(increment).ok_or(Error::InvalidArgument("sequence overflow".into()))?;
                 tb.dirty = true;
             }
             Ok(old)
@@ -778,18 +742,13 @@ impl<'env> RwTxn<'env> {
         let ps = self.env.page_size;
         if let Some(p) = g.page_size {
             if p != ps {
-                return Err(Error::Incompatible(format!(
-                    "the page size is fixed at {ps}; {p} was requested"
-                )));
+                return Err(Error::Incompatible(format!("the page size is fixed at {ps}; {p} was requested")));
             }
         }
         let unit = ps.max(4096);
         let pages = |bytes: usize| -> Result<u32> {
             let b = bytes.div_ceil(unit) * unit;
-            u32::try_from(b / ps)
-                .ok()
-                .filter(|&p| p <= crate::format::MAX_PAGENO + 1)
-                .ok_or(Error::TooLarge)
+            u32::try_from(b / ps).ok().filter(|&p| p <= crate::format::MAX_PAGENO + 1).ok_or(Error::TooLarge)
         };
         let mut geo = self.geo;
         if let Some(l) = g.size_lower {
@@ -818,11 +777,9 @@ impl<'env> RwTxn<'env> {
             Some(n) => pages(n)?,
             None => geo.now,
         };
-        let now = want_now
-            .clamp(geo.lower, geo.upper)
-            .max(geo.first_unallocated);
+        let now = want_now.clamp(geo.lower, geo.upper).max(geo.first_unallocated);
         if now > geo.now {
-            self.env.io.set_len(now as u64 * ps as u64)?;
+            self.env.set_file_len(now as u64 * ps as u64)?;
         }
         geo.now = now;
         let _ = pv2pages;
@@ -833,12 +790,7 @@ impl<'env> RwTxn<'env> {
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
         self.table(db)?;
-        Ok(RwCursor {
-            txn: self,
-            db,
-            pos: None,
-            after_del: false,
-        })
+        Ok(RwCursor { txn: self, db, pos: None, after_del: false })
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
@@ -871,16 +823,9 @@ impl<'env> RwTxn<'env> {
             retired_count: self.retired_count,
             canary: self.canary,
         };
-        self.frames.push(Frame {
-            saved,
-            undo: Default::default(),
-        });
+        self.frames.push(Frame { saved, undo: Default::default() });
         let depth = self.frames.len();
-        Ok(NestedTxn {
-            txn: self,
-            depth,
-            done: false,
-        })
+        Ok(NestedTxn { txn: self, depth, done: false })
     }
 
     fn end_nested(&mut self, depth: usize, commit: bool) {
@@ -971,6 +916,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         let positioned = self.pos.is_some();
         self.reposition(|c, after_del| match (positioned, after_del) {
             (false, _) => c.first(),
+            (true, true) if c.eof() => Ok(None),
             (true, true) => Ok(c.get_current().ok().flatten()),
             (true, false) => c.next(),
         })
@@ -1016,18 +962,10 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
             // After a delete the cursor stands on the successor of the deleted key.
-            let current = if self.after_del {
-                self.get_current()?.map(|(k, _)| k.to_vec())
-            } else {
-                self.pos.clone()
-            };
+            let current = if self.after_del { self.get_current()?.map(|(k, _)| k.to_vec()) } else { self.pos.clone() };
             match current {
                 Some(k) if t.cmp.cmp(&k, key).is_eq() => {}
-                Some(_) => {
-                    return Err(Error::KeyMismatch(
-                        "the key differs from the key at the cursor",
-                    ))
-                }
+                Some(_) => return Err(Error::KeyMismatch("the key differs from the key at the cursor")),
                 None => return Err(Error::NoData),
             }
         }
@@ -1072,9 +1010,7 @@ impl<'env> NestedTxn<'_, 'env> {
         self.done = true;
         if self.txn.poisoned {
             self.txn.end_nested(self.depth, false);
-            return Err(Error::BadTxn(
-                "the nested transaction had failed and was aborted",
-            ));
+            return Err(Error::BadTxn("the nested transaction had failed and was aborted"));
         }
         self.txn.end_nested(self.depth, true);
         Ok(())

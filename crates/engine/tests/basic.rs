@@ -7,10 +7,7 @@ use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags};
 fn env_at(dir: &std::path::Path, ps: usize) -> Env {
     Env::builder()
         .max_dbs(8)
-        .geometry(Geometry {
-            page_size: Some(ps),
-            ..Default::default()
-        })
+        .geometry(Geometry { page_size: Some(ps), ..Default::default() })
         .open(dir.join("db"))
         .unwrap()
 }
@@ -56,11 +53,7 @@ fn many_records_splits_and_deletes() {
             let db = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
             for _ in 0..2000 {
                 let k = format!("key{:06}", rnd() % 5000).into_bytes();
-                let vlen = if rnd() % 50 == 0 {
-                    (rnd() % (3 * ps as u64)) as usize
-                } else {
-                    (rnd() % 40) as usize
-                };
+                let vlen = if rnd() % 50 == 0 { (rnd() % (3 * ps as u64)) as usize } else { (rnd() % 40) as usize };
                 let v = vec![(round * 7 + k.len()) as u8; vlen];
                 txn.put(db, &k, &v, PutFlags::empty()).unwrap();
                 model.insert(k, v);
@@ -93,28 +86,14 @@ fn put_flags() {
     let mut txn = env.begin_rw_txn().unwrap();
     let db = txn.create_db(None, DbFlags::empty()).unwrap();
     txn.put(db, b"a", b"1", PutFlags::empty()).unwrap();
-    assert!(matches!(
-        txn.put(db, b"a", b"2", PutFlags::NO_OVERWRITE),
-        Err(Error::KeyExist)
-    ));
-    assert!(matches!(
-        txn.put(db, b"b", b"2", PutFlags::CURRENT),
-        Err(Error::NotFound)
-    ));
+    assert!(matches!(txn.put(db, b"a", b"2", PutFlags::NO_OVERWRITE), Err(Error::KeyExist)));
+    assert!(matches!(txn.put(db, b"b", b"2", PutFlags::CURRENT), Err(Error::NotFound)));
     txn.put(db, b"a", b"3", PutFlags::CURRENT).unwrap();
     txn.put(db, b"c", b"3", PutFlags::APPEND).unwrap();
-    assert!(matches!(
-        txn.put(db, b"b", b"3", PutFlags::APPEND),
-        Err(Error::KeyMismatch(_))
-    ));
+    assert!(matches!(txn.put(db, b"b", b"3", PutFlags::APPEND), Err(Error::KeyMismatch(_))));
     let long = vec![b'k'; 3000];
-    assert!(matches!(
-        txn.put(db, &long, b"x", PutFlags::empty()),
-        Err(Error::BadValSize(_))
-    ));
-    txn.reserve(db, b"r", 5, PutFlags::empty())
-        .unwrap()
-        .copy_from_slice(b"hello");
+    assert!(matches!(txn.put(db, &long, b"x", PutFlags::empty()), Err(Error::BadValSize(_))));
+    txn.reserve(db, b"r", 5, PutFlags::empty()).unwrap().copy_from_slice(b"hello");
     assert_eq!(txn.get(db, b"r").unwrap(), Some(&b"hello"[..]));
     txn.commit().unwrap();
 }
@@ -145,17 +124,8 @@ fn cursor_semantics_like_libmdbx() {
     assert_eq!(c.next().unwrap().unwrap().0, b"d");
     assert_eq!(c.set(b"c").unwrap(), None);
     assert!(matches!(c.get_current(), Err(Error::NoData)));
-    for (probe, want) in [
-        (&b"c"[..], Some(&b"d"[..])),
-        (b"d", Some(b"d")),
-        (b"g", None),
-        (b"", Some(b"b")),
-    ] {
-        assert_eq!(
-            c.set_range(probe).unwrap().map(|p| p.0),
-            want,
-            "set_range {probe:?}"
-        );
+    for (probe, want) in [(&b"c"[..], Some(&b"d"[..])), (b"d", Some(b"d")), (b"g", None), (b"", Some(b"b"))] {
+        assert_eq!(c.set_range(probe).unwrap().map(|p| p.0), want, "set_range {probe:?}");
     }
     drop(c);
     drop(r);
@@ -170,10 +140,7 @@ fn cursor_semantics_like_libmdbx() {
     c.del().unwrap();
     assert_eq!(c.prev().unwrap().unwrap().0, b"a");
     c.put(b"a", b"A", PutFlags::CURRENT).unwrap();
-    assert!(matches!(
-        c.put(b"z", b"Z", PutFlags::CURRENT),
-        Err(Error::KeyMismatch(_))
-    ));
+    assert!(matches!(c.put(b"z", b"Z", PutFlags::CURRENT), Err(Error::KeyMismatch(_))));
     drop(c);
     assert_eq!(txn.get(db, b"a").unwrap(), Some(&b"A"[..]));
     assert_eq!(txn.get(db, b"b").unwrap(), None);
@@ -200,25 +167,15 @@ fn integer_and_reverse_keys() {
     let mut txn = env.begin_rw_txn().unwrap();
     let ints = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY).unwrap();
     for v in [256u64, 1, 1 << 40, u64::MAX, 255] {
-        txn.put(ints, &v.to_le_bytes(), b"", PutFlags::empty())
-            .unwrap();
+        txn.put(ints, &v.to_le_bytes(), b"", PutFlags::empty()).unwrap();
     }
-    assert!(matches!(
-        txn.put(ints, &7u32.to_le_bytes(), b"", PutFlags::empty()),
-        Err(Error::BadValSize(_))
-    ));
-    assert!(matches!(
-        txn.put(ints, b"abc", b"", PutFlags::empty()),
-        Err(Error::BadValSize(_))
-    ));
+    assert!(matches!(txn.put(ints, &7u32.to_le_bytes(), b"", PutFlags::empty()), Err(Error::BadValSize(_))));
+    assert!(matches!(txn.put(ints, b"abc", b"", PutFlags::empty()), Err(Error::BadValSize(_))));
     let rev = txn.create_db(Some("rev"), DbFlags::REVERSE_KEY).unwrap();
     for k in [&b"ab"[..], b"zzza", b"a", b"ba"] {
         txn.put(rev, k, b"", PutFlags::empty()).unwrap();
     }
-    assert!(matches!(
-        txn.create_db(Some("rev"), DbFlags::empty()),
-        Err(Error::Incompatible(_))
-    ));
+    assert!(matches!(txn.create_db(Some("rev"), DbFlags::empty()), Err(Error::Incompatible(_))));
     txn.commit().unwrap();
     let r = env.begin_ro_txn().unwrap();
     let ints = r.open_db(Some("ints")).unwrap();
@@ -234,14 +191,6 @@ fn integer_and_reverse_keys() {
     while let Some((k, _)) = c.next().unwrap() {
         got.push(k.to_vec());
     }
-    assert_eq!(
-        got,
-        vec![
-            b"a".to_vec(),
-            b"ba".to_vec(),
-            b"zzza".to_vec(),
-            b"ab".to_vec()
-        ]
-    );
+    assert_eq!(got, vec![b"a".to_vec(), b"ba".to_vec(), b"zzza".to_vec(), b"ab".to_vec()]);
     assert_eq!(r.db_flags(rev).unwrap(), DbFlags::REVERSE_KEY);
 }

@@ -30,10 +30,7 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::builder()
         .max_dbs(4)
-        .geometry(Geometry {
-            page_size: Some(ps),
-            ..Default::default()
-        })
+        .geometry(Geometry { page_size: Some(ps), ..Default::default() })
         .open(dir.path().join("db"))
         .unwrap();
     let mut rng = Rng(seed);
@@ -43,11 +40,9 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
         let db = txn.create_db(Some("m"), flags).unwrap();
         for step in 0..1500 {
             if std::env::var_os("RDBX_VERIFY_EACH").is_some() {
-                txn.verify_table(db)
-                    .unwrap_or_else(|e| panic!("round {round} step {step}: {e}"));
+                txn.verify_table(db).unwrap_or_else(|e| panic!("round {round} step {step}: {e}"));
             }
-            let k =
-                format!("k{:03}", rng.next() % if round % 2 == 0 { 12 } else { 200 }).into_bytes();
+            let k = format!("k{:03}", rng.next() % if round % 2 == 0 { 12 } else { 200 }).into_bytes();
             let v: Vec<u8> = if fixed {
                 (rng.next() % 100_000).to_be_bytes().to_vec()
             } else {
@@ -61,15 +56,10 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
                 }
                 7 | 8 => {
                     // delete one existing value of the key, or a random one
-                    let target = model
-                        .get(&k)
-                        .and_then(|s| s.iter().nth((rng.next() % 4) as usize).cloned())
-                        .unwrap_or(v);
+                    let target =
+                        model.get(&k).and_then(|s| s.iter().nth((rng.next() % 4) as usize).cloned()).unwrap_or(v);
                     let deleted = txn.del(db, &k, Some(&target)).unwrap();
-                    let m = model
-                        .get_mut(&k)
-                        .map(|s| s.remove(&target))
-                        .unwrap_or(false);
+                    let m = model.get_mut(&k).map(|s| s.remove(&target)).unwrap_or(false);
                     assert_eq!(deleted, m, "del one {k:?} {target:?}");
                     if model.get(&k).is_some_and(|s| s.is_empty()) {
                         model.remove(&k);
@@ -85,27 +75,15 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
         }
         if let Some(k) = model.keys().next().cloned() {
             let v = model[&k].iter().next().unwrap().clone();
-            assert!(matches!(
-                txn.put(db, &k, &v, PutFlags::NO_OVERWRITE),
-                Err(Error::KeyExist)
-            ));
-            assert!(matches!(
-                txn.put(db, &k, &v, PutFlags::NO_DUP_DATA),
-                Err(Error::KeyExist)
-            ));
+            assert!(matches!(txn.put(db, &k, &v, PutFlags::NO_OVERWRITE), Err(Error::KeyExist)));
+            assert!(matches!(txn.put(db, &k, &v, PutFlags::NO_DUP_DATA), Err(Error::KeyExist)));
         }
         txn.verify_table(db).unwrap();
         txn.commit().unwrap();
-        let want: Vec<(Vec<u8>, Vec<u8>)> = model
-            .iter()
-            .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone())))
-            .collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))).collect();
         let got = scan(&env, "m");
-        assert_eq!(
-            got.len(),
-            want.len(),
-            "ps {ps} flags {flags:?} round {round}"
-        );
+        assert_eq!(got.len(), want.len(), "ps {ps} flags {flags:?} round {round}");
         assert!(got == want, "ps {ps} flags {flags:?} round {round}");
         let r = env.begin_ro_txn().unwrap();
         let db = r.open_db(Some("m")).unwrap();
@@ -116,10 +94,7 @@ fn run(ps: usize, flags: DbFlags, fixed: bool, seed: u64) {
             let (_, v) = c.set(k).unwrap().unwrap();
             assert_eq!(v, vs.iter().next().unwrap().as_slice());
             assert_eq!(c.count().unwrap(), vs.len() as u64);
-            assert_eq!(
-                r.get(db, k).unwrap().unwrap(),
-                vs.iter().next().unwrap().as_slice()
-            );
+            assert_eq!(r.get(db, k).unwrap().unwrap(), vs.iter().next().unwrap().as_slice());
         }
     }
 }

@@ -24,10 +24,7 @@ fn exact(txn: &rdbx::RoTxn<'_>, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) ->
 fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::builder()
-        .geometry(Geometry {
-            page_size: Some(ps),
-            ..Default::default()
-        })
+        .geometry(Geometry { page_size: Some(ps), ..Default::default() })
         .open(dir.path().join("db"))
         .unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
@@ -42,13 +39,7 @@ fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
         }
     }
     for k in &keys {
-        txn.put(
-            Db::MAIN,
-            format!("{k:08}").as_bytes(),
-            &vec![7u8; value_len],
-            PutFlags::empty(),
-        )
-        .unwrap();
+        txn.put(Db::MAIN, format!("{k:08}").as_bytes(), &vec![7u8; value_len], PutFlags::empty()).unwrap();
     }
     txn.commit().unwrap();
     let r = env.begin_ro_txn().unwrap();
@@ -66,24 +57,14 @@ fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
     ];
     println!(
         "page size {ps}, {n} keys ({}), depth {}, {} leaves",
-        if random_order {
-            "random order"
-        } else {
-            "sequential"
-        },
+        if random_order { "random order" } else { "sequential" },
         st.depth,
         st.leaf_pages
     );
     for (lo, hi) in cases {
-        let est = r
-            .estimate_range(Db::MAIN, lo.as_deref(), hi.as_deref())
-            .unwrap();
+        let est = r.estimate_range(Db::MAIN, lo.as_deref(), hi.as_deref()).unwrap();
         let ex = exact(&r, Db::MAIN, lo.as_deref(), hi.as_deref());
-        let err = if ex == 0 {
-            0.0
-        } else {
-            (est as f64 - ex as f64) / ex as f64 * 100.0
-        };
+        let err = if ex == 0 { 0.0 } else { (est as f64 - ex as f64) / ex as f64 * 100.0 };
         println!(
             "  [{:?}, {:?}): estimate {est}, exact {ex}, error {err:+.1}%",
             lo.as_deref().map(String::from_utf8_lossy),
@@ -95,10 +76,7 @@ fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
             // Smaller ranges: within two leaves' worth of records or 10%.
             let leaf_fill = st.entries / st.leaf_pages.max(1);
             let bound = (2 * leaf_fill + 2).max(ex / 10);
-            assert!(
-                (est as i64 - ex as i64).unsigned_abs() <= bound,
-                "range estimate {est} vs exact {ex}"
-            );
+            assert!((est as i64 - ex as i64).unsigned_abs() <= bound, "range estimate {est} vs exact {ex}");
         }
     }
     // Exact when both bounds fall into one leaf.
@@ -106,11 +84,7 @@ fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
     let (first, _) = c.first().unwrap().unwrap();
     let first = first.to_vec();
     let (second, _) = c.next().unwrap().unwrap();
-    assert_eq!(
-        r.estimate_range(Db::MAIN, Some(&first), Some(second))
-            .unwrap(),
-        1
-    );
+    assert_eq!(r.estimate_range(Db::MAIN, Some(&first), Some(second)).unwrap(), 1);
 }
 
 #[test]
@@ -124,21 +98,12 @@ fn estimates_track_exact_counts() {
 #[test]
 fn multimap_estimate_counts_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let env = Env::builder()
-        .max_dbs(2)
-        .open(dir.path().join("db"))
-        .unwrap();
+    let env = Env::builder().max_dbs(2).open(dir.path().join("db")).unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
     let db = txn.create_db(Some("m"), DbFlags::DUP_SORT).unwrap();
     for k in 0..100 {
         for v in 0..300 {
-            txn.put(
-                db,
-                format!("k{k:03}").as_bytes(),
-                format!("{v:06}").as_bytes(),
-                PutFlags::empty(),
-            )
-            .unwrap();
+            txn.put(db, format!("k{k:03}").as_bytes(), format!("{v:06}").as_bytes(), PutFlags::empty()).unwrap();
         }
     }
     txn.commit().unwrap();

@@ -104,12 +104,7 @@ fn child_process_entry() {
 
 fn spawn_child(mode: &str, dir: &Path) -> (Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_process_entry",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{mode}:{}", dir.display()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -121,10 +116,7 @@ fn spawn_child(mode: &str, dir: &Path) -> (Child, BufReader<std::process::ChildS
     loop {
         line.clear();
         if out.read_line(&mut line).unwrap() == 0 {
-            panic!(
-                "child ({mode}) exited before becoming ready: {:?}",
-                child.wait()
-            );
+            panic!("child ({mode}) exited before becoming ready: {:?}", child.wait());
         }
         // The harness prints "test child_process_entry ... " on the same line.
         if line.contains("ready") {
@@ -167,11 +159,7 @@ fn create_layout() {
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 4096);
     // File locks after the downgrade: lck byte 0 READ (a write is refused to
     // another description, a read is fine), dxb only byte pid.
-    let other_lck = File::options()
-        .read(true)
-        .write(true)
-        .open(&lck_path)
-        .unwrap();
+    let other_lck = File::options().read(true).write(true).open(&lck_path).unwrap();
     assert!(!os::ofd::try_lock(&other_lck, os::ofd::LockMode::Write, 0, 1).unwrap());
     assert!(os::ofd::try_lock(&other_lck, os::ofd::LockMode::Read, 0, 1).unwrap());
     os::ofd::unlock(&other_lck, 0, 1).unwrap();
@@ -237,10 +225,7 @@ fn writer_lock_excludes_threads() {
         }
         assert!(lck.try_lock_writer().unwrap().is_none());
         let g = lck.lock_writer().unwrap();
-        assert!(
-            released.load(Ordering::SeqCst),
-            "second thread got the lock while the first held it"
-        );
+        assert!(released.load(Ordering::SeqCst), "second thread got the lock while the first held it");
         drop(g);
     });
     let g = lck.try_lock_writer().unwrap().expect("free");
@@ -288,10 +273,7 @@ fn reader_slots_publish_clear_and_pool() {
     a.clear();
     let rs = lck.readers();
     assert_eq!(rs.iter().find(|r| r.slot == a.index()).unwrap().txnid, None);
-    assert_eq!(
-        rs.iter().find(|r| r.slot == a.index()).unwrap().pages_used,
-        0
-    );
+    assert_eq!(rs.iter().find(|r| r.slot == a.index()).unwrap().pages_used, 0);
     let ia = a.index();
     drop(a);
     // The idle slot is reused without registering a new one.
@@ -330,9 +312,7 @@ fn readers_full() {
     let dxb = open_dxb(&dxb_path);
     let open = open_lck(&dxb, &lck_path);
     open.lck.finish_open(0, 3).unwrap();
-    let slots: Vec<_> = (0..open.lck.max_readers())
-        .map(|_| open.lck.acquire_reader().unwrap())
-        .collect();
+    let slots: Vec<_> = (0..open.lck.max_readers()).map(|_| open.lck.acquire_reader().unwrap()).collect();
     assert!(matches!(open.lck.acquire_reader(), Err(Error::ReadersFull)));
     drop(slots);
     drop(open.lck.acquire_reader().unwrap());
@@ -398,10 +378,7 @@ fn dead_process_slot_is_swept() {
     assert!(!status.success(), "child aborts");
 
     let rs = lck.readers();
-    let dead = rs
-        .iter()
-        .find(|r| r.pid == child_pid)
-        .expect("the dead child's slot");
+    let dead = rs.iter().find(|r| r.pid == child_pid).expect("the dead child's slot");
     assert_eq!(dead.txnid, Some(5));
     assert_eq!(dead.pages_used, 42);
     {
@@ -450,11 +427,7 @@ fn live_process_slot_is_kept_and_last_closer_truncates() {
     let mut line = String::new();
     while !line.contains("closed") {
         line.clear();
-        assert_ne!(
-            out.read_line(&mut line).unwrap(),
-            0,
-            "child did not report closing"
-        );
+        assert_ne!(out.read_line(&mut line).unwrap(), 0, "child did not report closing");
     }
     child.wait().unwrap();
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
@@ -471,9 +444,7 @@ fn last_closer_truncates() {
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
     // dxb locks were dropped too.
     let other = open_dxb(&dxb_path);
-    assert!(
-        os::ofd::try_lock(&other, os::ofd::LockMode::Write, 0, os::ofd::WHOLE_FILE_LEN).unwrap()
-    );
+    assert!(os::ofd::try_lock(&other, os::ofd::LockMode::Write, 0, os::ofd::WHOLE_FILE_LEN).unwrap());
     os::ofd::unlock(&other, 0, os::ofd::WHOLE_FILE_LEN).unwrap();
     // Reopen from a 0-byte lock file: reinitialised.
     let open = open_lck(&dxb, &lck_path);
@@ -504,31 +475,18 @@ fn writer_owner_died_in_other_process() {
 fn shared_open_verifies_header() {
     let (dir, dxb_path, lck_path) = make_env();
     let (mut child, mut out) = spawn_child("hold", dir.path());
-    let raw = File::options()
-        .read(true)
-        .write(true)
-        .open(&lck_path)
-        .unwrap();
+    let raw = File::options().read(true).write(true).open(&lck_path).unwrap();
     let orig = read_file(&lck_path);
     let dxb = open_dxb(&dxb_path);
 
     let put = |off: u64, bytes: &[u8]| os::file::pwrite_all(&raw, &[bytes], off).unwrap();
     put(0, &0x59659DBDEF4C1106u64.to_le_bytes());
-    assert!(matches!(
-        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
-        Err(Error::VersionMismatch(_))
-    ));
+    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
     put(0, &0x1234u64.to_le_bytes());
-    assert!(matches!(
-        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
-        Err(Error::Invalid(_))
-    ));
+    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::Invalid(_))));
     put(0, &orig[..8]);
     put(8, &0x3635461Fu32.to_le_bytes());
-    assert!(matches!(
-        LockFile::open(&lck_path, &dxb, false, 61, 0o644),
-        Err(Error::VersionMismatch(_))
-    ));
+    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
     put(8, &orig[8..12]);
     let open = LockFile::open(&lck_path, &dxb, false, 61, 0o644).unwrap();
     assert!(!open.exclusive);
@@ -563,10 +521,7 @@ fn envmode_rules() {
     let open = open_lck(&dxb, &lck_path);
     assert_eq!(open.lck.envmode(), 0);
     assert_eq!(open.lck.check_envmode(0, false).unwrap(), 0);
-    assert!(matches!(
-        open.lck.check_envmode(0x10000, false),
-        Err(Error::Incompatible(_))
-    ));
+    assert!(matches!(open.lck.check_envmode(0x10000, false), Err(Error::Incompatible(_))));
     assert_eq!(open.lck.check_envmode(0x50000, true).unwrap(), 0);
     drop(open);
     drop(child.stdin.take());
@@ -579,18 +534,8 @@ fn envmode_rules() {
 fn lockless_fallback_for_read_only() {
     // /sys refuses file creation even for root (EACCES) on Linux.
     let lck_path = Path::new("/sys/rdbx-test-mdbx.lck");
-    match File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(lck_path)
-    {
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM)
-            ) => {}
+    match File::options().read(true).write(true).create(true).truncate(false).open(lck_path) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM)) => {}
         _ => return, // cannot simulate here
     }
     let (_dir, dxb_path, _) = make_env();
@@ -622,10 +567,7 @@ fn find_oracle() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    ["release", "debug"]
-        .iter()
-        .map(|d| root.join(d).join("mdbx-oracle"))
-        .find(|p| p.is_file())
+    ["release", "debug"].iter().map(|d| root.join(d).join("mdbx-oracle")).find(|p| p.is_file())
 }
 
 fn oracle(bin: &Path, args: &[&str], stdin: &str) -> String {
@@ -636,18 +578,9 @@ fn oracle(bin: &Path, args: &[&str], stdin: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "mdbx-oracle {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "mdbx-oracle {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -661,18 +594,8 @@ fn libmdbx_shares_our_lock_file() {
     let d = dir.path().to_str().unwrap();
     oracle(&bin, &["write", d, "-"], "put - x01 x02\n");
     let info = oracle(&bin, &["info", d], "");
-    let txnid: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("recent_txnid="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    let last_pgno: u32 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("last_pgno="))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let txnid: u64 = info.lines().find_map(|l| l.strip_prefix("recent_txnid=")).unwrap().parse().unwrap();
+    let last_pgno: u32 = info.lines().find_map(|l| l.strip_prefix("last_pgno=")).unwrap().parse().unwrap();
     // libmdbx closed last: the lock file is empty; we initialise it.
     let lck_path = dir.path().join("mdbx.lck");
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
@@ -686,17 +609,9 @@ fn libmdbx_shares_our_lock_file() {
     // libmdbx readers and writers accept our region (magic, format, mutexes)...
     let dump = oracle(&bin, &["dump", d], "");
     assert!(dump.contains("01"), "{dump}");
-    oracle(
-        &bin,
-        &["write", d, "-"],
-        "put - x03 x04\ncommit\nput - x05 x06\ncommit\ndel - x03\n",
-    );
-    let after: u64 = oracle(&bin, &["info", d], "")
-        .lines()
-        .find_map(|l| l.strip_prefix("recent_txnid="))
-        .unwrap()
-        .parse()
-        .unwrap();
+    oracle(&bin, &["write", d, "-"], "put - x03 x04\ncommit\nput - x05 x06\ncommit\ndel - x03\n");
+    let after: u64 =
+        oracle(&bin, &["info", d], "").lines().find_map(|l| l.strip_prefix("recent_txnid=")).unwrap().parse().unwrap();
     assert_eq!(after, txnid + 3);
     // ...register their reader slots in our table and release them on close,
     // and leave our live slot alone.

@@ -7,7 +7,7 @@
 //! More cases: `RDBX_PROPTEST_CASES=500 cargo test --release -p rdbx --test model`
 //! (the number of cases of each proptest). A failing sequence is shrunk and
 //! printed by proptest; `PROPTEST_RNG_SEED=<u64>` replays a run deterministically.
-//! `RDBX_PROPTEST_SHRINK_SECS` bounds the shrinking time (default 120).
+//! `RDBX_PROPTEST_SHRINK_SECS` bounds the shrinking time (default 30).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -68,9 +68,7 @@ fn real_key(k: Kind, sk: &[u8]) -> Vec<u8> {
     match k {
         Kind::Plain => sk.to_vec(),
         Kind::Reverse => sk.iter().rev().copied().collect(),
-        Kind::Integer => u64::from_be_bytes(sk.try_into().unwrap())
-            .to_ne_bytes()
-            .to_vec(),
+        Kind::Integer => u64::from_be_bytes(sk.try_into().unwrap()).to_ne_bytes().to_vec(),
     }
 }
 
@@ -84,14 +82,7 @@ struct Model {
 
 impl Model {
     fn new() -> Self {
-        Model {
-            tables: [
-                Some(Table::new()),
-                Some(Table::new()),
-                Some(Table::new()),
-                Some(Table::new()),
-            ],
-        }
+        Model { tables: [Some(Table::new()), Some(Table::new()), Some(Table::new()), Some(Table::new())] }
     }
 
     /// The records a cursor on table `t` sees, in order, as (real key, value);
@@ -100,15 +91,10 @@ impl Model {
         let k = kind(t);
         let table = self.tables[t].as_ref().expect("view of a missing table");
         if t != 0 {
-            return table
-                .iter()
-                .map(|(sk, v)| (real_key(k, sk), Some(v.clone())))
-                .collect();
+            return table.iter().map(|(sk, v)| (real_key(k, sk), Some(v.clone()))).collect();
         }
-        let mut all: BTreeMap<Vec<u8>, Option<Vec<u8>>> = table
-            .iter()
-            .map(|(sk, v)| (sk.clone(), Some(v.clone())))
-            .collect();
+        let mut all: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            table.iter().map(|(sk, v)| (sk.clone(), Some(v.clone()))).collect();
         for (i, tbl) in self.tables.iter().enumerate().skip(1) {
             if tbl.is_some() {
                 all.insert(NAMES[i].as_bytes().to_vec(), None);
@@ -118,10 +104,8 @@ impl Model {
     }
 
     fn table_names(&self) -> Vec<Vec<u8>> {
-        let mut v: Vec<Vec<u8>> = (1..NTABLES)
-            .filter(|&i| self.tables[i].is_some())
-            .map(|i| NAMES[i].as_bytes().to_vec())
-            .collect();
+        let mut v: Vec<Vec<u8>> =
+            (1..NTABLES).filter(|&i| self.tables[i].is_some()).map(|i| NAMES[i].as_bytes().to_vec()).collect();
         v.sort();
         v
     }
@@ -151,9 +135,7 @@ struct ValGen {
 impl ValGen {
     fn bytes(&self) -> Vec<u8> {
         let s = self.seed as usize;
-        (0..self.len)
-            .map(|i| (s.wrapping_mul(131) ^ i.wrapping_mul(7) ^ (i >> 8)) as u8)
-            .collect()
+        (0..self.len).map(|i| (s.wrapping_mul(131) ^ i.wrapping_mul(7) ^ (i >> 8)) as u8).collect()
     }
 }
 
@@ -262,21 +244,18 @@ enum Op {
 }
 
 fn key_gen() -> impl Strategy<Value = KeyGen> {
-    let alphabet =
-        prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', b'c', 0x7f, 0x80, 0xfe, 0xff]);
+    let alphabet = prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', b'c', 0x7f, 0x80, 0xfe, 0xff]);
     let bytes = prop_oneof![
         3 => prop::collection::vec(alphabet.clone(), 0..=6),
         1 => prop::collection::vec(alphabet, 0..=64),
     ];
     let int = prop_oneof![4 => 0u64..200, 1 => any::<u64>(), 1 => Just(u64::MAX), 1 => Just(0u64)];
-    (prop::bool::weighted(0.5), any::<Index>(), bytes, int).prop_map(
-        |(existing, idx, bytes, int)| KeyGen {
-            existing,
-            idx,
-            bytes,
-            int,
-        },
-    )
+    (prop::bool::weighted(0.5), any::<Index>(), bytes, int).prop_map(|(existing, idx, bytes, int)| KeyGen {
+        existing,
+        idx,
+        bytes,
+        int,
+    })
 }
 
 fn val_gen(ps: usize) -> impl Strategy<Value = ValGen> {
@@ -368,25 +347,18 @@ fn geometry(ps: usize) -> Geometry {
 }
 
 fn open_env(cfg: &Cfg, dir: &Path) -> rdbx::Result<Env> {
-    Env::builder()
-        .max_dbs(8)
-        .durability(cfg.durability)
-        .geometry(geometry(cfg.ps))
-        .open(dir)
+    Env::builder().max_dbs(8).durability(cfg.durability).geometry(geometry(cfg.ps)).open(dir)
 }
 
 fn env_u32(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn config(default_cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases: env_u32("RDBX_PROPTEST_CASES", default_cases),
         failure_persistence: None,
-        max_shrink_time: env_u32("RDBX_PROPTEST_SHRINK_SECS", 120) * 1000,
+        max_shrink_time: env_u32("RDBX_PROPTEST_SHRINK_SECS", 30) * 1000,
         ..ProptestConfig::default()
     }
 }
@@ -495,20 +467,10 @@ fn expected_large_pages(ps: usize, table: &Table) -> u64 {
 }
 
 /// Full comparison of a table: forward and backward scans, entries, stat.
-fn check_table<R: Reader>(
-    r: &R,
-    model: &Model,
-    t: usize,
-    ps: usize,
-    ctx: &str,
-) -> Result<(), TestCaseError> {
-    let db = r
-        .r_open(name_of(t).map(str::as_bytes))
-        .map_err(|e| fail(format!("{ctx}: open table {t}: {e:?}")))?;
+fn check_table<R: Reader>(r: &R, model: &Model, t: usize, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+    let db = r.r_open(name_of(t).map(str::as_bytes)).map_err(|e| fail(format!("{ctx}: open table {t}: {e:?}")))?;
     let view = model.view(t);
-    let mut c = r
-        .r_cursor(db)
-        .map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
+    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
     let mut got = Vec::new();
     let mut rec = own(c.first()).map_err(|e| fail(format!("{ctx}: first on table {t}: {e:?}")))?;
     while let Some(kv) = rec {
@@ -519,9 +481,7 @@ fn check_table<R: Reader>(
         rec = own(c.next()).map_err(|e| fail(format!("{ctx}: next on table {t}: {e:?}")))?;
     }
     compare_scan(&got, &view, t, &format!("{ctx}: forward scan"))?;
-    let mut c = r
-        .r_cursor(db)
-        .map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
+    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
     let mut back = Vec::new();
     let mut rec = own(c.last()).map_err(|e| fail(format!("{ctx}: last on table {t}: {e:?}")))?;
     while let Some(kv) = rec {
@@ -534,9 +494,7 @@ fn check_table<R: Reader>(
     back.reverse();
     compare_scan(&back, &view, t, &format!("{ctx}: backward scan"))?;
 
-    let st = r
-        .r_stat(db)
-        .map_err(|e| fail(format!("{ctx}: db_stat table {t}: {e:?}")))?;
+    let st = r.r_stat(db).map_err(|e| fail(format!("{ctx}: db_stat table {t}: {e:?}")))?;
     if st.entries != view.len() as u64 {
         return Err(fail(format!(
             "{ctx}: table {t}: db_stat().entries = {} but the model has {}",
@@ -545,21 +503,13 @@ fn check_table<R: Reader>(
         )));
     }
     if st.page_size as usize != ps {
-        return Err(fail(format!(
-            "{ctx}: table {t}: stat page_size {} != {ps}",
-            st.page_size
-        )));
+        return Err(fail(format!("{ctx}: table {t}: stat page_size {} != {ps}", st.page_size)));
     }
     if (st.depth == 0) != view.is_empty() || (st.leaf_pages == 0) != view.is_empty() {
-        return Err(fail(format!(
-            "{ctx}: table {t}: inconsistent stat for {} entries: {st:?}",
-            view.len()
-        )));
+        return Err(fail(format!("{ctx}: table {t}: inconsistent stat for {} entries: {st:?}", view.len())));
     }
     if st.depth >= 2 && st.branch_pages == 0 || st.depth == 1 && st.branch_pages != 0 {
-        return Err(fail(format!(
-            "{ctx}: table {t}: depth/branch_pages mismatch: {st:?}"
-        )));
+        return Err(fail(format!("{ctx}: table {t}: depth/branch_pages mismatch: {st:?}")));
     }
     let want_large = expected_large_pages(ps, model.tables[t].as_ref().unwrap());
     if st.overflow_pages != want_large {
@@ -596,24 +546,13 @@ fn compare_scan(
 
 /// Compares everything committed with the model, and the file geometry.
 fn verify(env: &Env, model: &Model, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
-    let txn = env
-        .begin_ro_txn()
-        .map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
-    let names = txn
-        .table_names()
-        .map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
+    let txn = env.begin_ro_txn().map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
+    let names = txn.table_names().map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
     if names != model.table_names() {
         return Err(fail(format!(
             "{ctx}: table_names {:?} != model {:?}",
-            names
-                .iter()
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .collect::<Vec<_>>(),
-            model
-                .table_names()
-                .iter()
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .collect::<Vec<_>>()
+            names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>(),
+            model.table_names().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>()
         )));
     }
     for t in 0..NTABLES {
@@ -622,26 +561,15 @@ fn verify(env: &Env, model: &Model, ps: usize, ctx: &str) -> Result<(), TestCase
         } else {
             match txn.open_db(name_of(t)) {
                 Err(Error::NotFound) => {}
-                other => {
-                    return Err(fail(format!(
-                        "{ctx}: open of dropped table {t}: {other:?}, want NotFound"
-                    )))
-                }
+                other => return Err(fail(format!("{ctx}: open of dropped table {t}: {other:?}, want NotFound"))),
             }
         }
     }
     drop(txn);
-    let info = env
-        .info()
-        .map_err(|e| fail(format!("{ctx}: info: {e:?}")))?;
-    let file_len = std::fs::metadata(env.data_path())
-        .map_err(|e| fail(format!("{ctx}: stat data file: {e}")))?
-        .len();
+    let info = env.info().map_err(|e| fail(format!("{ctx}: info: {e:?}")))?;
+    let file_len = std::fs::metadata(env.data_path()).map_err(|e| fail(format!("{ctx}: stat data file: {e}")))?.len();
     if info.page_size != ps {
-        return Err(fail(format!(
-            "{ctx}: info.page_size {} != {ps}",
-            info.page_size
-        )));
+        return Err(fail(format!("{ctx}: info.page_size {} != {ps}", info.page_size)));
     }
     if !(info.size_lower <= info.size_now && info.size_now <= info.size_upper) {
         return Err(fail(format!("{ctx}: geometry out of order: {info:?}")));
@@ -692,8 +620,7 @@ fn next_key(model: &Model, t: usize, step: u8) -> Option<Vec<u8>> {
     match k {
         Kind::Integer => {
             let n = u64::from_be_bytes(max.as_slice().try_into().unwrap());
-            n.checked_add(1 + step as u64)
-                .map(|n| n.to_ne_bytes().to_vec())
+            n.checked_add(1 + step as u64).map(|n| n.to_ne_bytes().to_vec())
         }
         _ if max.len() >= 64 => None,
         _ => {
@@ -710,23 +637,12 @@ fn bulk_key(t: usize, base: u32, i: u32) -> Vec<u8> {
         // 'a'..'p' hex digits: never 't', so no collision with table names
         _ => format!("{:08x}{i:04x}", base)
             .bytes()
-            .map(|b| {
-                if b.is_ascii_digit() {
-                    b - b'0' + b'a'
-                } else {
-                    b - b'a' + b'k'
-                }
-            })
+            .map(|b| if b.is_ascii_digit() { b - b'0' + b'a' } else { b - b'a' + b'k' })
             .collect(),
     }
 }
 
-fn expect_err(
-    res: rdbx::Result<()>,
-    want: fn(&Error) -> bool,
-    what: &str,
-    ctx: &str,
-) -> Result<(), TestCaseError> {
+fn expect_err(res: rdbx::Result<()>, want: fn(&Error) -> bool, what: &str, ctx: &str) -> Result<(), TestCaseError> {
     match res {
         Err(e) if want(&e) => Ok(()),
         other => Err(fail(format!("{ctx}: expected {what}, got {other:?}"))),
@@ -741,20 +657,13 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
     {
         let env = open_env(cfg, dir.path()).map_err(|e| fail(format!("create env: {e:?}")))?;
         if env.page_size() != ps {
-            return Err(fail(format!(
-                "env.page_size() {} != requested {ps}",
-                env.page_size()
-            )));
+            return Err(fail(format!("env.page_size() {} != requested {ps}", env.page_size())));
         }
-        let mut txn = env
-            .begin_rw_txn()
-            .map_err(|e| fail(format!("setup begin: {e:?}")))?;
+        let mut txn = env.begin_rw_txn().map_err(|e| fail(format!("setup begin: {e:?}")))?;
         for t in 1..NTABLES {
-            txn.create_db(name_of(t), flags_of(t))
-                .map_err(|e| fail(format!("setup create_db {t}: {e:?}")))?;
+            txn.create_db(name_of(t), flags_of(t)).map_err(|e| fail(format!("setup create_db {t}: {e:?}")))?;
         }
-        txn.commit()
-            .map_err(|e| fail(format!("setup commit: {e:?}")))?;
+        txn.commit().map_err(|e| fail(format!("setup commit: {e:?}")))?;
         verify(&env, &committed, ps, "after setup")?;
     }
 
@@ -762,14 +671,8 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut sessions = 0;
     loop {
         sessions += 1;
-        let env = open_env(cfg, dir.path())
-            .map_err(|e| fail(format!("reopen #{sessions} (before op #{i}): {e:?}")))?;
-        verify(
-            &env,
-            &committed,
-            ps,
-            &format!("after reopen #{sessions} (before op #{i})"),
-        )?;
+        let env = open_env(cfg, dir.path()).map_err(|e| fail(format!("reopen #{sessions} (before op #{i}): {e:?}")))?;
+        verify(&env, &committed, ps, &format!("after reopen #{sessions} (before op #{i})"))?;
         let mut pending = committed.clone();
         let mut txn: Option<RwTxn<'_>> = None;
         let mut reopen = false;
@@ -784,8 +687,7 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 Op::Commit => {
                     if let Some(t) = txn.take() {
-                        t.commit()
-                            .map_err(|e| fail(format!("{ctx}: commit: {e:?}")))?;
+                        t.commit().map_err(|e| fail(format!("{ctx}: commit: {e:?}")))?;
                         committed = pending.clone();
                         verify(&env, &committed, ps, &ctx)?;
                     }
@@ -802,17 +704,12 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 _ => {}
             }
             if is_read(op) && txn.is_none() {
-                let ro = env
-                    .begin_ro_txn()
-                    .map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
+                let ro = env.begin_ro_txn().map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
                 read_op(&ro, &pending, op, &ctx)?;
                 continue;
             }
             if txn.is_none() {
-                txn = Some(
-                    env.begin_rw_txn()
-                        .map_err(|e| fail(format!("{ctx}: begin_rw_txn: {e:?}")))?,
-                );
+                txn = Some(env.begin_rw_txn().map_err(|e| fail(format!("{ctx}: begin_rw_txn: {e:?}")))?);
             }
             let w = txn.as_mut().unwrap();
             if is_read(op) {
@@ -829,8 +726,7 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
         }
         // end of the sequence: commit what is pending, reopen once more, verify
         if let Some(t) = txn.take() {
-            t.commit()
-                .map_err(|e| fail(format!("final commit: {e:?}")))?;
+            t.commit().map_err(|e| fail(format!("final commit: {e:?}")))?;
             committed = pending.clone();
             verify(&env, &committed, ps, "final commit")?;
         }
@@ -855,21 +751,14 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
                 (Err(Error::NotFound), None) => return Ok(()),
                 (Ok(db), Some(_)) => db,
                 (res, m) => {
-                    return Err(fail(format!(
-                        "{ctx}: open_db -> {res:?}, model table exists: {}",
-                        m.is_some()
-                    )))
+                    return Err(fail(format!("{ctx}: open_db -> {res:?}, model table exists: {}", m.is_some())))
                 }
             };
             let key = resolve_key(model, t, key);
             let got = r.r_get(db, &key);
             let want = match kind(t) {
                 Kind::Integer if key.len() != 8 => None,
-                k => model.tables[t]
-                    .as_ref()
-                    .unwrap()
-                    .get(&sort_key(k, &key))
-                    .cloned(),
+                k => model.tables[t].as_ref().unwrap().get(&sort_key(k, &key)).cloned(),
             };
             match got {
                 Ok(g) if g == want => Ok(()),
@@ -881,29 +770,19 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
                 ))),
             }
         }
-        Op::Walk {
-            t,
-            start,
-            key,
-            moves,
-        } => {
+        Op::Walk { t, start, key, moves } => {
             let t = *t;
             let db = match (r.r_open(name_of(t).map(str::as_bytes)), &model.tables[t]) {
                 (Err(Error::NotFound), None) => return Ok(()),
                 (Ok(db), Some(_)) => db,
                 (res, m) => {
-                    return Err(fail(format!(
-                        "{ctx}: open_db -> {res:?}, model table exists: {}",
-                        m.is_some()
-                    )))
+                    return Err(fail(format!("{ctx}: open_db -> {res:?}, model table exists: {}", m.is_some())))
                 }
             };
             let view = model.view(t);
             let key = resolve_key(model, t, key);
             let k = kind(t);
-            let mut c = r
-                .r_cursor(db)
-                .map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+            let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
             // model position (index into view); None = unpositioned
             let mut pos: Option<usize> = None;
             let mut trace = String::new();
@@ -935,11 +814,7 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
                 let got = got.map_err(|e| fail(format!("{ctx}: {trace}: {e:?}")))?;
                 let want = pos.map(|p| &view[p]);
                 if !same(&got, want) {
-                    return Err(fail(format!(
-                        "{ctx}: {trace} -> {}, model {}",
-                        show_kv(&got),
-                        show_view(want)
-                    )));
+                    return Err(fail(format!("{ctx}: {trace} -> {}, model {}", show_kv(&got), show_view(want))));
                 }
                 if pos.is_none() {
                     // not found: the cursor state afterwards is not specified here
@@ -960,11 +835,7 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
                 };
                 let want = want_pos.map(|p| &view[p]);
                 if !same(&got, want) {
-                    return Err(fail(format!(
-                        "{ctx}: {trace} -> {}, model {}",
-                        show_kv(&got),
-                        show_view(want)
-                    )));
+                    return Err(fail(format!("{ctx}: {trace} -> {}, model {}", show_kv(&got), show_view(want))));
                 }
                 if want_pos.is_some() {
                     pos = want_pos;
@@ -978,21 +849,12 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
     }
 }
 
-fn write_op(
-    env: &Env,
-    w: &mut RwTxn<'_>,
-    model: &mut Model,
-    op: &Op,
-    ctx: &str,
-) -> Result<(), TestCaseError> {
+fn write_op(env: &Env, w: &mut RwTxn<'_>, model: &mut Model, op: &Op, ctx: &str) -> Result<(), TestCaseError> {
     let open = |w: &RwTxn<'_>, model: &Model, t: usize| -> Result<Option<Db>, TestCaseError> {
         match (w.open_db(name_of(t)), &model.tables[t]) {
             (Err(Error::NotFound), None) => Ok(None),
             (Ok(db), Some(_)) => Ok(Some(db)),
-            (res, m) => Err(fail(format!(
-                "{ctx}: open_db({t}) -> {res:?}, model table exists: {}",
-                m.is_some()
-            ))),
+            (res, m) => Err(fail(format!("{ctx}: open_db({t}) -> {res:?}, model table exists: {}", m.is_some()))),
         }
     };
     match op {
@@ -1011,20 +873,11 @@ fn write_op(
             let exists = tbl.contains_key(&sk);
             let (flags, outcome) = match mode {
                 PutMode::Upsert => (PutFlags::empty(), Ok(())),
-                PutMode::NoOverwrite => (
-                    PutFlags::NO_OVERWRITE,
-                    if exists { Err("KeyExist") } else { Ok(()) },
-                ),
-                PutMode::Current => (
-                    PutFlags::CURRENT,
-                    if exists { Ok(()) } else { Err("NotFound") },
-                ),
+                PutMode::NoOverwrite => (PutFlags::NO_OVERWRITE, if exists { Err("KeyExist") } else { Ok(()) }),
+                PutMode::Current => (PutFlags::CURRENT, if exists { Ok(()) } else { Err("NotFound") }),
                 PutMode::Append => {
                     let ok = last.iter().all(|max| sk >= *max);
-                    (
-                        PutFlags::APPEND,
-                        if ok { Ok(()) } else { Err("KeyMismatch") },
-                    )
+                    (PutFlags::APPEND, if ok { Ok(()) } else { Err("KeyMismatch") })
                 }
             };
             let res = w.put(db, &key, &val, flags);
@@ -1053,16 +906,9 @@ fn write_op(
                 return Ok(());
             };
             let val = val.bytes();
-            w.put(db, &key, &val, PutFlags::APPEND).map_err(|e| {
-                fail(format!(
-                    "{ctx}: put({}, APPEND) above the maximum: {e:?}",
-                    show(&key)
-                ))
-            })?;
-            model.tables[t]
-                .as_mut()
-                .unwrap()
-                .insert(sort_key(kind(t), &key), val);
+            w.put(db, &key, &val, PutFlags::APPEND)
+                .map_err(|e| fail(format!("{ctx}: put({}, APPEND) above the maximum: {e:?}", show(&key))))?;
+            model.tables[t].as_mut().unwrap().insert(sort_key(kind(t), &key), val);
         }
         Op::BulkPut { t, base, n, vlen } => {
             let t = *t;
@@ -1072,11 +918,7 @@ fn write_op(
             let tbl = model.tables[t].as_mut().unwrap();
             for j in 0..*n as u32 {
                 let key = bulk_key(t, *base, j);
-                let val = ValGen {
-                    len: *vlen as usize,
-                    seed: j as u8,
-                }
-                .bytes();
+                let val = ValGen { len: *vlen as usize, seed: j as u8 }.bytes();
                 w.put(db, &key, &val, PutFlags::empty())
                     .map_err(|e| fail(format!("{ctx}: bulk put #{j} ({}): {e:?}", show(&key))))?;
                 tbl.insert(sort_key(kind(t), &key), val);
@@ -1088,24 +930,15 @@ fn write_op(
                 return Ok(());
             };
             let tbl = model.tables[t].as_mut().unwrap();
-            let victims: Vec<Vec<u8>> = tbl
-                .keys()
-                .skip(*offset as usize % *every as usize)
-                .step_by(*every as usize)
-                .cloned()
-                .collect();
+            let victims: Vec<Vec<u8>> =
+                tbl.keys().skip(*offset as usize % *every as usize).step_by(*every as usize).cloned().collect();
             for sk in victims {
                 let key = real_key(kind(t), &sk);
                 match w.del(db, &key, None) {
                     Ok(true) => {
                         tbl.remove(&sk);
                     }
-                    other => {
-                        return Err(fail(format!(
-                            "{ctx}: del({}) of a present key -> {other:?}",
-                            show(&key)
-                        )))
-                    }
+                    other => return Err(fail(format!("{ctx}: del({}) of a present key -> {other:?}", show(&key)))),
                 }
             }
         }
@@ -1125,9 +958,7 @@ fn write_op(
                     v.push(0x5a);
                     (Some(v), false)
                 }
-                Op::DelVal { wrong: false, .. } => {
-                    (Some(present.clone().unwrap_or_default()), present.is_some())
-                }
+                Op::DelVal { wrong: false, .. } => (Some(present.clone().unwrap_or_default()), present.is_some()),
                 _ => (None, present.is_some()),
             };
             match w.del(db, &key, val.as_deref()) {
@@ -1156,11 +987,8 @@ fn write_op(
             let view = model.view(t);
             let sk = sort_key(k, &key);
             let p = view.iter().position(|(vk, _)| sort_key(k, vk) >= sk);
-            let mut c = w
-                .rw_cursor(db)
-                .map_err(|e| fail(format!("{ctx}: rw_cursor: {e:?}")))?;
-            let got =
-                own(c.set_range(&key)).map_err(|e| fail(format!("{ctx}: set_range: {e:?}")))?;
+            let mut c = w.rw_cursor(db).map_err(|e| fail(format!("{ctx}: rw_cursor: {e:?}")))?;
+            let got = own(c.set_range(&key)).map_err(|e| fail(format!("{ctx}: set_range: {e:?}")))?;
             let want = p.map(|p| &view[p]);
             if !same(&got, want) {
                 return Err(fail(format!(
@@ -1171,8 +999,7 @@ fn write_op(
                 )));
             }
             let Some(p) = p else { return Ok(()) };
-            c.del()
-                .map_err(|e| fail(format!("{ctx}: cursor del at {}: {e:?}", show(&view[p].0))))?;
+            c.del().map_err(|e| fail(format!("{ctx}: cursor del at {}: {e:?}", show(&view[p].0))))?;
             // after the delete the cursor stands on the successor:
             // next -> the successor, get_current -> the successor, prev -> the predecessor
             let (what, got, want) = match check {
@@ -1191,10 +1018,7 @@ fn write_op(
                 )));
             }
             drop(c);
-            model.tables[t]
-                .as_mut()
-                .unwrap()
-                .remove(&sort_key(k, &view[p].0));
+            model.tables[t].as_mut().unwrap().remove(&sort_key(k, &view[p].0));
         }
         Op::CursorPut { t, key, val } => {
             let t = *t;
@@ -1203,18 +1027,10 @@ fn write_op(
             };
             let key = resolve_key(model, t, key);
             let val = val.bytes();
-            let mut c = w
-                .rw_cursor(db)
-                .map_err(|e| fail(format!("{ctx}: rw_cursor: {e:?}")))?;
-            c.put(&key, &val, PutFlags::empty()).map_err(|e| {
-                fail(format!(
-                    "{ctx}: cursor put({}, {} bytes): {e:?}",
-                    show(&key),
-                    val.len()
-                ))
-            })?;
-            let got = own(c.get_current())
-                .map_err(|e| fail(format!("{ctx}: get_current after cursor put: {e:?}")))?;
+            let mut c = w.rw_cursor(db).map_err(|e| fail(format!("{ctx}: rw_cursor: {e:?}")))?;
+            c.put(&key, &val, PutFlags::empty())
+                .map_err(|e| fail(format!("{ctx}: cursor put({}, {} bytes): {e:?}", show(&key), val.len())))?;
+            let got = own(c.get_current()).map_err(|e| fail(format!("{ctx}: get_current after cursor put: {e:?}")))?;
             if got.as_ref() != Some(&(key.clone(), val.clone())) {
                 return Err(fail(format!(
                     "{ctx}: get_current after cursor put({}) -> {}, want the new record",
@@ -1223,10 +1039,7 @@ fn write_op(
                 )));
             }
             drop(c);
-            model.tables[t]
-                .as_mut()
-                .unwrap()
-                .insert(sort_key(kind(t), &key), val);
+            model.tables[t].as_mut().unwrap().insert(sort_key(kind(t), &key), val);
         }
         Op::BadIntKey { len } => {
             let Some(db) = open(w, model, 3)? else {
@@ -1265,8 +1078,7 @@ fn write_op(
         }
         Op::Create { t } => {
             let t = *t;
-            w.create_db(name_of(t), flags_of(t))
-                .map_err(|e| fail(format!("{ctx}: create_db: {e:?}")))?;
+            w.create_db(name_of(t), flags_of(t)).map_err(|e| fail(format!("{ctx}: create_db: {e:?}")))?;
             if model.tables[t].is_none() {
                 model.tables[t] = Some(Table::new());
             }
@@ -1277,8 +1089,7 @@ fn write_op(
             let Some(db) = open(w, model, t)? else {
                 return Ok(());
             };
-            w.drop_db(db)
-                .map_err(|e| fail(format!("{ctx}: drop_db: {e:?}")))?;
+            w.drop_db(db).map_err(|e| fail(format!("{ctx}: drop_db: {e:?}")))?;
             model.tables[t] = None;
             check_names(w, model, ctx)?;
         }
@@ -1287,8 +1098,7 @@ fn write_op(
             let Some(db) = open(w, model, t)? else {
                 return Ok(());
             };
-            w.clear_db(db)
-                .map_err(|e| fail(format!("{ctx}: clear_db: {e:?}")))?;
+            w.clear_db(db).map_err(|e| fail(format!("{ctx}: clear_db: {e:?}")))?;
             model.tables[t].as_mut().unwrap().clear();
             if t == 0 {
                 // as in libmdbx, emptying the main table removes the named tables too
@@ -1304,11 +1114,7 @@ fn write_op(
             if model.tables[t].is_none() {
                 return Ok(());
             }
-            let other = if kind(t) == Kind::Plain {
-                DbFlags::REVERSE_KEY
-            } else {
-                DbFlags::empty()
-            };
+            let other = if kind(t) == Kind::Plain { DbFlags::REVERSE_KEY } else { DbFlags::empty() };
             expect_err(
                 w.create_db(name_of(t), other).map(|_| ()),
                 |e| matches!(e, Error::Incompatible(_)),
@@ -1322,14 +1128,9 @@ fn write_op(
 }
 
 fn check_names(w: &RwTxn<'_>, model: &Model, ctx: &str) -> Result<(), TestCaseError> {
-    let names = w
-        .table_names()
-        .map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
+    let names = w.table_names().map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
     if names != model.table_names() {
-        return Err(fail(format!(
-            "{ctx}: table_names in the write txn {names:?} != model {:?}",
-            model.table_names()
-        )));
+        return Err(fail(format!("{ctx}: table_names in the write txn {names:?} != model {:?}", model.table_names())));
     }
     Ok(())
 }
@@ -1342,7 +1143,7 @@ fn ops(ps: usize, max: usize) -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(config(40))]
+    #![proptest_config(config(300))]
     #[test]
     fn model_page_256((cfg, ops) in (cfg(256), ops(256, 120))) {
         run_sequence(&cfg, &ops)?;
@@ -1350,7 +1151,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(32))]
+    #![proptest_config(config(250))]
     #[test]
     fn model_page_4096((cfg, ops) in (cfg(4096), ops(4096, 120))) {
         run_sequence(&cfg, &ops)?;
@@ -1358,7 +1159,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(12))]
+    #![proptest_config(config(150))]
     #[test]
     fn model_page_65536((cfg, ops) in (cfg(65536), ops(65536, 80))) {
         run_sequence(&cfg, &ops)?;
@@ -1393,16 +1194,10 @@ fn fill_delete_cycles(ps: usize, records: u32) {
                 let val = vec![(j + cycle) as u8; len];
                 txn.put(a, key.as_bytes(), &val, PutFlags::empty())
                     .unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: put #{j}: {e:?}"));
-                txn.put(
-                    b,
-                    &(j as u64).to_ne_bytes(),
-                    &val[..len.min(40)],
-                    PutFlags::empty(),
-                )
-                .unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: int put #{j}: {e:?}"));
+                txn.put(b, &(j as u64).to_ne_bytes(), &val[..len.min(40)], PutFlags::empty())
+                    .unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: int put #{j}: {e:?}"));
             }
-            txn.commit()
-                .unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: commit fill {part}: {e:?}"));
+            txn.commit().unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: commit fill {part}: {e:?}"));
         }
         // delete everything: half by key, the rest through a cursor
         let mut txn = env.begin_rw_txn().unwrap();
@@ -1410,12 +1205,9 @@ fn fill_delete_cycles(ps: usize, records: u32) {
         let b = txn.open_db(Some("b")).unwrap();
         for j in 0..records / 2 {
             let key = format!("key-{:08}", j.wrapping_mul(2_654_435_761) % 1_000_003);
-            assert!(
-                txn.del(a, key.as_bytes(), None).unwrap(),
-                "ps {ps} cycle {cycle}: del {key}"
-            );
+            assert!(txn.del(a, key.as_bytes(), None).unwrap(), "ps {ps} cycle {cycle}: del {key}");
         }
-        txn.commit().unwrap();
+        txn.commit().unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: commit of the deletes by key: {e:?}"));
         let mut txn = env.begin_rw_txn().unwrap();
         {
             let mut c = txn.rw_cursor(a).unwrap();
@@ -1423,21 +1215,15 @@ fn fill_delete_cycles(ps: usize, records: u32) {
             while c.first().unwrap().is_some() {
                 c.del().unwrap();
                 n += 1;
-                assert!(
-                    n <= records,
-                    "ps {ps} cycle {cycle}: cursor deleted more records than exist"
-                );
+                assert!(n <= records, "ps {ps} cycle {cycle}: cursor deleted more records than exist");
             }
         }
         txn.clear_db(b).unwrap();
-        txn.commit().unwrap();
+        txn.commit()
+            .unwrap_or_else(|e| panic!("ps {ps} cycle {cycle}: commit of the cursor deletes + clear_db: {e:?}"));
         let rtxn = env.begin_ro_txn().unwrap();
         for db in [a, b] {
-            assert_eq!(
-                rtxn.db_stat(db).unwrap().entries,
-                0,
-                "ps {ps} cycle {cycle}: table not empty"
-            );
+            assert_eq!(rtxn.db_stat(db).unwrap().entries, 0, "ps {ps} cycle {cycle}: table not empty");
         }
         drop(rtxn);
         let len = std::fs::metadata(env.data_path()).unwrap().len();
@@ -1457,7 +1243,7 @@ fn fill_delete_cycles(ps: usize, records: u32) {
     // Steady state: once the workload has run a few times, freed pages must be
     // reused, so the high-water mark must (almost) stop moving. Linear growth here
     // means the GC keeps pages it never hands out again.
-    let slack = allocated[4] / 20 + 8;
+    let slack = allocated[4] * 8 / 100 + 16;
     assert!(
         allocated[9] <= allocated[4] + slack,
         "ps {ps}: no steady state: first_unallocated grew by {} pages between cycles 5 and 10 (allowed {slack}): \

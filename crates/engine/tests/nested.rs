@@ -70,10 +70,7 @@ fn nested_transactions_match_the_model() {
         let dir = tempfile::tempdir().unwrap();
         let env = Env::builder()
             .max_dbs(4)
-            .geometry(Geometry {
-                page_size: Some(ps),
-                ..Default::default()
-            })
+            .geometry(Geometry { page_size: Some(ps), ..Default::default() })
             .open(dir.path().join("db"))
             .unwrap();
         let mut rng = Rng(seed);
@@ -101,10 +98,7 @@ fn nested_transactions_match_the_model() {
 #[test]
 fn aborted_child_table_creation_vanishes() {
     let dir = tempfile::tempdir().unwrap();
-    let env = Env::builder()
-        .max_dbs(4)
-        .open(dir.path().join("db"))
-        .unwrap();
+    let env = Env::builder().max_dbs(4).open(dir.path().join("db")).unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
     {
         let mut child = txn.begin_nested_txn().unwrap();

@@ -90,17 +90,11 @@ fn main() -> ExitCode {
         Ok(Mode::CreateDemo(path)) => match create_demo(&path) {
             Ok(summary) => {
                 println!("created demo database {}: {summary}", path.display());
-                println!(
-                    "try: {PROG} {} -c \"tables; scan fruit; get numbers 7; stat blobs\"",
-                    path.display()
-                );
+                println!("try: {PROG} {} -c \"tables; scan fruit; get numbers 7; stat blobs\"", path.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!(
-                    "{PROG}: {}: cannot create the demo database: {e}",
-                    path.display()
-                );
+                eprintln!("{PROG}: {}: cannot create the demo database: {e}", path.display());
                 ExitCode::from(1)
             }
         },
@@ -117,10 +111,7 @@ enum Mode {
     Help,
     Version,
     CreateDemo(PathBuf),
-    Shell {
-        path: PathBuf,
-        commands: Option<String>,
-    },
+    Shell { path: PathBuf, commands: Option<String> },
 }
 
 fn parse_args(args: &[String]) -> Result<Mode, String> {
@@ -177,11 +168,7 @@ fn run_shell(path: &Path, commands: Option<&str>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut shell = Shell {
-        env: &env,
-        path,
-        failed: false,
-    };
+    let mut shell = Shell { env: &env, path, failed: false };
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match commands {
@@ -290,9 +277,7 @@ impl Shell<'_> {
                 let mut n = 0u64;
                 while n < limit {
                     match cursor.next().map_err(|e| e.to_string())? {
-                        Some((k, v)) => {
-                            writeln!(out, "{}: {}", render_key(k, flags), render(v)).map_err(w)?
-                        }
+                        Some((k, v)) => writeln!(out, "{}: {}", render_key(k, flags), render(v)).map_err(w)?,
                         None => break,
                     }
                     n += 1;
@@ -302,11 +287,7 @@ impl Shell<'_> {
                 let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
                 let (db, _) = open_table(&txn, &args[0])?;
                 let st = txn.db_stat(db).map_err(|e| e.to_string())?;
-                let title = if args[0] == MAIN {
-                    "Main DB"
-                } else {
-                    args[0].as_str()
-                };
+                let title = if args[0] == MAIN { "Main DB" } else { args[0].as_str() };
                 writeln!(out, "Status of {title}").map_err(w)?;
                 writeln!(out, "  Pagesize: {}", st.page_size).map_err(w)?;
                 writeln!(out, "  Tree depth: {}", st.depth).map_err(w)?;
@@ -315,10 +296,7 @@ impl Shell<'_> {
                 writeln!(out, "  Large/Overflow pages: {}", st.overflow_pages).map_err(w)?;
                 writeln!(out, "  Entries: {}", st.entries).map_err(w)?;
             }
-            (
-                cmd @ ("quit" | "exit" | "q" | "help" | "?" | "tables" | "get" | "scan" | "stat"),
-                _,
-            ) => {
+            (cmd @ ("quit" | "exit" | "q" | "help" | "?" | "tables" | "get" | "scan" | "stat"), _) => {
                 return Err(format!("wrong number of arguments (try 'help'): {cmd}"));
             }
             (cmd, _) => return Err(format!("unknown command '{cmd}' (try 'help')")),
@@ -329,11 +307,7 @@ impl Shell<'_> {
 
 /// Opens `name` (`@MAIN` = the main table) and returns the handle and its flags.
 fn open_table(txn: &RoTxn<'_>, name: &str) -> Result<(Db, DbFlags), String> {
-    let db = if name == MAIN {
-        txn.open_db(None)
-    } else {
-        txn.open_db_bytes(Some(&parse_bytes(name)?))
-    };
+    let db = if name == MAIN { txn.open_db(None) } else { txn.open_db_bytes(Some(&parse_bytes(name)?)) };
     let db = db.map_err(|e| match e {
         rdbx::Error::NotFound => format!("no table named '{name}'"),
         e => format!("table '{name}': {e}"),
@@ -354,10 +328,7 @@ fn parse_hex(hex: &str) -> Option<Vec<u8>> {
     if hex.len() & 1 != 0 {
         return None;
     }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// On an INTEGER_KEY table a decimal number becomes a native-endian integer of
@@ -463,10 +434,7 @@ fn create_demo(path: &Path) -> Result<String, String> {
     if !path.exists() {
         std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
     }
-    let env = Env::builder()
-        .max_dbs(16)
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    let env = Env::builder().max_dbs(16).open(path).map_err(|e| e.to_string())?;
     let mut txn = env.begin_rw_txn().map_err(|e| e.to_string())?;
     let e = |e: rdbx::Error| e.to_string();
     let none = PutFlags::empty();
@@ -483,22 +451,16 @@ fn create_demo(path: &Path) -> Result<String, String> {
         ("plum", "violet"),
     ];
     for (k, v) in fruits {
-        txn.put(fruit, k.as_bytes(), v.as_bytes(), none)
-            .map_err(e)?;
+        txn.put(fruit, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
     }
 
-    let numbers = txn
-        .create_db(Some("numbers"), DbFlags::INTEGER_KEY)
-        .map_err(e)?;
+    let numbers = txn.create_db(Some("numbers"), DbFlags::INTEGER_KEY).map_err(e)?;
     for n in 1u64..=50 {
         let v = format!("{n} squared is {}", n * n);
-        txn.put(numbers, &n.to_ne_bytes(), v.as_bytes(), none)
-            .map_err(e)?;
+        txn.put(numbers, &n.to_ne_bytes(), v.as_bytes(), none).map_err(e)?;
     }
 
-    let domains = txn
-        .create_db(Some("domains"), DbFlags::REVERSE_KEY)
-        .map_err(e)?;
+    let domains = txn.create_db(Some("domains"), DbFlags::REVERSE_KEY).map_err(e)?;
     let hosts: &[(&str, &str)] = &[
         ("www.example.com", "93.184.215.14"),
         ("mail.example.com", "93.184.215.25"),
@@ -508,22 +470,17 @@ fn create_demo(path: &Path) -> Result<String, String> {
         ("www.rust-lang.org", "18.244.28.2"),
     ];
     for (k, v) in hosts {
-        txn.put(domains, k.as_bytes(), v.as_bytes(), none)
-            .map_err(e)?;
+        txn.put(domains, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
     }
 
     let blobs = txn.create_db(Some("blobs"), DbFlags::empty()).map_err(e)?;
     for i in 0u8..8 {
-        let v: Vec<u8> = (0..16)
-            .map(|j| i.wrapping_mul(31).wrapping_add(j * 7))
-            .collect();
-        txn.put(blobs, format!("bytes-{i}").as_bytes(), &v, none)
-            .map_err(e)?;
+        let v: Vec<u8> = (0..16).map(|j| i.wrapping_mul(31).wrapping_add(j * 7)).collect();
+        txn.put(blobs, format!("bytes-{i}").as_bytes(), &v, none).map_err(e)?;
     }
     let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
     txn.put(blobs, b"big", &big, none).map_err(e)?;
-    txn.put(blobs, &[0x00, 0xff, 0x10], b"a binary key", none)
-        .map_err(e)?;
+    txn.put(blobs, &[0x00, 0xff, 0x10], b"a binary key", none).map_err(e)?;
 
     txn.commit().map_err(e)?;
     Ok(format!(

@@ -6,9 +6,7 @@
 //! the current key: over the key's sub-page (an inline miniature leaf) or over
 //! its nested tree, whose keys are the values (format doc §11).
 
-use super::{
-    check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH,
-};
+use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::Page;
@@ -56,11 +54,7 @@ type Pair<'t> = (&'t [u8], &'t [u8]);
 
 impl<'t> Cursor<'t> {
     pub(crate) fn new(pages: Pages<'t>, root: u32, height: u16, cmp: Cmp) -> Cursor<'t> {
-        let root = if root == P_INVALID {
-            Root::Empty
-        } else {
-            Root::Page(root)
-        };
+        let root = if root == P_INVALID { Root::Empty } else { Root::Page(root) };
         Cursor {
             pages,
             root,
@@ -102,10 +96,7 @@ impl<'t> Cursor<'t> {
             }
         }
         if n.flags & N_DUP != 0 {
-            return Err(Error::corrupted(
-                l.pgno,
-                "multi-value node in a table without DUPSORT",
-            ));
+            return Err(Error::corrupted(l.pgno, "multi-value node in a table without DUPSORT"));
         }
         let v = node_value(&self.pages, &n, l.pgno, l.page.txnid())?;
         Ok((n.key, v))
@@ -126,23 +117,20 @@ impl<'t> Cursor<'t> {
             Some(c)
         } else if n.flags == N_DUP | N_TREE {
             if n.data.len() != TREE_SIZE {
-                return Err(Error::corrupted(
-                    l.pgno,
-                    "nested tree descriptor has a bad size",
-                ));
+                return Err(Error::corrupted(l.pgno, "nested tree descriptor has a bad size"));
             }
             let t = Tree::read(n.data);
             if t.root == P_INVALID || t.height == 0 {
                 return Err(Error::corrupted(l.pgno, "empty nested tree"));
             }
+            if t.root < crate::format::NUM_METAS || t.root >= self.pages.valid && !self.pages.dirty.is_some_and(|d| d.contains_key(&t.root)) {
+                return Err(Error::corrupted(l.pgno, "nested tree root outside the allocated pages"));
+            }
             let mut c = Cursor::new(self.pages, t.root, t.height, dcmp);
             c.front = l.page.txnid();
             Some(c)
         } else if n.flags & (N_DUP | N_TREE) != 0 {
-            return Err(Error::corrupted(
-                l.pgno,
-                "bad node flags in a DUPSORT table",
-            ));
+            return Err(Error::corrupted(l.pgno, "bad node flags in a DUPSORT table"));
         } else {
             None
         };
@@ -163,28 +151,20 @@ impl<'t> Cursor<'t> {
         Ok(())
     }
 
-    fn push(
-        &mut self,
-        pgno: u32,
-        front: u64,
-        mut idx_of: impl FnMut(Page<'t>) -> Result<usize>,
-    ) -> Result<Page<'t>> {
+    fn push(&mut self, pgno: u32, front: u64, mut idx_of: impl FnMut(Page<'t>) -> Result<usize>) -> Result<Page<'t>> {
         if self.depth >= MAX_DEPTH || self.depth >= self.height as usize {
-            return Err(Error::corrupted(
-                pgno,
-                "tree deeper than its height (cycle?)",
-            ));
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
         let page = match (self.root, self.depth) {
             (Root::Inline(sp, _), 0) => sp,
-            _ => load(&self.pages, pgno, front)?,
+            _ => {
+                let from = if self.depth == 0 { pgno } else { self.top().pgno };
+                load(&self.pages, pgno, front, from)?
+            }
         };
         let is_last_level = self.depth + 1 == self.height as usize;
         if page.is_leaf() != is_last_level {
-            return Err(Error::corrupted(
-                pgno,
-                "leaf at a depth that differs from the tree height",
-            ));
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
         }
         let idx = idx_of(page)?;
         self.stack[self.depth] = Some(Level { page, pgno, idx });
@@ -212,9 +192,7 @@ impl<'t> Cursor<'t> {
                 }
                 (child_at(l.page, l.idx, l.pgno)?, l.page.txnid())
             };
-            self.push(pgno, front, |p| {
-                Ok(if last { p.num_entries() - 1 } else { 0 })
-            })?;
+            self.push(pgno, front, |p| Ok(if last { p.num_entries() - 1 } else { 0 }))?;
         }
     }
 
@@ -452,10 +430,7 @@ impl<'t> Cursor<'t> {
         }
         // Past the last key of this leaf: step back onto it, then forward.
         let l = self.top();
-        self.stack[self.depth - 1] = Some(Level {
-            idx: l.idx - 1,
-            ..l
-        });
+        self.stack[self.depth - 1] = Some(Level { idx: l.idx - 1, ..l });
         if self.step(true)? {
             self.current_pair().map(Some)
         } else {
@@ -505,9 +480,7 @@ impl<'t> Cursor<'t> {
 
     fn need_dups(&self) -> Result<()> {
         if self.dup_cmp.is_none() {
-            return Err(Error::Incompatible(
-                "the table is not a multimap (DUP_SORT)".into(),
-            ));
+            return Err(Error::Incompatible("the table is not a multimap (DUP_SORT)".into()));
         }
         Ok(())
     }
@@ -527,9 +500,7 @@ impl<'t> Cursor<'t> {
 
     /// Whether the cursor is on the last key of the table.
     pub fn on_last(&self) -> bool {
-        self.depth > 0
-            && (0..self.depth)
-                .all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
+        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
     }
 
     /// First node as (key, node flags), without resolving its value.

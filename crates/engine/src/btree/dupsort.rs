@@ -40,18 +40,14 @@ fn subpage_limit(txn: &RwTxn<'_>) -> usize {
 
 fn read_repr(txn: &RwTxn<'_>, lpg: u32, idx: usize) -> Result<Repr> {
     let pages = txn.pages();
-    let leaf = Page {
-        buf: pages.get(lpg)?,
-    };
+    let leaf = Page { buf: pages.get(lpg)? };
     let n = node::node(leaf, idx, lpg)?;
     Ok(match n.flags {
         0 => Repr::Plain(n.data.to_vec()),
         N_DUP => {
             let sp = Page { buf: n.data };
             super::check_subpage(sp, lpg)?;
-            let vals = (0..sp.num_entries())
-                .map(|i| key_at(sp, i, lpg).map(<[u8]>::to_vec))
-                .collect::<Result<_>>()?;
+            let vals = (0..sp.num_entries()).map(|i| key_at(sp, i, lpg).map(<[u8]>::to_vec)).collect::<Result<_>>()?;
             Repr::Sub(vals)
         }
         f if f == N_DUP | N_TREE && n.data.len() == TREE_SIZE => Repr::Nested(Tree::read(n.data)),
@@ -64,19 +60,11 @@ fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
     let size = if dupfix {
         PAGEHDRSZ + vals.len() * vals[0].len()
     } else {
-        PAGEHDRSZ
-            + vals
-                .iter()
-                .map(|v| 2 + NODESIZE + even_ceil(v.len()))
-                .sum::<usize>()
+        PAGEHDRSZ + vals.iter().map(|v| 2 + NODESIZE + even_ceil(v.len())).sum::<usize>()
     };
     let mut buf = vec![0u8; size];
     fpage::init_page(&mut buf, host, if dupfix { 0x62 } else { 0x42 }, 0);
-    put_u16(
-        &mut buf,
-        8,
-        if dupfix { vals[0].len() as u16 } else { 0xFFFF },
-    );
+    put_u16(&mut buf, 8, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
     for (i, v) in vals.iter().enumerate() {
         write::p_insert(&mut buf, i, v, 0, 0, &[]);
     }
@@ -100,9 +88,7 @@ fn content_for(
     let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
     if vals.len() > 1 {
         let sp = build_subpage(vals, dupfix, host);
-        if sp.len() <= subpage_limit(txn)
-            && NODESIZE + even_ceil(key.len() + sp.len()) <= lim.leaf_nodemax
-        {
+        if sp.len() <= subpage_limit(txn) && NODESIZE + even_ceil(key.len() + sp.len()) <= lim.leaf_nodemax {
             return Ok((sp.len() as u32, N_DUP, sp));
         }
     }
@@ -134,27 +120,12 @@ fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
     let cmp = dup_cmp(t);
     if nt.root == P_INVALID {
         let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
-        let pg = gc::new_page(
-            txn,
-            if dupfix {
-                pflags::LEAF | pflags::DUPFIX
-            } else {
-                pflags::LEAF
-            },
-        )?;
+        let pg = gc::new_page(txn, if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
         if dupfix {
             put_u16(txn.dirty_mut(pg), 8, val.len() as u16);
         }
         write::p_insert(txn.dirty_mut(pg), 0, val, 0, 0, &[]);
-        *nt = Tree {
-            root: pg,
-            height: 1,
-            leaf_pages: 1,
-            branch_pages: 0,
-            items: 1,
-            mod_txnid: txn.txnid,
-            ..*nt
-        };
+        *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: txn.txnid, ..*nt };
         return Ok(true);
     }
     let (mut path, exact) = find_path(txn, nt, val, cmp)?;
@@ -196,22 +167,14 @@ fn nested_last(txn: &RwTxn<'_>, t: &View, nt: &Tree) -> Result<Option<Vec<u8>>> 
 fn check_value(txn: &RwTxn<'_>, t: &View, tree: &Tree, val: &[u8]) -> Result<()> {
     let max = txn.env.limits.max_value(t.flags);
     if val.len() > max {
-        return Err(Error::BadValSize(format!(
-            "multimap value of {} bytes exceeds the maximum of {max}",
-            val.len()
-        )));
+        return Err(Error::BadValSize(format!("multimap value of {} bytes exceeds the maximum of {max}", val.len())));
     }
     if t.flags.contains(DbFlags::INTEGER_DUP) && val.len() != 4 && val.len() != 8 {
-        return Err(Error::BadValSize(format!(
-            "INTEGER_DUP values are 4 or 8 bytes, got {}",
-            val.len()
-        )));
+        return Err(Error::BadValSize(format!("INTEGER_DUP values are 4 or 8 bytes, got {}", val.len())));
     }
     if t.flags.contains(DbFlags::DUP_FIXED) {
         if val.len() < 2 && !t.flags.contains(DbFlags::INTEGER_DUP) {
-            return Err(Error::BadValSize(
-                "DUP_FIXED values are at least 2 bytes".into(),
-            ));
+            return Err(Error::BadValSize("DUP_FIXED values are at least 2 bytes".into()));
         }
         if tree.dupfix_size != 0 && tree.dupfix_size as usize != val.len() {
             return Err(Error::BadValSize(format!(
@@ -232,27 +195,10 @@ fn store_nested(txn: &mut RwTxn<'_>, path: &Path, nt: &Tree) {
 }
 
 /// Replaces the node at `path`'s leaf with new content for the same key.
-fn replace_node(
-    txn: &mut RwTxn<'_>,
-    tree: &mut Tree,
-    path: &Path,
-    key: &[u8],
-    c: (u32, u8, Vec<u8>),
-) -> Result<()> {
+fn replace_node(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, key: &[u8], c: (u32, u8, Vec<u8>)) -> Result<()> {
     let (lpg, idx) = path.e[path.leaf()];
     write::p_remove(txn.dirty_mut(lpg), idx);
-    insert_at(
-        txn,
-        tree,
-        path,
-        path.leaf(),
-        idx,
-        key,
-        c.0,
-        c.1,
-        &c.2,
-        false,
-    )
+    insert_at(txn, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
 }
 
 /// Frees a key's values (its nested tree pages); returns how many values it had.
@@ -274,13 +220,7 @@ fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr) -> Result<u64> {
 }
 
 /// Adds `val` to the values of `key`.
-pub(crate) fn put(
-    txn: &mut RwTxn<'_>,
-    db: Db,
-    key: &[u8],
-    val: &[u8],
-    flags: PutFlags,
-) -> Result<()> {
+pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
     let t = txn.table(db)?;
     let mut tree = t.tree;
     check_value(txn, &t, &tree, val)?;
@@ -293,31 +233,15 @@ pub(crate) fn put(
         let pg = gc::new_page(txn, pflags::LEAF)?;
         let c = content_for(txn, &t, &mut tree, key, &one, pg)?;
         node::insert(txn.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
-        tree = Tree {
-            root: pg,
-            height: 1,
-            leaf_pages: tree.leaf_pages + 1,
-            items: 1,
-            ..tree
-        };
+        tree = Tree { root: pg, height: 1, leaf_pages: tree.leaf_pages + 1, items: 1, ..tree };
         return done(txn, db, tree, &t, val);
     }
     let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
     let (lpg, idx) = path.e[path.leaf()];
     if t.cmp == Cmp::Int {
-        let k0 = key_at(
-            Page {
-                buf: txn.pages().get(lpg)?,
-            },
-            0,
-            lpg,
-        )?
-        .len();
+        let k0 = key_at(Page { buf: txn.pages().get(lpg)? }, 0, lpg)?.len();
         if k0 != key.len() {
-            return Err(Error::BadValSize(format!(
-                "INTEGER_KEY table uses {k0}-byte keys, got {}",
-                key.len()
-            )));
+            return Err(Error::BadValSize(format!("INTEGER_KEY table uses {k0}-byte keys, got {}", key.len())));
         }
     }
     if !exact {
@@ -325,32 +249,16 @@ pub(crate) fn put(
             return Err(Error::NotFound);
         }
         if flags.contains(PutFlags::APPEND) {
-            let n = Page {
-                buf: txn.pages().get(lpg)?,
-            }
-            .num_entries();
+            let n = Page { buf: txn.pages().get(lpg)? }.num_entries();
             if idx != n || !is_rightmost(txn, &path)? {
-                return Err(Error::KeyMismatch(
-                    "APPEND with a key less than the last key",
-                ));
+                return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
             }
         }
         let rightmost = is_rightmost(txn, &path)?;
         touch_path(txn, &mut tree, &mut path)?;
         let lpg = path.e[path.leaf()].0;
         let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
-        insert_at(
-            txn,
-            &mut tree,
-            &path,
-            path.leaf(),
-            idx,
-            key,
-            c.0,
-            c.1,
-            &c.2,
-            rightmost,
-        )?;
+        insert_at(txn, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
         tree.items += 1;
         return done(txn, db, tree, &t, val);
     }
@@ -374,9 +282,7 @@ pub(crate) fn put(
             Ok(_) => Ok(None),
             Err(pos) => {
                 if flags.contains(PutFlags::APPEND_DUP) && pos != vals.len() {
-                    return Err(Error::KeyMismatch(
-                        "APPEND_DUP with a value less than the last value",
-                    ));
+                    return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
                 }
                 Ok(Some(pos))
             }
@@ -406,18 +312,12 @@ pub(crate) fn put(
         }
         Repr::Nested(mut nt) => {
             if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
-                return if flags.contains(PutFlags::NO_DUP_DATA) {
-                    Err(Error::KeyExist)
-                } else {
-                    Ok(())
-                };
+                return if flags.contains(PutFlags::NO_DUP_DATA) { Err(Error::KeyExist) } else { Ok(()) };
             }
             if flags.contains(PutFlags::APPEND_DUP) {
                 if let Some(last) = nested_last(txn, &t, &nt)? {
                     if dcmp.cmp(val, &last).is_le() {
-                        return Err(Error::KeyMismatch(
-                            "APPEND_DUP with a value less than the last value",
-                        ));
+                        return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
                     }
                 }
             }

@@ -36,23 +36,16 @@ pub(crate) enum Bound<'a> {
 }
 
 /// The path of `bound` (leaf index may equal `n`: past the leaf's last entry).
-pub(crate) fn path_of(
-    pages: &Pages<'_>,
-    tree: &Tree,
-    bound: Bound<'_>,
-    cmp: Cmp,
-) -> Result<Vec<Step>> {
+pub(crate) fn path_of(pages: &Pages<'_>, tree: &Tree, bound: Bound<'_>, cmp: Cmp) -> Result<Vec<Step>> {
     let mut out = Vec::with_capacity(tree.height as usize);
     let mut pgno = tree.root;
+    let mut from = tree.root;
     let mut front = pages.front;
     loop {
         if out.len() >= MAX_DEPTH || out.len() >= tree.height as usize {
-            return Err(Error::corrupted(
-                pgno,
-                "tree deeper than its height (cycle?)",
-            ));
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
-        let p = load(pages, pgno, front)?;
+        let p = load(pages, pgno, front, from)?;
         let n = p.num_entries();
         let idx = match (&bound, p.is_leaf()) {
             (Bound::First, _) => 0,
@@ -66,6 +59,7 @@ pub(crate) fn path_of(
             return Ok(out);
         }
         front = p.txnid();
+        from = pgno;
         pgno = child_at(p, idx, pgno)?;
     }
 }

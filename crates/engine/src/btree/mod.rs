@@ -61,10 +61,8 @@ impl Cmp {
             Cmp::Lex => a.cmp(b),
             Cmp::Rev => a.iter().rev().cmp(b.iter().rev()),
             Cmp::Int => match (a.len(), b.len()) {
-                (8, 8) => u64::from_le_bytes(a.try_into().unwrap())
-                    .cmp(&u64::from_le_bytes(b.try_into().unwrap())),
-                (4, 4) => u32::from_le_bytes(a.try_into().unwrap())
-                    .cmp(&u32::from_le_bytes(b.try_into().unwrap())),
+                (8, 8) => u64::from_le_bytes(a.try_into().unwrap()).cmp(&u64::from_le_bytes(b.try_into().unwrap())),
+                (4, 4) => u32::from_le_bytes(a.try_into().unwrap()).cmp(&u32::from_le_bytes(b.try_into().unwrap())),
                 // Damaged data: any total order keeps searches safe.
                 _ => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
             },
@@ -87,18 +85,12 @@ pub(crate) fn key_at<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]
         return Err(Error::corrupted(pgno, "node offset outside the page"));
     }
     let ksize = u16_at(buf, off + 6) as usize;
-    buf.get(off + NODESIZE..off + NODESIZE + ksize)
-        .ok_or_else(|| Error::corrupted(pgno, "node key overruns the page"))
+    buf.get(off + NODESIZE..off + NODESIZE + ksize).ok_or_else(|| Error::corrupted(pgno, "node key overruns the page"))
 }
 
 /// Binary search in a leaf: index of the first key `>= key` and whether it is equal.
 #[inline]
-pub(crate) fn search_leaf(
-    page: Page<'_>,
-    key: &[u8],
-    cmp: Cmp,
-    pgno: u32,
-) -> Result<(usize, bool)> {
+pub(crate) fn search_leaf(page: Page<'_>, key: &[u8], cmp: Cmp, pgno: u32) -> Result<(usize, bool)> {
     let (mut lo, mut hi) = (0usize, page.num_entries());
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -137,24 +129,22 @@ pub(crate) fn child_at(page: Page<'_>, i: usize, pgno: u32) -> Result<u32> {
     Ok(crate::format::u32_at(page.buf, off))
 }
 
-/// Loads tree page `pgno` and checks its header (`front` is the parent's txnid).
+/// Loads tree page `pgno` and checks its header (`front` is the parent's
+/// txnid). `from` is the page that refers to it (the page itself for a root):
+/// a reference outside the allocated pages is reported on that page.
 #[inline]
-pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64) -> Result<Page<'t>> {
-    let page = Page {
-        buf: pages.get(pgno)?,
-    };
+pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64, from: u32) -> Result<Page<'t>> {
+    if (pgno >= pages.valid || pgno < crate::format::NUM_METAS) && !pages.dirty.is_some_and(|d| d.contains_key(&pgno)) {
+        return Err(Error::corrupted(from, "child page number outside the allocated pages"));
+    }
+    let page = Page { buf: pages.get(pgno)? };
     page.check_tree_page(pgno, front)?;
     Ok(page)
 }
 
 /// The value of a leaf node: inline bytes or the contents of its large chunk.
 #[inline]
-pub(crate) fn node_value<'t>(
-    pages: &Pages<'t>,
-    n: &Node<'t>,
-    leaf_pgno: u32,
-    leaf_txnid: u64,
-) -> Result<&'t [u8]> {
+pub(crate) fn node_value<'t>(pages: &Pages<'t>, n: &Node<'t>, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
     if n.flags & N_BIG == 0 {
         return Ok(n.data);
     }
@@ -170,41 +160,26 @@ pub(crate) struct Found<'t> {
 }
 
 /// Descends from `root` to the leaf that may hold `key`.
-pub(crate) fn descend<'t>(
-    pages: &Pages<'t>,
-    root: u32,
-    height: u16,
-    key: &[u8],
-    cmp: Cmp,
-) -> Result<Found<'t>> {
+pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Found<'t>> {
     let mut pgno = root;
+    let mut from = root;
     let mut front = pages.front;
     let mut depth = 1usize;
     loop {
-        let page = load(pages, pgno, front)?;
+        let page = load(pages, pgno, front, from)?;
         if page.is_leaf() {
             if depth != height as usize {
-                return Err(Error::corrupted(
-                    pgno,
-                    "leaf at a depth that differs from the tree height",
-                ));
+                return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
             }
             let (idx, exact) = search_leaf(page, key, cmp, pgno)?;
-            return Ok(Found {
-                leaf: page,
-                pgno,
-                idx,
-                exact,
-            });
+            return Ok(Found { leaf: page, pgno, idx, exact });
         }
         if depth >= height as usize || depth >= MAX_DEPTH {
-            return Err(Error::corrupted(
-                pgno,
-                "tree deeper than its height (cycle?)",
-            ));
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
         let i = search_branch(page, key, cmp, pgno)?;
         front = page.txnid();
+        from = pgno;
         pgno = child_at(page, i, pgno)?;
         depth += 1;
     }
@@ -214,10 +189,7 @@ pub(crate) fn descend<'t>(
 pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
     let len = sp.buf.len();
     if len < PAGEHDRSZ {
-        return Err(Error::corrupted(
-            host,
-            "sub-page shorter than a page header",
-        ));
+        return Err(Error::corrupted(host, "sub-page shorter than a page header"));
     }
     let f = sp.flags() & !0x10;
     let (lower, upper) = (sp.lower(), sp.upper());
@@ -242,13 +214,7 @@ pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
 }
 
 /// Looks `key` up in a tree: its (first) value if present.
-pub(crate) fn get<'t>(
-    pages: &Pages<'t>,
-    root: u32,
-    height: u16,
-    key: &[u8],
-    cmp: Cmp,
-) -> Result<Option<&'t [u8]>> {
+pub(crate) fn get<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8], cmp: Cmp) -> Result<Option<&'t [u8]>> {
     if root == crate::format::P_INVALID {
         return Ok(None);
     }

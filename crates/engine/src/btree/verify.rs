@@ -26,12 +26,7 @@ fn bad(page: u32, what: &'static str) -> Error {
 }
 
 /// Walks `tree` checking its structure; `dup_cmp` is `Some` for DUPSORT tables.
-pub(crate) fn verify(
-    pages: &Pages<'_>,
-    tree: &Tree,
-    cmp: Cmp,
-    dup_cmp: Option<Cmp>,
-) -> Result<Counts> {
+pub(crate) fn verify(pages: &Pages<'_>, tree: &Tree, cmp: Cmp, dup_cmp: Option<Cmp>) -> Result<Counts> {
     let mut c = Counts::default();
     if tree.root == P_INVALID {
         if tree.height != 0 || tree.items != 0 {
@@ -39,18 +34,7 @@ pub(crate) fn verify(
         }
         return Ok(c);
     }
-    walk(
-        pages,
-        tree.root,
-        pages.front,
-        1,
-        tree.height as usize,
-        None,
-        None,
-        cmp,
-        dup_cmp,
-        &mut c,
-    )?;
+    walk(pages, tree.root, tree.root, pages.front, 1, tree.height as usize, None, None, cmp, dup_cmp, &mut c)?;
     let want = Counts {
         branch: tree.branch_pages as u64,
         leaf: tree.leaf_pages as u64,
@@ -67,6 +51,7 @@ pub(crate) fn verify(
 fn walk(
     pages: &Pages<'_>,
     pgno: u32,
+    from: u32,
     front: u64,
     depth: usize,
     height: usize,
@@ -79,12 +64,9 @@ fn walk(
     if depth > height || depth > MAX_DEPTH {
         return Err(bad(pgno, "tree deeper than its height"));
     }
-    let p = load(pages, pgno, front)?;
+    let p = load(pages, pgno, front, from)?;
     if p.is_leaf() != (depth == height) {
-        return Err(bad(
-            pgno,
-            "leaf at a depth that differs from the tree height",
-        ));
+        return Err(bad(pgno, "leaf at a depth that differs from the tree height"));
     }
     let n = p.num_entries();
     let mut prev: Option<&[u8]> = None;
@@ -111,28 +93,9 @@ fn walk(
     if p.is_branch() {
         c.branch += 1;
         for i in 0..n {
-            let child_lo = if i == 0 {
-                lo
-            } else {
-                Some(key_at(p, i, pgno)?)
-            };
-            let child_hi = if i + 1 < n {
-                Some(key_at(p, i + 1, pgno)?)
-            } else {
-                hi
-            };
-            walk(
-                pages,
-                child_at(p, i, pgno)?,
-                p.txnid(),
-                depth + 1,
-                height,
-                child_lo,
-                child_hi,
-                cmp,
-                dup_cmp,
-                c,
-            )?;
+            let child_lo = if i == 0 { lo } else { Some(key_at(p, i, pgno)?) };
+            let child_hi = if i + 1 < n { Some(key_at(p, i + 1, pgno)?) } else { hi };
+            walk(pages, child_at(p, i, pgno)?, pgno, p.txnid(), depth + 1, height, child_lo, child_hi, cmp, dup_cmp, c)?;
         }
         return Ok(());
     }
@@ -146,9 +109,7 @@ fn walk(
         match (nd.flags, dup_cmp) {
             (0, _) => c.items += 1,
             (N_BIG, None) => {
-                let head = Page {
-                    buf: pages.get(nd.big_pgno())?,
-                };
+                let head = Page { buf: pages.get(nd.big_pgno())? };
                 if head.flags() != pflags::LARGE {
                     return Err(bad(nd.big_pgno(), "large value head is not a large page"));
                 }
@@ -174,15 +135,7 @@ fn walk(
                 if nt.root == P_INVALID || nt.items == 0 {
                     return Err(bad(pgno, "empty nested tree"));
                 }
-                let sub = verify(
-                    &Pages {
-                        front: p.txnid(),
-                        ..*pages
-                    },
-                    &nt,
-                    dc,
-                    None,
-                )?;
+                let sub = verify(&Pages { front: p.txnid(), ..*pages }, &nt, dc, None)?;
                 c.branch += sub.branch;
                 c.leaf += sub.leaf;
                 c.items += sub.items;

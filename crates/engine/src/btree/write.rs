@@ -83,20 +83,10 @@ fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
     (0..page.num_entries())
         .map(|i| {
             if page.is_dupfix() {
-                return Ok(OwnedNode {
-                    key: key_at(page, i, pgno)?.to_vec(),
-                    hdr: 0,
-                    flags: 0,
-                    data: Vec::new(),
-                });
+                return Ok(OwnedNode { key: key_at(page, i, pgno)?.to_vec(), hdr: 0, flags: 0, data: Vec::new() });
             }
             let n = node::node(page, i, pgno)?;
-            Ok(OwnedNode {
-                key: n.key.to_vec(),
-                hdr: n.dsize,
-                flags: n.flags,
-                data: n.data.to_vec(),
-            })
+            Ok(OwnedNode { key: n.key.to_vec(), hdr: n.dsize, flags: n.flags, data: n.data.to_vec() })
         })
         .collect()
 }
@@ -142,33 +132,20 @@ fn need(buf: &[u8], key: &[u8], data: &[u8]) -> usize {
 }
 
 /// Descends to the leaf for `key`, recording the path.
-pub(crate) fn find_path(
-    txn: &RwTxn<'_>,
-    tree: &Tree,
-    key: &[u8],
-    cmp: Cmp,
-) -> Result<(Path, bool)> {
+pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
     let pages = txn.pages();
-    let mut path = Path {
-        e: [(0, 0); MAX_DEPTH],
-        len: 0,
-    };
+    let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
     let mut pgno = tree.root;
+    let mut from = tree.root;
     let mut front = pages.front;
     loop {
         if path.len >= MAX_DEPTH || path.len >= tree.height as usize {
-            return Err(Error::corrupted(
-                pgno,
-                "tree deeper than its height (cycle?)",
-            ));
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
-        let page = load(&pages, pgno, front)?;
+        let page = load(&pages, pgno, front, from)?;
         let last = path.len + 1 == tree.height as usize;
         if page.is_leaf() != last {
-            return Err(Error::corrupted(
-                pgno,
-                "leaf at a depth that differs from the tree height",
-            ));
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
         }
         if page.is_leaf() {
             let (i, exact) = search_leaf(page, key, cmp, pgno)?;
@@ -180,6 +157,7 @@ pub(crate) fn find_path(
         path.e[path.len] = (pgno, i);
         path.len += 1;
         front = page.txnid();
+        from = pgno;
         pgno = child_at(page, i, pgno)?;
     }
 }
@@ -222,20 +200,10 @@ pub(crate) fn insert_at(
     rightmost: bool,
 ) -> Result<()> {
     let pgno = path.e[level].0;
-    let is_branch = Page {
-        buf: txn.dirty_ref(pgno),
-    }
-    .is_branch();
-    let dupfix_k = Page {
-        buf: txn.dirty_ref(pgno),
-    }
-    .is_dupfix()
-    .then(|| {
-        Page {
-            buf: txn.dirty_ref(pgno),
-        }
-        .dupfix_ksize() as usize
-    });
+    let is_branch = Page { buf: txn.dirty_ref(pgno) }.is_branch();
+    let dupfix_k = Page { buf: txn.dirty_ref(pgno) }
+        .is_dupfix()
+        .then(|| Page { buf: txn.dirty_ref(pgno) }.dupfix_ksize() as usize);
     if need(txn.dirty_ref(pgno), key, data) <= room(txn.dirty_ref(pgno)) {
         p_insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
         return Ok(());
@@ -245,20 +213,9 @@ pub(crate) fn insert_at(
     let cap = ps - PAGEHDRSZ;
     let mut nodes = read_nodes(txn.dirty_ref(pgno), pgno)?;
     let at_end = idx == nodes.len();
-    nodes.insert(
-        idx,
-        OwnedNode {
-            key: key.to_vec(),
-            hdr,
-            flags,
-            data: data.to_vec(),
-        },
-    );
+    nodes.insert(idx, OwnedNode { key: key.to_vec(), hdr, flags, data: data.to_vec() });
     let total = nodes.len();
-    let sizes: Vec<usize> = nodes
-        .iter()
-        .map(|n| dupfix_k.unwrap_or_else(|| n.size(is_branch)))
-        .collect();
+    let sizes: Vec<usize> = nodes.iter().map(|n| dupfix_k.unwrap_or_else(|| n.size(is_branch))).collect();
     let fits = |sp: usize| -> bool {
         let left: usize = sizes[..sp].iter().sum();
         let mut right: usize = sizes[sp..].iter().sum();
@@ -293,10 +250,7 @@ pub(crate) fn insert_at(
     if is_branch {
         right_nodes[0].key.clear();
     }
-    let page_flags = Page {
-        buf: txn.dirty_ref(pgno),
-    }
-    .flags();
+    let page_flags = Page { buf: txn.dirty_ref(pgno) }.flags();
     let right = gc::new_page(txn, page_flags)?;
     if let Some(k) = dupfix_k {
         crate::format::put_u16(txn.dirty_mut(right), 8, k as u16);
@@ -320,30 +274,14 @@ pub(crate) fn insert_at(
     }
     let (_, pidx) = path.e[level - 1];
     let parent_rightmost = rightmost;
-    insert_at(
-        txn,
-        tree,
-        path,
-        level - 1,
-        pidx + 1,
-        &sep,
-        right,
-        0,
-        &[],
-        parent_rightmost,
-    )
+    insert_at(txn, tree, path, level - 1, pidx + 1, &sep, right, 0, &[], parent_rightmost)
 }
 
 /// Whether the path follows the last entry of every branch.
 pub(crate) fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
     for l in 0..path.leaf() {
         let (pg, i) = path.e[l];
-        if i + 1
-            != (Page {
-                buf: txn.pages().get(pg)?,
-            })
-            .num_entries()
-        {
+        if i + 1 != (Page { buf: txn.pages().get(pg)? }).num_entries() {
             return Ok(false);
         }
     }
@@ -357,18 +295,12 @@ pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Res
         let head = pages.get(pgno)?;
         let p = Page { buf: head };
         if p.flags() != pflags::LARGE || p.large_count() == 0 {
-            return Err(Error::corrupted(
-                pgno,
-                "large value points to a page that is not a large page",
-            ));
+            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
         }
         p.large_count()
     };
     if pgno as u64 + n as u64 > txn.geo.first_unallocated as u64 {
-        return Err(Error::corrupted(
-            pgno,
-            "large chunk outside the allocated pages",
-        ));
+        return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
     }
     tree.large_pages = tree.large_pages.saturating_sub(n);
     gc::free(txn, pgno, n as usize);
@@ -409,14 +341,10 @@ pub(crate) fn put(
     txn.env.check_value(&t, val.len())?;
     if t.flags.contains(DbFlags::DUP_SORT) {
         return match val {
-            Val::Bytes(v) => super::dupsort::put(txn, db, key, v, flags).map(|_| ValLoc {
-                pgno: 0,
-                off: 0,
-                len: 0,
-            }),
-            Val::Reserve(_) => Err(Error::Incompatible(
-                "RESERVE is not available on multimap (DUP_SORT) tables".into(),
-            )),
+            Val::Bytes(v) => super::dupsort::put(txn, db, key, v, flags).map(|_| ValLoc { pgno: 0, off: 0, len: 0 }),
+            Val::Reserve(_) => {
+                Err(Error::Incompatible("RESERVE is not available on multimap (DUP_SORT) tables".into()))
+            }
         };
     }
     let cmp = t.cmp;
@@ -435,23 +363,13 @@ pub(crate) fn put(
         tree.items = 1;
         tree.mod_txnid = txn.txnid;
         finish(txn, db, tree);
-        return if reserve {
-            locate(txn, db, key)
-        } else {
-            Ok(ValLoc {
-                pgno: 0,
-                off: 0,
-                len: 0,
-            })
-        };
+        return if reserve { locate(txn, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
     }
     let (mut path, exact) = find_path(txn, &tree, key, cmp)?;
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
     {
-        let lp = Page {
-            buf: txn.pages().get(lpg)?,
-        };
+        let lp = Page { buf: txn.pages().get(lpg)? };
         if cmp == Cmp::Int {
             let k0 = key_at(lp, 0, lpg)?;
             if k0.len() != key.len() {
@@ -466,9 +384,7 @@ pub(crate) fn put(
             let n = lp.num_entries();
             let ok = (idx == n || (exact && idx + 1 == n)) && is_rightmost(txn, &path)?;
             if !ok {
-                return Err(Error::KeyMismatch(
-                    "APPEND with a key less than the last key",
-                ));
+                return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
             }
         }
     }
@@ -483,28 +399,11 @@ pub(crate) fn put(
     let lpg = path.e[leaf].0;
     if exact {
         let (oflags, odsize, odata_len, big_pgno) = {
-            let n = node::node(
-                Page {
-                    buf: txn.dirty_ref(lpg),
-                },
-                idx,
-                lpg,
-            )?;
-            (
-                n.flags,
-                n.dsize,
-                n.data.len(),
-                if n.flags & N_BIG != 0 {
-                    n.big_pgno()
-                } else {
-                    0
-                },
-            )
+            let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
+            (n.flags, n.dsize, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
         };
         if nflags == 0 && oflags & !N_BIG != 0 {
-            return Err(Error::Incompatible(
-                "the record is not a plain value".into(),
-            ));
+            return Err(Error::Incompatible("the record is not a plain value".into()));
         }
         let new_inline = txn.env.limits.fits_inline(key.len(), val.len());
         // Same-size inline value: overwrite in place.
@@ -513,33 +412,18 @@ pub(crate) fn put(
             val.copy_to(&mut txn.dirty_mut(lpg)[off..off + len]);
             let _ = odsize;
             finish(txn, db, tree);
-            return Ok(ValLoc {
-                pgno: lpg,
-                off,
-                len,
-            });
+            return Ok(ValLoc { pgno: lpg, off, len });
         }
         // Large value of the same page count in a chunk this txn wrote: in place.
         if oflags & N_BIG != 0 && !new_inline && txn.is_dirty(big_pgno) {
-            let n_old = Page {
-                buf: txn.dirty_ref(big_pgno),
-            }
-            .large_count() as usize;
+            let n_old = Page { buf: txn.dirty_ref(big_pgno) }.large_count() as usize;
             if n_old == txn.env.limits.large_pages(val.len()) {
                 let len = val.len();
                 val.copy_to(&mut txn.dirty_mut_full(big_pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
-                let off = PAGEHDRSZ
-                    + Page {
-                        buf: txn.dirty_ref(lpg),
-                    }
-                    .entry(idx);
+                let off = PAGEHDRSZ + Page { buf: txn.dirty_ref(lpg) }.entry(idx);
                 put_u32(txn.dirty_mut(lpg), off, len as u32);
                 finish(txn, db, tree);
-                return Ok(ValLoc {
-                    pgno: big_pgno,
-                    off: PAGEHDRSZ,
-                    len,
-                });
+                return Ok(ValLoc { pgno: big_pgno, off: PAGEHDRSZ, len });
             }
         }
         if oflags & N_BIG != 0 {
@@ -549,19 +433,13 @@ pub(crate) fn put(
         tree.items -= 1;
     }
     let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
-    insert_at(
-        txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost,
-    )?;
+    insert_at(txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
     tree.items += 1;
     finish(txn, db, tree);
     if reserve {
         locate(txn, db, key)
     } else {
-        Ok(ValLoc {
-            pgno: 0,
-            off: 0,
-            len: 0,
-        })
+        Ok(ValLoc { pgno: 0, off: 0, len: 0 })
     }
 }
 
@@ -581,26 +459,12 @@ fn locate(txn: &RwTxn<'_>, db: Db, key: &[u8]) -> Result<ValLoc> {
         return Err(Error::Problem("reserved value vanished".into()));
     }
     let (lpg, idx) = path.e[path.leaf()];
-    let n = node::node(
-        Page {
-            buf: txn.dirty_ref(lpg),
-        },
-        idx,
-        lpg,
-    )?;
+    let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
     if n.flags & N_BIG != 0 {
-        return Ok(ValLoc {
-            pgno: n.big_pgno(),
-            off: PAGEHDRSZ,
-            len: n.dsize as usize,
-        });
+        return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });
     }
     let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
-    Ok(ValLoc {
-        pgno: lpg,
-        off,
-        len,
-    })
+    Ok(ValLoc { pgno: lpg, off, len })
 }
 
 /// Deletes `key` (only if its value equals `val`, when given).
@@ -621,9 +485,7 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
     let (lpg, idx) = path.e[leaf];
     let big = {
         let pages = txn.pages();
-        let lp = Page {
-            buf: pages.get(lpg)?,
-        };
+        let lp = Page { buf: pages.get(lpg)? };
         let n = node::node(lp, idx, lpg)?;
         if let Some(v) = val {
             if super::node_value(&pages, &n, lpg, lp.txnid())? != v {
@@ -652,12 +514,7 @@ fn used(buf: &[u8]) -> usize {
 }
 
 /// Restores the invariants after a removal from the page at `level`.
-pub(crate) fn rebalance(
-    txn: &mut RwTxn<'_>,
-    tree: &mut Tree,
-    path: &mut Path,
-    mut level: usize,
-) -> Result<()> {
+pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: usize) -> Result<()> {
     let ps = txn.env.page_size;
     let cap = ps - PAGEHDRSZ;
     loop {
@@ -680,13 +537,7 @@ pub(crate) fn rebalance(
                     ..*tree
                 };
             } else if is_branch && n == 1 {
-                let child = child_at(
-                    Page {
-                        buf: txn.dirty_ref(pgno),
-                    },
-                    0,
-                    pgno,
-                )?;
+                let child = child_at(Page { buf: txn.dirty_ref(pgno) }, 0, pgno)?;
                 gc::free(txn, pgno, 1);
                 tree.root = child;
                 tree.height -= 1;
@@ -699,10 +550,7 @@ pub(crate) fn rebalance(
             return Ok(());
         }
         let (ppg, pidx) = path.e[level - 1];
-        let pn = Page {
-            buf: txn.dirty_ref(ppg),
-        }
-        .num_entries();
+        let pn = Page { buf: txn.dirty_ref(ppg) }.num_entries();
         let sidx = if pidx + 1 < pn {
             pidx + 1
         } else if pidx > 0 {
@@ -712,39 +560,20 @@ pub(crate) fn rebalance(
             level -= 1;
             continue;
         };
-        let spg_old = child_at(
-            Page {
-                buf: txn.dirty_ref(ppg),
-            },
-            sidx,
-            ppg,
-        )?;
+        let spg_old = child_at(Page { buf: txn.dirty_ref(ppg) }, sidx, ppg)?;
         let spg = gc::touch(txn, spg_old)?;
         if spg != spg_old {
             node::set_child(txn.dirty_mut(ppg), sidx, spg);
         }
         {
-            let sp = Page {
-                buf: txn.dirty_ref(spg),
-            };
+            let sp = Page { buf: txn.dirty_ref(spg) };
             sp.check_tree_page(spg, txn.txnid)?;
             if sp.is_branch() != is_branch {
                 return Err(Error::corrupted(spg, "sibling pages of different kinds"));
             }
         }
-        let (left, right, ridx) = if sidx > pidx {
-            (pgno, spg, sidx)
-        } else {
-            (spg, pgno, pidx)
-        };
-        let sep = key_at(
-            Page {
-                buf: txn.dirty_ref(ppg),
-            },
-            ridx,
-            ppg,
-        )?
-        .to_vec();
+        let (left, right, ridx) = if sidx > pidx { (pgno, spg, sidx) } else { (spg, pgno, pidx) };
+        let sep = key_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?.to_vec();
         let extra = if is_branch { even_ceil(sep.len()) } else { 0 };
         if used(txn.dirty_ref(left)) + used(txn.dirty_ref(right)) + extra <= cap {
             // Merge right into left.
@@ -752,10 +581,7 @@ pub(crate) fn rebalance(
             if is_branch {
                 rn[0].key = sep;
             }
-            let base = Page {
-                buf: txn.dirty_ref(left),
-            }
-            .num_entries();
+            let base = Page { buf: txn.dirty_ref(left) }.num_entries();
             let lb = txn.dirty_mut(left);
             for (i, nd) in rn.iter().enumerate() {
                 p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
@@ -774,150 +600,66 @@ pub(crate) fn rebalance(
             return Ok(());
         }
         // Borrow one node from the sibling (which then still has enough).
-        let sib_n = Page {
-            buf: txn.dirty_ref(spg),
-        }
-        .num_entries();
+        let sib_n = Page { buf: txn.dirty_ref(spg) }.num_entries();
         if sib_n <= if is_branch { 2 } else { 1 } {
-            return Err(Error::Problem(
-                "cannot rebalance: neither merge nor borrow fits".into(),
-            ));
+            return Err(Error::Problem("cannot rebalance: neither merge nor borrow fits".into()));
         }
         let new_sep;
         if sidx > pidx {
             // From the right sibling's front to our end.
-            let mut moved = read_nodes(txn.dirty_ref(right), right)?
-                .into_iter()
-                .next()
-                .expect("sibling has nodes");
+            let mut moved = read_nodes(txn.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
             p_remove(txn.dirty_mut(right), 0);
             if is_branch {
                 moved.key = sep;
-                let first = key_at(
-                    Page {
-                        buf: txn.dirty_ref(right),
-                    },
-                    0,
-                    right,
-                )?
-                .to_vec();
-                let c0 = child_at(
-                    Page {
-                        buf: txn.dirty_ref(right),
-                    },
-                    0,
-                    right,
-                )?;
+                let first = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
+                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
                 p_remove(txn.dirty_mut(right), 0);
                 p_insert(txn.dirty_mut(right), 0, &[], c0, 0, &[]);
                 new_sep = first;
             } else {
-                new_sep = key_at(
-                    Page {
-                        buf: txn.dirty_ref(right),
-                    },
-                    0,
-                    right,
-                )?
-                .to_vec();
+                new_sep = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
             }
-            let at = Page {
-                buf: txn.dirty_ref(left),
-            }
-            .num_entries();
-            p_insert(
-                txn.dirty_mut(left),
-                at,
-                &moved.key,
-                moved.hdr,
-                moved.flags,
-                &moved.data,
-            );
+            let at = Page { buf: txn.dirty_ref(left) }.num_entries();
+            p_insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data);
         } else {
             // From the left sibling's end to our front.
-            let ln = Page {
-                buf: txn.dirty_ref(left),
-            }
-            .num_entries();
-            let mut moved = read_nodes(txn.dirty_ref(left), left)?
-                .pop()
-                .expect("sibling has nodes");
+            let ln = Page { buf: txn.dirty_ref(left) }.num_entries();
+            let mut moved = read_nodes(txn.dirty_ref(left), left)?.pop().expect("sibling has nodes");
             p_remove(txn.dirty_mut(left), ln - 1);
             if is_branch {
-                let c0 = child_at(
-                    Page {
-                        buf: txn.dirty_ref(right),
-                    },
-                    0,
-                    right,
-                )?;
+                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
                 p_remove(txn.dirty_mut(right), 0);
                 p_insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[]);
                 new_sep = std::mem::take(&mut moved.key);
             } else {
                 new_sep = moved.key.clone();
             }
-            p_insert(
-                txn.dirty_mut(right),
-                0,
-                &moved.key,
-                moved.hdr,
-                moved.flags,
-                &moved.data,
-            );
+            p_insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data);
         }
         // Replace the separator in the parent (may split the parent).
-        let child = child_at(
-            Page {
-                buf: txn.dirty_ref(ppg),
-            },
-            ridx,
-            ppg,
-        )?;
+        let child = child_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?;
         p_remove(txn.dirty_mut(ppg), ridx);
         let mut ppath = *path;
         ppath.len = level;
-        return insert_at(
-            txn,
-            tree,
-            &ppath,
-            level - 1,
-            ridx,
-            &new_sep,
-            child,
-            0,
-            &[],
-            false,
-        );
+        return insert_at(txn, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
     }
 }
 
 /// Collects every page of a tree (and of its nested trees and large chunks) as
 /// (first page, count) runs, checking structure on the way.
-pub(crate) fn collect_pages(
-    txn: &RwTxn<'_>,
-    root: u32,
-    height: u16,
-    out: &mut Vec<(u32, usize)>,
-) -> Result<()> {
+pub(crate) fn collect_pages(txn: &RwTxn<'_>, root: u32, height: u16, out: &mut Vec<(u32, usize)>) -> Result<()> {
     if root == P_INVALID {
         return Ok(());
     }
     let pages = txn.pages();
-    let mut stack = vec![(root, pages.front, 1usize)];
-    while let Some((pgno, front, depth)) = stack.pop() {
+    let mut stack = vec![(root, pages.front, 1usize, root)];
+    while let Some((pgno, front, depth, from)) = stack.pop() {
         if depth > height as usize || depth > MAX_DEPTH {
-            return Err(Error::corrupted(
-                pgno,
-                "tree deeper than its height (cycle?)",
-            ));
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
-        let p = load(&pages, pgno, front)?;
+        let p = load(&pages, pgno, front, from)?;
         if p.is_leaf() != (depth == height as usize) {
-            return Err(Error::corrupted(
-                pgno,
-                "leaf at a depth that differs from the tree height",
-            ));
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
         }
         out.push((pgno, 1));
         if p.is_dupfix() {
@@ -925,23 +667,18 @@ pub(crate) fn collect_pages(
         }
         for i in 0..p.num_entries() {
             if p.is_branch() {
-                stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1));
+                stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1, pgno));
                 continue;
             }
             let n = node::node(p, i, pgno)?;
             if n.flags == node::N_DUP | node::N_TREE {
                 if n.data.len() != crate::format::tree::TREE_SIZE {
-                    return Err(Error::corrupted(
-                        pgno,
-                        "nested tree descriptor has a bad size",
-                    ));
+                    return Err(Error::corrupted(pgno, "nested tree descriptor has a bad size"));
                 }
                 let nt = Tree::read(n.data);
                 collect_pages(txn, nt.root, nt.height, out)?;
             } else if n.flags & N_BIG != 0 {
-                let hp = Page {
-                    buf: pages.get(n.big_pgno())?,
-                };
+                let hp = Page { buf: pages.get(n.big_pgno())? };
                 let cnt = hp.large_count() as usize;
                 if hp.flags() != pflags::LARGE
                     || cnt == 0
@@ -964,15 +701,7 @@ pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
     for (pg, n) in runs {
         gc::free(txn, pg, n);
     }
-    let tree = Tree {
-        root: P_INVALID,
-        height: 0,
-        branch_pages: 0,
-        leaf_pages: 0,
-        large_pages: 0,
-        items: 0,
-        ..t.tree
-    };
+    let tree = Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, sequence: 0, ..t.tree };
     finish(txn, db, tree);
     Ok(())
 }
