@@ -462,6 +462,13 @@ impl EnvInner {
         Ok(())
     }
 
+    /// The newest meta.
+    pub(crate) fn latest_meta(&self) -> Result<Meta> {
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = self.read_troika(&map)?;
+        Ok(metas[t.recent].clone())
+    }
+
     /// Checks a key against the table's limits.
     pub(crate) fn check_key(&self, t: &View, key: &[u8]) -> Result<()> {
         if t.flags.contains(DbFlags::INTEGER_KEY) {
@@ -726,6 +733,11 @@ impl Env {
             metas: [0, 1, 2].map(|i| (metas[i].txnid(), metas[i].is_steady())),
             recent_meta: t.recent,
         })
+    }
+
+    /// Statistics of the main table in the newest snapshot (`mdbx_env_stat`).
+    pub fn stat(&self) -> Result<crate::Stat> {
+        self.begin_ro_txn()?.db_stat(crate::Db::MAIN)
     }
 
     /// Changes the geometry in a write transaction of its own (see

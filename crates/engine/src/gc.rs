@@ -47,7 +47,7 @@ impl RwTxn<'_> {
             f.undo.entry(pgno).or_insert_with(|| dirty.get(&pgno).cloned());
         }
     }
-    pub(crate) fn is_dirty(&self, pgno: u32) -> bool {
+    pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
         self.dirty.contains_key(&pgno)
     }
 }

@@ -36,6 +36,7 @@
 pub(crate) mod bootid;
 mod btree;
 mod check;
+mod copy;
 mod env;
 mod error;
 mod flags;
@@ -44,14 +45,14 @@ mod gc;
 pub(crate) mod io;
 pub(crate) mod lck;
 pub(crate) mod os;
+mod readers;
 mod txn;
 
 pub use btree::cursor::Cursor;
-pub use check::{
-    Area, CheckOptions, CheckProgress, CheckReport, MetaReport, Problem, Severity, Stage,
-    TableReport,
-};
+pub use check::{Area, CheckOptions, CheckProgress, CheckReport, MetaReport, Problem, Severity, Stage, TableReport};
+pub use copy::{CopyOptions, CopyProgress, CopyStats};
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
-pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat};
+pub use readers::{GcInfo, ReaderInfo};
+pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

@@ -135,6 +135,27 @@ pub struct Stat {
     pub mod_txnid: u64,
 }
 
+/// Information about a transaction (`MDBX_txn_info`), sizes in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxnInfo {
+    /// Transaction id (the snapshot for read-only transactions).
+    pub id: u64,
+    /// Read-only: commits since the snapshot; write: how far the oldest
+    /// reader lags behind this transaction.
+    pub reader_lag: u64,
+    /// Bytes up to the last allocated page.
+    pub space_used: u64,
+    /// The current file size (geometry `now`).
+    pub space_limit_soft: u64,
+    /// The geometry's upper bound.
+    pub space_limit_hard: u64,
+    /// Read-only: bytes retired by later commits that this snapshot keeps
+    /// from reuse; write: bytes retired so far by this transaction.
+    pub space_retired: u64,
+    /// Write: bytes of dirty pages; read-only: 0.
+    pub space_dirty: u64,
+}
+
 /// Per-transaction state of one table.
 #[derive(Clone, Debug)]
 pub(crate) struct Table {
@@ -386,6 +407,22 @@ impl<'env> RoTxn<'env> {
         self.snap.meta.txnid()
     }
 
+    /// Information about this snapshot.
+    pub fn info(&self) -> Result<TxnInfo> {
+        let latest = self.env.latest_meta()?;
+        let ps = self.env.page_size as u64;
+        let g = &self.snap.meta.geo;
+        Ok(TxnInfo {
+            id: self.txn_id(),
+            reader_lag: latest.txnid().saturating_sub(self.txn_id()),
+            space_used: g.first_unallocated as u64 * ps,
+            space_limit_soft: g.now as u64 * ps,
+            space_limit_hard: g.upper as u64 * ps,
+            space_retired: latest.pages_retired.saturating_sub(self.snap.meta.pages_retired) * ps,
+            space_dirty: 0,
+        })
+    }
+
     fn canary_values(&self) -> [u64; 4] {
         self.snap.meta.canary
     }
@@ -436,6 +473,22 @@ impl<'env> RwTxn<'env> {
 
     fn txn_id(&self) -> u64 {
         self.txnid
+    }
+
+    /// Information about this write transaction.
+    pub fn info(&self) -> Result<TxnInfo> {
+        let ps = self.env.page_size as u64;
+        let g = &self.geo;
+        let oldest = self.env.lck.oldest_live_reader().unwrap_or(self.txnid - 1);
+        Ok(TxnInfo {
+            id: self.txnid,
+            reader_lag: self.txnid.saturating_sub(oldest),
+            space_used: g.first_unallocated as u64 * ps,
+            space_limit_soft: g.now as u64 * ps,
+            space_limit_hard: g.upper as u64 * ps,
+            space_retired: self.retired.len() as u64 * ps,
+            space_dirty: self.dirty.values().map(|b| b.len() as u64).sum(),
+        })
     }
 
     fn canary_values(&self) -> [u64; 4] {
@@ -601,6 +654,61 @@ impl<'env> RwTxn<'env> {
     /// Stores `val` under `key`.
     pub fn put(&mut self, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         self.guarded(|t| t.put_inner(db, key, crate::btree::write::Val::Bytes(val), flags, 0).map(|_| ()))
+    }
+
+    /// DUP_FIXED tables: stores `values` (a packed array of `size`-byte values)
+    /// under `key` (libmdbx's `MDBX_MULTIPLE`); returns how many were stored.
+    pub fn put_multiple(&mut self, db: Db, key: &[u8], values: &[u8], size: usize, flags: PutFlags) -> Result<usize> {
+        let t = self.table(db)?;
+        if !t.flags.contains(DbFlags::DUP_FIXED) {
+            return Err(Error::Incompatible("MULTIPLE needs a DUP_FIXED table".into()));
+        }
+        if size == 0 || !values.len().is_multiple_of(size) {
+            return Err(Error::BadValSize(format!("{} bytes are not a whole number of {size}-byte values", values.len())));
+        }
+        let flags = flags - PutFlags::MULTIPLE;
+        let mut n = 0;
+        for v in values.chunks_exact(size) {
+            self.put(db, key, v, flags)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Replaces the value of `key` with `new` (deletes it with `None`) and
+    /// returns the previous value (libmdbx's `mdbx_replace`). On a multimap
+    /// key with several values this is ambiguous: `Err(MultiVal)` unless
+    /// `flags` has `ALL_DUPS` (replace them all).
+    pub fn replace(&mut self, db: Db, key: &[u8], new: Option<&[u8]>, flags: PutFlags) -> Result<Option<Vec<u8>>> {
+        let t = self.table(db)?;
+        let old = self.get(db, key)?.map(<[u8]>::to_vec);
+        if old.is_some() && t.flags.contains(DbFlags::DUP_SORT) && !flags.contains(PutFlags::ALL_DUPS) {
+            let mut c = self.cursor(db)?;
+            if c.set(key)?.is_some() && c.count()? > 1 {
+                return Err(Error::MultiVal);
+            }
+        }
+        match new {
+            Some(v) => {
+                // A multimap key ends up with exactly this one value.
+                let f = if t.flags.contains(DbFlags::DUP_SORT) { flags | PutFlags::ALL_DUPS } else { flags - PutFlags::ALL_DUPS };
+                self.put(db, key, v, f)?;
+            }
+            None => {
+                self.del(db, key, None)?;
+            }
+        }
+        Ok(old)
+    }
+
+    /// Whether `data` (a slice returned by this transaction) lives on a page
+    /// this transaction has changed (libmdbx's `mdbx_is_dirty`).
+    pub fn is_dirty(&self, data: &[u8]) -> bool {
+        let p = data.as_ptr() as usize;
+        self.dirty.values().any(|b| {
+            let start = b.as_ptr() as usize;
+            p >= start && p < start + b.len()
+        })
     }
 
     /// Reserves `len` bytes for the value of `key` and returns them to be filled.

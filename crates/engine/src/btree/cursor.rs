@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::Page;
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::P_INVALID;
+use crate::format::{PAGEHDRSZ, P_INVALID};
 use crate::txn::Pages;
 
 #[derive(Clone, Copy)]
@@ -475,6 +475,95 @@ impl<'t> Cursor<'t> {
                     Ok(None)
                 }
             }
+        }
+    }
+
+    /// First pair `>= (key, val)` (`val` only matters on multimaps). Returns
+    /// whether it matched exactly (libmdbx's `MDBX_SET_LOWERBOUND`).
+    pub fn set_lowerbound(&mut self, key: &[u8], val: Option<&[u8]>) -> Result<Option<(bool, Pair<'t>)>> {
+        let Some((k, v)) = self.set_range(key)? else { return Ok(None) };
+        let key_eq = self.cmp.cmp(k, key).is_eq();
+        match (val, self.dup_cmp) {
+            (Some(want), Some(dc)) if key_eq => {
+                if let Some(d) = &mut self.dup {
+                    if d.set_range(want)?.is_some() {
+                        let (k, v) = self.current_pair()?;
+                        return Ok(Some((dc.cmp(v, want).is_eq(), (k, v))));
+                    }
+                } else if dc.cmp(v, want).is_ge() {
+                    return Ok(Some((dc.cmp(v, want).is_eq(), (k, v))));
+                }
+                // Every value of the key is smaller: the next key.
+                Ok(self.next_nodup()?.map(|p| (false, p)))
+            }
+            _ => Ok(Some((key_eq && val.is_none_or(|w| self.dup_cmp.is_some() || v == w), (k, v)))),
+        }
+    }
+
+    /// First pair `> (key, val)` (`MDBX_SET_UPPERBOUND`); without `val` the
+    /// first key greater than `key`.
+    pub fn set_upperbound(&mut self, key: &[u8], val: Option<&[u8]>) -> Result<Option<Pair<'t>>> {
+        match self.set_lowerbound(key, val)? {
+            None => Ok(None),
+            Some((true, _)) if val.is_some() && self.dup_cmp.is_some() => self.next(),
+            Some((_, (k, _))) if val.is_none() && self.cmp.cmp(k, key).is_eq() => self.next_nodup(),
+            Some((true, _)) => self.next(),
+            Some((false, p)) => Ok(Some(p)),
+        }
+    }
+
+    /// DUPFIXED: the values of the current key on the inner page under the
+    /// cursor, as one buffer of `n × size` bytes; the cursor moves to the last
+    /// of them (libmdbx's `MDBX_GET_MULTIPLE`).
+    pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.need_dups()?;
+        if self.depth == 0 || !self.at_valid_leaf_entry() {
+            return Err(Error::NoData);
+        }
+        match &mut self.dup {
+            None => Ok(Some(self.current_pair()?.1)),
+            Some(d) => {
+                let l = d.top();
+                if !l.page.is_dupfix() {
+                    return Err(Error::Incompatible("GET_MULTIPLE needs a DUP_FIXED table".into()));
+                }
+                let k = l.page.dupfix_ksize() as usize;
+                let n = l.page.num_entries();
+                let bytes = l.page.buf.get(PAGEHDRSZ..PAGEHDRSZ + n * k).ok_or_else(|| Error::corrupted(l.pgno, "DUPFIX items outside the page"))?;
+                let depth = d.depth;
+                d.stack[depth - 1] = Some(Level { idx: n - 1, ..l });
+                Ok(Some(bytes))
+            }
+        }
+    }
+
+    /// DUPFIXED: the next page of values of the current key.
+    pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.need_dups()?;
+        if self.depth == 0 {
+            return Err(Error::NoData);
+        }
+        if self.step_dup(true)? {
+            self.get_multiple()
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// DUPFIXED: the previous page of values of the current key.
+    pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.need_dups()?;
+        if self.depth == 0 {
+            return Err(Error::NoData);
+        }
+        let Some(d) = &mut self.dup else { return Ok(None) };
+        let l = d.top();
+        let depth = d.depth;
+        d.stack[depth - 1] = Some(Level { idx: 0, ..l });
+        if d.step(false)? {
+            self.get_multiple()
+        } else {
+            Ok(None)
         }
     }
 

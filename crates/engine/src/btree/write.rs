@@ -415,7 +415,7 @@ pub(crate) fn put(
             return Ok(ValLoc { pgno: lpg, off, len });
         }
         // Large value of the same page count in a chunk this txn wrote: in place.
-        if oflags & N_BIG != 0 && !new_inline && txn.is_dirty(big_pgno) {
+        if oflags & N_BIG != 0 && !new_inline && txn.page_is_dirty(big_pgno) {
             let n_old = Page { buf: txn.dirty_ref(big_pgno) }.large_count() as usize;
             if n_old == txn.env.limits.large_pages(val.len()) {
                 let len = val.len();
