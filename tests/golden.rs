@@ -27,11 +27,7 @@ fn load(name: &'static str) -> Golden {
     let sections = golden::parse_dump(&dump).unwrap_or_else(|e| panic!("{name}.dump: {e}"));
     let stat = std::fs::read_to_string(dir.join(format!("{name}.stat"))).unwrap();
     let stats = golden::parse_stat(&stat).unwrap_or_else(|e| panic!("{name}.stat: {e}"));
-    Golden {
-        name,
-        sections,
-        stats,
-    }
+    Golden { name, sections, stats }
 }
 
 fn open_ro(path: &Path) -> Env {
@@ -62,11 +58,7 @@ fn check_table(g: &Golden, txn: &RoTxn<'_>, sec: &DumpSection) -> Vec<String> {
     };
     match txn.db_flags(db) {
         Ok(f) if f.bits() & 0x7e == sec.flags => {}
-        Ok(f) => problems.push(format!(
-            "{what}: db_flags {:#x}, dump says {:#x}",
-            f.bits(),
-            sec.flags
-        )),
+        Ok(f) => problems.push(format!("{what}: db_flags {:#x}, dump says {:#x}", f.bits(), sec.flags)),
         Err(e) => problems.push(format!("{what}: db_flags: {e:?}")),
     }
     match read_all(txn, db) {
@@ -99,25 +91,18 @@ fn check_table(g: &Golden, txn: &RoTxn<'_>, sec: &DumpSection) -> Vec<String> {
         if !matches!(&got, Ok(Some(x)) if *x == v.as_slice()) {
             bad_gets += 1;
             if first_bad.is_none() {
-                first_bad = Some(format!(
-                    "key {:02x?}: got {:?}",
-                    &k[..k.len().min(16)],
-                    got.map(|o| o.map(|x| x.len()))
-                ));
+                first_bad =
+                    Some(format!("key {:02x?}: got {:?}", &k[..k.len().min(16)], got.map(|o| o.map(|x| x.len()))));
             }
         }
     }
     if bad_gets > 0 {
-        problems.push(format!(
-            "{what}: {bad_gets} get() results differ, first {}",
-            first_bad.unwrap()
-        ));
+        problems.push(format!("{what}: {bad_gets} get() results differ, first {}", first_bad.unwrap()));
     }
     if let Ok(mut c) = txn.cursor(db) {
         for (k, v) in sec.records.iter().step_by(97) {
             match c.set(k) {
-                Ok(Some((gk, gv)))
-                    if gk == k.as_slice() && (sec.is_dupsort() || gv == v.as_slice()) => {}
+                Ok(Some((gk, gv))) if gk == k.as_slice() && (sec.is_dupsort() || gv == v.as_slice()) => {}
                 other => {
                     problems.push(format!(
                         "{what}: cursor set({:02x?}) -> {:?}",
@@ -145,11 +130,7 @@ fn check_table(g: &Golden, txn: &RoTxn<'_>, sec: &DumpSection) -> Vec<String> {
             let want = g.stats.get(&sec.name);
             match want {
                 Some(w) if *w == figures(&st) => {}
-                Some(w) => problems.push(format!(
-                    "{what}: db_stat {:?}, mdbx_stat says {:?}",
-                    figures(&st),
-                    w
-                )),
+                Some(w) => problems.push(format!("{what}: db_stat {:?}, mdbx_stat says {:?}", figures(&st), w)),
                 None => problems.push(format!("{what}: no figures in {}.stat", g.name)),
             }
         }
@@ -171,25 +152,16 @@ fn check_golden(name: &'static str, dupsort: bool) {
         Ok(names) if names == dump_names => {}
         Ok(names) => problems.push(format!(
             "{name}: table_names {:?}, dump has {:?}",
-            names
-                .iter()
-                .map(|n| String::from_utf8_lossy(n))
-                .collect::<Vec<_>>(),
-            dump_names
-                .iter()
-                .map(|n| String::from_utf8_lossy(n))
-                .collect::<Vec<_>>()
+            names.iter().map(|n| String::from_utf8_lossy(n)).collect::<Vec<_>>(),
+            dump_names.iter().map(|n| String::from_utf8_lossy(n)).collect::<Vec<_>>()
         )),
         Err(e) => problems.push(format!("{name}: table_names: {e:?}")),
     }
 
     let mut checked = 0;
     for sec in &g.sections {
-        let is_dup = sec.is_dupsort()
-            || sec
-                .name
-                .as_deref()
-                .is_some_and(|n| DUPSORT_TABLES.iter().any(|d| d.as_bytes() == n));
+        let is_dup =
+            sec.is_dupsort() || sec.name.as_deref().is_some_and(|n| DUPSORT_TABLES.iter().any(|d| d.as_bytes() == n));
         if is_dup != dupsort {
             continue;
         }
@@ -210,12 +182,7 @@ fn check_golden(name: &'static str, dupsort: bool) {
     assert!(checked > 0, "{name}: no tables checked");
     drop(txn);
     drop(env);
-    assert!(
-        problems.is_empty(),
-        "{name}: {} problem(s):\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert!(problems.is_empty(), "{name}: {} problem(s):\n{}", problems.len(), problems.join("\n"));
 }
 
 #[test]

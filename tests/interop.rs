@@ -32,20 +32,14 @@ fn rdbx_open(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability) -
         .max_dbs(16)
         .no_sub_dir(no_sub_dir)
         .durability(durability)
-        .geometry(Geometry {
-            page_size: Some(ps),
-            size_upper: Some(512 * MIB),
-            ..Default::default()
-        })
+        .geometry(Geometry { page_size: Some(ps), size_upper: Some(512 * MIB), ..Default::default() })
         .open(path)
         .unwrap_or_else(|e| panic!("rdbx open {path:?} (page size {ps}): {e:?}"))
 }
 
 /// rdbx reads the whole database and every key, and must match the model.
 fn rdbx_verify(env: &Env, model: &Model, what: &str) {
-    let txn = env
-        .begin_ro_txn()
-        .unwrap_or_else(|e| panic!("{what}: rdbx begin_ro_txn: {e:?}"));
+    let txn = env.begin_ro_txn().unwrap_or_else(|e| panic!("{what}: rdbx begin_ro_txn: {e:?}"));
     let got = engine::dump_sections(&txn).unwrap_or_else(|e| panic!("{what}: rdbx read: {e:?}"));
     if let Some(d) = diff_sections(&model.sections(), &got) {
         panic!("{what}: rdbx reads something else than the model:\n{d}");
@@ -73,11 +67,7 @@ fn rdbx_verify(env: &Env, model: &Model, what: &str) {
             }
         }
     }
-    assert!(
-        bad.is_empty(),
-        "{what}: rdbx get() differs:\n{}",
-        bad.join("\n")
-    );
+    assert!(bad.is_empty(), "{what}: rdbx get() differs:\n{}", bad.join("\n"));
 }
 
 /// libmdbx (child process) checks the file and reads every record.
@@ -153,10 +143,7 @@ fn rdbx_writes_libmdbx_reads(ps: usize, no_sub_dir: bool, durability: Durability
     }
     let model_entries: usize = model.tables.values().map(|t| t.map.len()).sum();
     let stat_entries: u64 = rdbx_stats.iter().skip(1).map(|(_, s)| s.entries).sum();
-    assert_eq!(
-        stat_entries as usize,
-        model_entries - model.tables[&None].map.len()
-    );
+    assert_eq!(stat_entries as usize, model_entries - model.tables[&None].map.len());
 }
 
 #[test]
@@ -211,10 +198,7 @@ fn libmdbx_writes_rdbx_reads(ps: usize, no_sub_dir: bool, rdbx_read_only: bool) 
                 no_sub_dir: Some(no_sub_dir),
                 page_size: Some(ps),
                 durability: oracle::Durability::SafeNoSync,
-                geometry: oracle::Geometry {
-                    upper: Some(512 * MIB),
-                    ..Default::default()
-                },
+                geometry: oracle::Geometry { upper: Some(512 * MIB), ..Default::default() },
                 ..Default::default()
             },
         )
@@ -242,24 +226,10 @@ fn libmdbx_writes_rdbx_reads(ps: usize, no_sub_dir: bool, rdbx_read_only: bool) 
             None => Db::MAIN,
             Some(n) => txn.open_db_bytes(Some(n)).unwrap(),
         };
-        let r = txn
-            .db_stat(db)
-            .unwrap_or_else(|e| panic!("{what}: db_stat: {e:?}"));
+        let r = txn.db_stat(db).unwrap_or_else(|e| panic!("{what}: db_stat: {e:?}"));
         assert_eq!(
-            (
-                r.depth,
-                r.branch_pages,
-                r.leaf_pages,
-                r.overflow_pages,
-                r.entries
-            ),
-            (
-                st.depth,
-                st.branch_pages,
-                st.leaf_pages,
-                st.overflow_pages,
-                st.entries
-            ),
+            (r.depth, r.branch_pages, r.leaf_pages, r.overflow_pages, r.entries),
+            (st.depth, st.branch_pages, st.leaf_pages, st.overflow_pages, st.entries),
             "{what}: stat of table {:?}: rdbx vs libmdbx",
             name.as_deref().map(String::from_utf8_lossy)
         );
@@ -272,10 +242,7 @@ fn libmdbx_writes_rdbx_reads(ps: usize, no_sub_dir: bool, rdbx_read_only: bool) 
     let mut rng = rdbx_tests::rng::Rng::new(99);
     for _ in 0..500 {
         let probe = rng.bytes_in(0, 6);
-        let want = plain
-            .range(probe.clone()..)
-            .next()
-            .map(|(k, _)| k.as_slice());
+        let want = plain.range(probe.clone()..).next().map(|(k, _)| k.as_slice());
         let got = c.set_range(&probe).unwrap().map(|(k, _)| k.to_vec());
         assert_eq!(got.as_deref(), want, "{what}: set_range({probe:02x?})");
     }
@@ -313,10 +280,7 @@ fn alternating_sequential(ps: usize, no_sub_dir: bool) {
     let oracle_opts = oracle::EnvOptions {
         no_sub_dir: Some(no_sub_dir),
         page_size: Some(ps),
-        geometry: oracle::Geometry {
-            upper: Some(512 * MIB),
-            ..Default::default()
-        },
+        geometry: oracle::Geometry { upper: Some(512 * MIB), ..Default::default() },
         ..Default::default()
     };
     let mut spec = spec_for(ps, 1000 + ps as u64);
@@ -343,11 +307,7 @@ fn alternating_sequential(ps: usize, no_sub_dir: bool) {
             rdbx_verify(&env, &model, &what);
             let ops = generate(&spec, &mut model);
             apply_rdbx(&env, &ops).unwrap_or_else(|e| panic!("{what}: {e}"));
-            rdbx_verify(
-                &env,
-                &model,
-                &format!("round {round}: rdbx after its writes"),
-            );
+            rdbx_verify(&env, &model, &format!("round {round}: rdbx after its writes"));
         }
     }
     // libmdbx commits once more on top of rdbx's work.
@@ -472,22 +432,13 @@ fn geometry_growth_in_small_steps() {
             let k = (t * 100_000 + i * 7919 % 600).to_be_bytes().to_vec();
             let v = rng.bytes_in(20, 200);
             txn.put(db, &k, &v, PutFlags::empty()).unwrap();
-            model
-                .tables
-                .entry(Some(b"grow".to_vec()))
-                .or_default()
-                .map
-                .insert(k, v);
+            model.tables.entry(Some(b"grow".to_vec())).or_default().map.insert(k, v);
         }
         txn.commit().unwrap();
         sizes.push(env.info().unwrap().size_now);
     }
     let info = env.info().unwrap();
-    assert!(
-        info.size_now >= 2 * 1024 * 1024,
-        "file grew to {} bytes only",
-        info.size_now
-    );
+    assert!(info.size_now >= 2 * 1024 * 1024, "file grew to {} bytes only", info.size_now);
     let grows = sizes.windows(2).filter(|w| w[1] > w[0]).count();
     assert!(grows >= 10, "grew in {grows} steps only: {sizes:?}");
     for w in sizes.windows(2) {
@@ -572,10 +523,7 @@ fn map_full_at_the_upper_bound() {
         }
     }
     let err = err.expect("never hit MapFull with a 1 MiB upper bound");
-    assert!(
-        matches!(err, Error::MapFull),
-        "expected MapFull, got {err:?}"
-    );
+    assert!(matches!(err, Error::MapFull), "expected MapFull, got {err:?}");
     assert!(!model.is_empty(), "nothing fit before MapFull");
     let info = env.info().unwrap();
     assert!(info.size_now as usize <= upper, "{info:?}");
@@ -585,20 +533,10 @@ fn map_full_at_the_upper_bound() {
     {
         let mut txn = env.begin_rw_txn().unwrap();
         let db = txn.open_db(Some("full")).unwrap();
-        let k = model.tables[&Some(b"full".to_vec())]
-            .map
-            .keys()
-            .next()
-            .unwrap()
-            .clone();
+        let k = model.tables[&Some(b"full".to_vec())].map.keys().next().unwrap().clone();
         assert!(txn.del(db, &k, None).unwrap());
         txn.commit().unwrap();
-        model
-            .tables
-            .get_mut(&Some(b"full".to_vec()))
-            .unwrap()
-            .map
-            .remove(&k);
+        model.tables.get_mut(&Some(b"full".to_vec())).unwrap().map.remove(&k);
     }
     rdbx_verify(&env, &model, "after MapFull and a delete: rdbx");
     drop(env);
@@ -648,8 +586,7 @@ fn rdbx_write_inv_round(env: &Env, round: u64) {
         txn.put(db, &inv_key(k), &inv_value(round, k), PutFlags::empty())
             .unwrap_or_else(|e| panic!("rdbx round {round} put: {e:?}"));
     }
-    txn.commit()
-        .unwrap_or_else(|e| panic!("rdbx round {round} commit: {e:?}"));
+    txn.commit().unwrap_or_else(|e| panic!("rdbx round {round} commit: {e:?}"));
 }
 
 /// Check one rdbx snapshot of "inv": all values carry one round number.
@@ -658,11 +595,7 @@ fn rdbx_inv_snapshot(env: &Env) -> Result<u64, String> {
     let db = txn.open_db(Some("inv")).map_err(|e| format!("{e:?}"))?;
     let recs = engine::read_all(&txn, db).map_err(|e| format!("{e:?}"))?;
     if recs.len() as u64 != INV_COUNT {
-        return Err(format!(
-            "snapshot txn {} has {} records, expected {INV_COUNT}",
-            txn.id(),
-            recs.len()
-        ));
+        return Err(format!("snapshot txn {} has {} records, expected {INV_COUNT}", txn.id(), recs.len()));
     }
     let round = |v: &[u8]| u64::from_le_bytes(v[..8].try_into().unwrap());
     let r0 = round(&recs[0].1);
@@ -709,19 +642,12 @@ fn concurrent_libmdbx_reader_child_while_rdbx_writes() {
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(
-        status.success(),
-        "libmdbx reader saw a bad snapshot ({status}): {rest}{err}"
-    );
+    assert!(status.success(), "libmdbx reader saw a bad snapshot ({status}): {rest}{err}");
     assert!(rest.contains("ok "), "{rest}");
     eprintln!("libmdbx reader child: {}", rest.trim());
     assert_eq!(rdbx_inv_snapshot(&env), Ok(INV_ROUNDS));
     drop(env);
-    libmdbx_verify(
-        &path,
-        &inv_model(INV_ROUNDS),
-        "after concurrent libmdbx reader",
-    );
+    libmdbx_verify(&path, &inv_model(INV_ROUNDS), "after concurrent libmdbx reader");
 }
 
 /// libmdbx commits many rounds from a child process while an rdbx thread
@@ -759,13 +685,9 @@ fn concurrent_rdbx_reader_while_libmdbx_child_writes() {
     let mut snapshots = 0u64;
     let status = loop {
         let done = child.try_wait().unwrap();
-        let r = rdbx_inv_snapshot(&env)
-            .unwrap_or_else(|e| panic!("rdbx reader during libmdbx writes: {e}"));
+        let r = rdbx_inv_snapshot(&env).unwrap_or_else(|e| panic!("rdbx reader during libmdbx writes: {e}"));
         snapshots += 1;
-        assert!(
-            r >= last,
-            "rdbx snapshot went backwards: round {r} after {last}"
-        );
+        assert!(r >= last, "rdbx snapshot went backwards: round {r} after {last}");
         if r != last {
             distinct += 1;
         }
@@ -781,17 +703,10 @@ fn concurrent_rdbx_reader_while_libmdbx_child_writes() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(
-        last, INV_ROUNDS,
-        "after {snapshots} snapshots, {distinct} distinct"
-    );
+    assert_eq!(last, INV_ROUNDS, "after {snapshots} snapshots, {distinct} distinct");
     eprintln!("rdbx reader: {snapshots} snapshots, {distinct} distinct rounds seen");
     drop(env);
-    libmdbx_verify(
-        &path,
-        &inv_model(INV_ROUNDS),
-        "after concurrent rdbx reader",
-    );
+    libmdbx_verify(&path, &inv_model(INV_ROUNDS), "after concurrent rdbx reader");
 }
 
 /// rdbx and a libmdbx child process write at the same time (different
@@ -803,14 +718,8 @@ fn concurrent_writers_rdbx_and_libmdbx_child() {
     let env = rdbx_open(&path, 4096, false, Durability::SyncDurable);
     let mut model = Model::default();
     let setup = vec![
-        Op::Create {
-            table: Some(b"parent".to_vec()),
-            flags: 0,
-        },
-        Op::Create {
-            table: Some(b"child".to_vec()),
-            flags: 0,
-        },
+        Op::Create { table: Some(b"parent".to_vec()), flags: 0 },
+        Op::Create { table: Some(b"child".to_vec()), flags: 0 },
     ];
     apply_rdbx(&env, &setup).unwrap();
     model.apply(&setup);
@@ -820,11 +729,7 @@ fn concurrent_writers_rdbx_and_libmdbx_child() {
         let mut v = Vec::new();
         for t in 0..txns {
             for j in 0..20u64 {
-                let len = if rng.chance(1, 30) {
-                    6000
-                } else {
-                    rng.range(0, 80)
-                };
+                let len = if rng.chance(1, 30) { 6000 } else { rng.range(0, 80) };
                 v.push(Op::Put {
                     table: Some(table.as_bytes().to_vec()),
                     key: format!("{table}-{:05}", (t * 37 + j * 101) % 2000).into_bytes(),
@@ -881,22 +786,10 @@ fn shrink_and_regrow(ps: usize) {
     let mut rng = rdbx_tests::rng::Rng::new(ps as u64);
     let mut model = Model::default();
     let t = Some(b"t".to_vec());
-    let mut ops = vec![Op::Create {
-        table: t.clone(),
-        flags: 0,
-    }];
+    let mut ops = vec![Op::Create { table: t.clone(), flags: 0 }];
     for i in 0..6000u64 {
-        let len = if rng.chance(1, 50) {
-            ps * 2
-        } else {
-            rng.range(0, 60)
-        };
-        ops.push(Op::Put {
-            table: t.clone(),
-            key: rng.bytes_in(1, 16),
-            value: vec![i as u8; len],
-            flags: 0,
-        });
+        let len = if rng.chance(1, 50) { ps * 2 } else { rng.range(0, 60) };
+        ops.push(Op::Put { table: t.clone(), key: rng.bytes_in(1, 16), value: vec![i as u8; len], flags: 0 });
         if i % 1000 == 999 {
             ops.push(Op::Commit);
         }
@@ -914,11 +807,7 @@ fn shrink_and_regrow(ps: usize) {
     let keep = keys.len() / 33;
     let mut ops = Vec::new();
     for (i, k) in keys[keep..].iter().enumerate() {
-        ops.push(Op::Del {
-            table: t.clone(),
-            key: k.clone(),
-            value: None,
-        });
+        ops.push(Op::Del { table: t.clone(), key: k.clone(), value: None });
         if i % 600 == 599 {
             ops.push(Op::Commit);
         }
@@ -932,24 +821,13 @@ fn shrink_and_regrow(ps: usize) {
         txn.db_stat(db).unwrap()
     };
     assert_eq!(st.entries as usize, keep);
-    assert!(
-        st.depth <= depth_full,
-        "depth grew from {depth_full} to {}",
-        st.depth
-    );
+    assert!(st.depth <= depth_full, "depth grew from {depth_full} to {}", st.depth);
     drop(env);
     libmdbx_verify(&path, &model, &format!("ps {ps}: after deleting 97%"));
 
     // Delete the rest: an empty table.
     let env = rdbx_open(&path, ps, true, Durability::SyncDurable);
-    let ops: Vec<Op> = keys[..keep]
-        .iter()
-        .map(|k| Op::Del {
-            table: t.clone(),
-            key: k.clone(),
-            value: None,
-        })
-        .collect();
+    let ops: Vec<Op> = keys[..keep].iter().map(|k| Op::Del { table: t.clone(), key: k.clone(), value: None }).collect();
     model.apply(&ops);
     apply_rdbx(&env, &ops).unwrap_or_else(|e| panic!("delete the rest: {e}"));
     {
@@ -957,13 +835,7 @@ fn shrink_and_regrow(ps: usize) {
         let db = txn.open_db(Some("t")).unwrap();
         let st = txn.db_stat(db).unwrap();
         assert_eq!(
-            (
-                st.depth,
-                st.branch_pages,
-                st.leaf_pages,
-                st.overflow_pages,
-                st.entries
-            ),
+            (st.depth, st.branch_pages, st.leaf_pages, st.overflow_pages, st.entries),
             (0, 0, 0, 0, 0),
             "ps {ps}: empty table stat {st:?}"
         );
@@ -1010,22 +882,14 @@ fn many_named_tables_both_ways() {
             1 => rdbx_tests::model::REVERSE_KEY,
             _ => rdbx_tests::model::INTEGER_KEY,
         };
-        ops.push(Op::Create {
-            table: name(i),
-            flags,
-        });
+        ops.push(Op::Create { table: name(i), flags });
         for _ in 0..rng.range(0, 40) {
             let key = if flags == rdbx_tests::model::INTEGER_KEY {
                 rng.next_u64().to_le_bytes().to_vec()
             } else {
                 rng.bytes_in(1, 12)
             };
-            ops.push(Op::Put {
-                table: name(i),
-                key,
-                value: rng.bytes_in(0, 30),
-                flags: 0,
-            });
+            ops.push(Op::Put { table: name(i), key, value: rng.bytes_in(0, 30), flags: 0 });
         }
         if i % 20 == 19 {
             ops.push(Op::Commit);
@@ -1042,10 +906,7 @@ fn many_named_tables_both_ways() {
     {
         let env = Env::builder()
             .max_dbs(100)
-            .geometry(Geometry {
-                page_size: Some(4096),
-                ..Default::default()
-            })
+            .geometry(Geometry { page_size: Some(4096), ..Default::default() })
             .open(&path)
             .unwrap();
         apply_rdbx(&env, &ops).unwrap_or_else(|e| panic!("rdbx: {e}"));
@@ -1058,28 +919,13 @@ fn many_named_tables_both_ways() {
     // libmdbx adds and drops tables; rdbx reads them.
     let mut ops = Vec::new();
     for i in 60..90 {
-        ops.push(Op::Create {
-            table: name(i),
-            flags: 0,
-        });
-        ops.push(Op::Put {
-            table: name(i),
-            key: format!("k{i}").into_bytes(),
-            value: vec![i as u8; i],
-            flags: 0,
-        });
+        ops.push(Op::Create { table: name(i), flags: 0 });
+        ops.push(Op::Put { table: name(i), key: format!("k{i}").into_bytes(), value: vec![i as u8; i], flags: 0 });
     }
     ops.push(Op::Drop { table: name(2) });
     model.apply(&ops);
     {
-        let env = oracle::Env::open(
-            &path,
-            &oracle::EnvOptions {
-                max_dbs: 100,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let env = oracle::Env::open(&path, &oracle::EnvOptions { max_dbs: 100, ..Default::default() }).unwrap();
         ops::apply_oracle(&env, &ops).unwrap();
         env.close().unwrap();
     }
@@ -1107,15 +953,13 @@ fn safe_nosync_reuses_freed_pages_like_libmdbx() {
         let mut txn = env.begin_rw_txn().unwrap();
         let db = txn.create_db(Some("t"), rdbx::DbFlags::empty()).unwrap();
         for i in 0..load {
-            txn.put(db, &i.to_be_bytes(), &[1; 32], PutFlags::empty())
-                .unwrap();
+            txn.put(db, &i.to_be_bytes(), &[1; 32], PutFlags::empty()).unwrap();
         }
         txn.commit().unwrap();
         for r in 0..rounds {
             let mut txn = env.begin_rw_txn().unwrap();
             for i in 0..500 {
-                txn.put(db, &put(i, r), &[2; 32], PutFlags::empty())
-                    .unwrap();
+                txn.put(db, &put(i, r), &[2; 32], PutFlags::empty()).unwrap();
             }
             txn.commit().unwrap();
         }
@@ -1128,10 +972,7 @@ fn safe_nosync_reuses_freed_pages_like_libmdbx() {
             &oracle::EnvOptions {
                 page_size: Some(4096),
                 durability: oracle::Durability::SafeNoSync,
-                geometry: oracle::Geometry {
-                    upper: Some(512 * MIB),
-                    ..Default::default()
-                },
+                geometry: oracle::Geometry { upper: Some(512 * MIB), ..Default::default() },
                 ..Default::default()
             },
         )
@@ -1154,17 +995,10 @@ fn safe_nosync_reuses_freed_pages_like_libmdbx() {
     let used = |p: &Path| -> u64 {
         let out = cli().run(&["info".as_ref(), p.as_os_str()]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines()
-            .find_map(|l| l.strip_prefix("last_pgno="))
-            .unwrap()
-            .parse()
-            .unwrap()
+        text.lines().find_map(|l| l.strip_prefix("last_pgno=")).unwrap().parse().unwrap()
     };
     let (r, l) = (used(&rpath), used(&lpath));
-    assert!(
-        r <= 2 * l + 64,
-        "rdbx used {r} pages, libmdbx {l} for the same SafeNoSync workload"
-    );
+    assert!(r <= 2 * l + 64, "rdbx used {r} pages, libmdbx {l} for the same SafeNoSync workload");
 }
 
 // ---------------------------------------------------------------------------
@@ -1181,44 +1015,29 @@ fn append_reserve_and_cursor_writes_are_valid_for_libmdbx() {
     let n = 30_000u64;
     {
         let mut txn = env.begin_rw_txn().unwrap();
-        let db = txn
-            .create_db(Some("append"), rdbx::DbFlags::empty())
-            .unwrap();
+        let db = txn.create_db(Some("append"), rdbx::DbFlags::empty()).unwrap();
         let m = model.tables.entry(Some(b"append".to_vec())).or_default();
         for i in 0..n {
             let k = i.to_be_bytes();
-            let v = if i % 1000 == 7 {
-                vec![i as u8; 9000]
-            } else {
-                (i * 3).to_le_bytes().to_vec()
-            };
+            let v = if i % 1000 == 7 { vec![i as u8; 9000] } else { (i * 3).to_le_bytes().to_vec() };
             txn.put(db, &k, &v, PutFlags::APPEND).unwrap();
             m.map.insert(k.to_vec(), v);
         }
         // Appending a smaller key fails and changes nothing.
-        let e = txn
-            .put(db, &5u64.to_be_bytes(), b"x", PutFlags::APPEND)
-            .unwrap_err();
+        let e = txn.put(db, &5u64.to_be_bytes(), b"x", PutFlags::APPEND).unwrap_err();
         assert!(matches!(e, Error::KeyMismatch(_)), "{e:?}");
         // RESERVE: fill the value in place.
-        let db2 = txn
-            .create_db(Some("reserve"), rdbx::DbFlags::empty())
-            .unwrap();
+        let db2 = txn.create_db(Some("reserve"), rdbx::DbFlags::empty()).unwrap();
         let m2 = model.tables.entry(Some(b"reserve".to_vec())).or_default();
         for i in 0..500u64 {
-            let len = if i % 50 == 0 {
-                10_000
-            } else {
-                (i % 90) as usize
-            };
+            let len = if i % 50 == 0 { 10_000 } else { (i % 90) as usize };
             let k = format!("r{i:04}").into_bytes();
             let buf = txn.reserve(db2, &k, len, PutFlags::empty()).unwrap();
             assert_eq!(buf.len(), len);
             for (j, b) in buf.iter_mut().enumerate() {
                 *b = (i as usize + j) as u8;
             }
-            m2.map
-                .insert(k, (0..len).map(|j| (i as usize + j) as u8).collect());
+            m2.map.insert(k, (0..len).map(|j| (i as usize + j) as u8).collect());
         }
         txn.commit().unwrap();
     }
@@ -1238,10 +1057,7 @@ fn append_reserve_and_cursor_writes_are_valid_for_libmdbx() {
                 // after del() is covered by rw_cursor_after_del_like_libmdbx).
                 cur = m.map.range(k.clone()..).next().map(|(k, _)| k.clone());
                 if let Some(next) = &cur {
-                    assert_eq!(
-                        c.set(next).unwrap().map(|(k, _)| k.to_vec()).as_ref(),
-                        Some(next)
-                    );
+                    assert_eq!(c.set(next).unwrap().map(|(k, _)| k.to_vec()).as_ref(), Some(next));
                 }
             } else {
                 if i % 5 == 0 {
@@ -1271,27 +1087,14 @@ fn rw_cursor_after_del_like_libmdbx() {
     let env = rdbx_open(&tmp.path().join("db"), 4096, false, Durability::SyncDurable);
     let mut txn = env.begin_rw_txn().unwrap();
     for k in ["a", "b", "c", "d"] {
-        txn.put(Db::MAIN, k.as_bytes(), b"x", PutFlags::empty())
-            .unwrap();
+        txn.put(Db::MAIN, k.as_bytes(), b"x", PutFlags::empty()).unwrap();
     }
     let mut c = txn.rw_cursor(Db::MAIN).unwrap();
-    assert_eq!(
-        c.first().unwrap().map(|(k, _)| k.to_vec()),
-        Some(b"a".to_vec())
-    );
+    assert_eq!(c.first().unwrap().map(|(k, _)| k.to_vec()), Some(b"a".to_vec()));
     c.del().unwrap();
-    assert_eq!(
-        c.get_current().unwrap().map(|(k, _)| k.to_vec()),
-        Some(b"b".to_vec())
-    );
-    c.put(b"b", b"NEW", PutFlags::CURRENT)
-        .expect("put(CURRENT) on the record the cursor stands on after del()");
-    assert_eq!(
-        c.get_current()
-            .unwrap()
-            .map(|(k, v)| (k.to_vec(), v.to_vec())),
-        Some((b"b".to_vec(), b"NEW".to_vec()))
-    );
+    assert_eq!(c.get_current().unwrap().map(|(k, _)| k.to_vec()), Some(b"b".to_vec()));
+    c.put(b"b", b"NEW", PutFlags::CURRENT).expect("put(CURRENT) on the record the cursor stands on after del()");
+    assert_eq!(c.get_current().unwrap().map(|(k, v)| (k.to_vec(), v.to_vec())), Some((b"b".to_vec(), b"NEW".to_vec())));
     c.del().unwrap();
     assert_eq!(
         c.next().unwrap().map(|(k, _)| k.to_vec()),

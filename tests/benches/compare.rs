@@ -57,11 +57,7 @@ impl Workloads {
         let random_puts = (0..puts).map(|_| rng.below(2 * n)).collect();
         let mut gets: Vec<u64> = (0..n).collect();
         rng.shuffle(&mut gets);
-        Workloads {
-            n,
-            random_puts,
-            gets,
-        }
+        Workloads { n, random_puts, gets }
     }
 }
 
@@ -112,8 +108,7 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
     for chunk in w.random_puts.chunks(BATCH) {
         let mut txn = env.begin_rw_txn().unwrap();
         for &i in chunk {
-            txn.put(db, &key(i), &value(i ^ 1), PutFlags::empty())
-                .unwrap();
+            txn.put(db, &key(i), &value(i ^ 1), PutFlags::empty()).unwrap();
         }
         txn.commit().unwrap();
     }
@@ -150,11 +145,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         &oracle::EnvOptions {
             no_sub_dir: Some(false),
             page_size: Some(PAGE_SIZE),
-            geometry: oracle::Geometry {
-                upper: Some(UPPER),
-                growth: Some(GROWTH),
-                ..Default::default()
-            },
+            geometry: oracle::Geometry { upper: Some(UPPER), growth: Some(GROWTH), ..Default::default() },
             max_dbs: 4,
             durability: oracle::Durability::SafeNoSync,
             ..Default::default()
@@ -167,8 +158,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
     let mut txn = env.begin_rw().unwrap();
     let db = txn.create_table(Some(b"bench"), 0).unwrap();
     for i in 0..w.n {
-        txn.put(db, &key(i), &value(i), oracle::MDBX_APPEND)
-            .unwrap();
+        txn.put(db, &key(i), &value(i), oracle::MDBX_APPEND).unwrap();
     }
     txn.commit().unwrap();
     t.load = start.elapsed();
@@ -230,15 +220,9 @@ fn ops_per_sec(ops: u64, d: Duration) -> f64 {
 }
 
 fn main() {
-    let n: u64 = std::env::var("RDBX_BENCH_N")
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(1_000_000);
+    let n: u64 = std::env::var("RDBX_BENCH_N").ok().and_then(|v| v.replace('_', "").parse().ok()).unwrap_or(1_000_000);
     let base = bench_dir();
-    let tmp = tempfile::Builder::new()
-        .prefix("rdbx-bench-")
-        .tempdir_in(&base)
-        .expect("temp dir");
+    let tmp = tempfile::Builder::new().prefix("rdbx-bench-").tempdir_in(&base).expect("temp dir");
     println!(
         "rdbx vs libmdbx: N = {n}, page size {PAGE_SIZE}, durability SafeNoSync / MDBX_SAFE_NOSYNC, in {}",
         tmp.path().display()
@@ -262,21 +246,11 @@ fn main() {
         ("full scan (cursor)", r.scanned, r.scan, m.scan),
     ];
     println!();
-    println!(
-        "{:<34} {:>10} {:>15} {:>15} {:>14}",
-        "workload", "ops", "rdbx ops/s", "libmdbx ops/s", "rdbx/libmdbx"
-    );
+    println!("{:<34} {:>10} {:>15} {:>15} {:>14}", "workload", "ops", "rdbx ops/s", "libmdbx ops/s", "rdbx/libmdbx");
     for (name, ops, rt, mt) in rows {
         let ro = ops_per_sec(ops, rt);
         let mo = ops_per_sec(ops, mt);
-        println!(
-            "{:<34} {:>10} {:>15.0} {:>15.0} {:>14.2}",
-            name,
-            ops,
-            ro,
-            mo,
-            ro / mo
-        );
+        println!("{:<34} {:>10} {:>15.0} {:>15.0} {:>14.2}", name, ops, ro, mo, ro / mo);
     }
     let size = |d: &Path| -> u64 {
         std::fs::read_dir(d)
@@ -289,20 +263,8 @@ fn main() {
             .unwrap_or(0)
     };
     println!();
-    println!(
-        "data file size: rdbx {} bytes, libmdbx {} bytes",
-        size(&rdbx_dir),
-        size(&mdbx_dir)
-    );
+    println!("data file size: rdbx {} bytes, libmdbx {} bytes", size(&rdbx_dir), size(&mdbx_dir));
     let shape = |s: (u32, u64, u64)| format!("depth {}, {} branch + {} leaf pages", s.0, s.1, s.2);
-    println!(
-        "tree after load: rdbx {}; libmdbx {}",
-        shape(r.tree_after_load),
-        shape(m.tree_after_load)
-    );
-    println!(
-        "tree at the end: rdbx {}; libmdbx {}",
-        shape(r.tree_at_end),
-        shape(m.tree_at_end)
-    );
+    println!("tree after load: rdbx {}; libmdbx {}", shape(r.tree_after_load), shape(m.tree_after_load));
+    println!("tree at the end: rdbx {}; libmdbx {}", shape(r.tree_at_end), shape(m.tree_at_end));
 }

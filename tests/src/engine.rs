@@ -55,17 +55,12 @@ pub fn dump_sections(txn: &RoTxn<'_>) -> rdbx::Result<Vec<DumpSection>> {
 }
 
 fn name_str(n: &Option<Vec<u8>>) -> Option<&str> {
-    n.as_ref()
-        .map(|n| std::str::from_utf8(n).expect("table names in scripts are UTF-8"))
+    n.as_ref().map(|n| std::str::from_utf8(n).expect("table names in scripts are UTF-8"))
 }
 
 /// Apply one script operation inside a write transaction (`Commit` is not
 /// handled here). `dbs` caches table handles.
-pub fn apply_op(
-    txn: &mut RwTxn<'_>,
-    dbs: &mut HashMap<Option<Vec<u8>>, Db>,
-    op: &Op,
-) -> rdbx::Result<()> {
+pub fn apply_op(txn: &mut RwTxn<'_>, dbs: &mut HashMap<Option<Vec<u8>>, Db>, op: &Op) -> rdbx::Result<()> {
     let mut db_of = |txn: &mut RwTxn<'_>, t: &Option<Vec<u8>>| -> rdbx::Result<Db> {
         if let Some(d) = dbs.get(t) {
             return Ok(*d);
@@ -79,12 +74,7 @@ pub fn apply_op(
             let d = txn.create_db(name_str(table), DbFlags::from_bits_truncate(*flags))?;
             dbs.insert(table.clone(), d);
         }
-        Op::Put {
-            table,
-            key,
-            value,
-            flags,
-        } => {
+        Op::Put { table, key, value, flags } => {
             let d = db_of(txn, table)?;
             txn.put(d, key, value, PutFlags::from_bits_truncate(*flags))?;
         }
@@ -115,30 +105,20 @@ pub fn apply_rdbx(env: &Env, ops: &[Op]) -> Result<usize, String> {
     for (i, op) in ops.iter().enumerate() {
         if let Op::Commit = op {
             if let Some(t) = txn.take() {
-                t.commit()
-                    .map_err(|e| format!("rdbx commit #{} (before op {i}): {e:?}", commits + 1))?;
+                t.commit().map_err(|e| format!("rdbx commit #{} (before op {i}): {e:?}", commits + 1))?;
                 commits += 1;
             }
             continue;
         }
         if txn.is_none() {
-            txn = Some(
-                env.begin_rw_txn()
-                    .map_err(|e| format!("rdbx begin_rw_txn: {e:?}"))?,
-            );
+            txn = Some(env.begin_rw_txn().map_err(|e| format!("rdbx begin_rw_txn: {e:?}"))?);
         }
         let t = txn.as_mut().expect("txn");
-        apply_op(t, &mut dbs, op).map_err(|e| {
-            format!(
-                "rdbx op #{i} in txn #{} ({}): {e:?}",
-                commits + 1,
-                show_op(op)
-            )
-        })?;
+        apply_op(t, &mut dbs, op)
+            .map_err(|e| format!("rdbx op #{i} in txn #{} ({}): {e:?}", commits + 1, show_op(op)))?;
     }
     if let Some(t) = txn.take() {
-        t.commit()
-            .map_err(|e| format!("rdbx final commit #{}: {e:?}", commits + 1))?;
+        t.commit().map_err(|e| format!("rdbx final commit #{}: {e:?}", commits + 1))?;
         commits += 1;
     }
     Ok(commits)
@@ -195,10 +175,7 @@ impl OracleCli {
     }
 
     pub fn run(&self, args: &[&std::ffi::OsStr]) -> CliOutput {
-        let out = Command::new(&self.exe)
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("running {:?}: {e}", self.exe));
+        let out = Command::new(&self.exe).args(args).output().unwrap_or_else(|e| panic!("running {:?}: {e}", self.exe));
         CliOutput {
             code: out.status.code(),
             stdout: out.stdout,
@@ -213,10 +190,7 @@ impl OracleCli {
         if o.code == Some(0) {
             Ok(text)
         } else {
-            Err(format!(
-                "libmdbx chk of {path:?} failed (exit {:?}):\n{text}\nstderr:\n{}",
-                o.code, o.stderr
-            ))
+            Err(format!("libmdbx chk of {path:?} failed (exit {:?}):\n{text}\nstderr:\n{}", o.code, o.stderr))
         }
     }
 
@@ -224,10 +198,7 @@ impl OracleCli {
     pub fn dump(&self, path: &Path) -> Result<Vec<DumpSection>, String> {
         let o = self.run(&["dump".as_ref(), path.as_os_str()]);
         if o.code != Some(0) {
-            return Err(format!(
-                "libmdbx dump of {path:?} failed (exit {:?}): {}",
-                o.code, o.stderr
-            ));
+            return Err(format!("libmdbx dump of {path:?} failed (exit {:?}): {}", o.code, o.stderr));
         }
         golden::parse_dump(&o.stdout).map_err(|e| format!("parsing mdbx-oracle dump: {e}"))
     }
@@ -239,10 +210,7 @@ impl OracleCli {
     ) -> Result<std::collections::BTreeMap<Option<Vec<u8>>, golden::StatFigures>, String> {
         let o = self.run(&["stat".as_ref(), path.as_os_str()]);
         if o.code != Some(0) {
-            return Err(format!(
-                "libmdbx stat of {path:?} failed (exit {:?}): {}",
-                o.code, o.stderr
-            ));
+            return Err(format!("libmdbx stat of {path:?} failed (exit {:?}): {}", o.code, o.stderr));
         }
         golden::parse_stat(&String::from_utf8_lossy(&o.stdout))
     }
@@ -252,17 +220,13 @@ impl OracleCli {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let script = dir.path().join("ops.txt");
         std::fs::write(&script, crate::ops::format_ops(ops)).map_err(|e| e.to_string())?;
-        let mut args: Vec<&std::ffi::OsStr> =
-            vec!["write".as_ref(), path.as_os_str(), script.as_os_str()];
+        let mut args: Vec<&std::ffi::OsStr> = vec!["write".as_ref(), path.as_os_str(), script.as_os_str()];
         args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
         let o = self.run(&args);
         if o.code == Some(0) {
             Ok(String::from_utf8_lossy(&o.stdout).into_owned())
         } else {
-            Err(format!(
-                "libmdbx write to {path:?} failed (exit {:?}): {}",
-                o.code, o.stderr
-            ))
+            Err(format!("libmdbx write to {path:?} failed (exit {:?}): {}", o.code, o.stderr))
         }
     }
 }

@@ -121,10 +121,7 @@ pub fn decode(format: DumpFormat, s: &[u8]) -> Result<Vec<u8>, String> {
                         i += 2;
                         continue;
                     }
-                    match (
-                        s.get(i + 1).copied().and_then(hex_digit),
-                        s.get(i + 2).copied().and_then(hex_digit),
-                    ) {
+                    match (s.get(i + 1).copied().and_then(hex_digit), s.get(i + 2).copied().and_then(hex_digit)) {
                         (Some(h), Some(l)) => out.push(h << 4 | l),
                         _ => return Err(format!("bad escape at byte {i}")),
                     }
@@ -187,11 +184,7 @@ fn parse_dump_with(text: &[u8], concise: bool) -> Result<Vec<DumpSection>, Strin
             break;
         };
         if first != b"VERSION=3" {
-            return Err(format!(
-                "line {}: expected VERSION=3, got {:?}",
-                n + 1,
-                String::from_utf8_lossy(first)
-            ));
+            return Err(format!("line {}: expected VERSION=3, got {:?}", n + 1, String::from_utf8_lossy(first)));
         }
         let mut sec = DumpSection::new(None, 0);
         let mut format = None;
@@ -204,9 +197,7 @@ fn parse_dump_with(text: &[u8], concise: bool) -> Result<Vec<DumpSection>, Strin
             if l == "HEADER=END" {
                 break;
             }
-            let (k, v) = l
-                .split_once('=')
-                .ok_or_else(|| format!("line {}: bad header line {l:?}", n + 1))?;
+            let (k, v) = l.split_once('=').ok_or_else(|| format!("line {}: bad header line {l:?}", n + 1))?;
             let bad = |e: String| format!("line {}: {e}", n + 1);
             match k {
                 "format" => {
@@ -216,13 +207,7 @@ fn parse_dump_with(text: &[u8], concise: bool) -> Result<Vec<DumpSection>, Strin
                         _ => return Err(bad(format!("unknown format {v:?}"))),
                     })
                 }
-                "database" => {
-                    sec.name = if v.is_empty() {
-                        None
-                    } else {
-                        Some(v.as_bytes().to_vec())
-                    }
-                }
+                "database" => sec.name = if v.is_empty() { None } else { Some(v.as_bytes().to_vec()) },
                 "type" => {
                     if v != "btree" {
                         return Err(bad(format!("unknown type {v:?}")));
@@ -269,9 +254,7 @@ fn parse_dump_with(text: &[u8], concise: bool) -> Result<Vec<DumpSection>, Strin
             }
             if concise && sec.is_dupsort() && l.get(1) == Some(&b' ') {
                 // Concise form: another value of the previous key.
-                let k = last_key
-                    .clone()
-                    .ok_or_else(|| format!("line {}: concise value without key", n + 1))?;
+                let k = last_key.clone().ok_or_else(|| format!("line {}: concise value without key", n + 1))?;
                 let v = decode(format, &l[2..]).map_err(|e| format!("line {}: {e}", n + 1))?;
                 sec.records.push((k, v));
                 continue;
@@ -378,11 +361,7 @@ pub fn parse_stat(text: &str) -> Result<BTreeMap<Option<Vec<u8>>, StatFigures>, 
             continue;
         };
         let num = || -> Result<u64, String> {
-            v.split_whitespace()
-                .next()
-                .unwrap_or("")
-                .parse()
-                .map_err(|e| format!("stat line {line:?}: {e}"))
+            v.split_whitespace().next().unwrap_or("").parse().map_err(|e| format!("stat line {line:?}: {e}"))
         };
         match k {
             "Pagesize" => f.page_size = num()?,
@@ -407,11 +386,8 @@ pub fn golden_dir() -> std::path::PathBuf {
         return d.into();
     }
     let ws = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let candidates = [
-        ws.join("../shared/golden"),
-        ws.join("shared/golden"),
-        std::path::PathBuf::from("/work/shared/golden"),
-    ];
+    let candidates =
+        [ws.join("../shared/golden"), ws.join("shared/golden"), std::path::PathBuf::from("/work/shared/golden")];
     for c in &candidates {
         if c.join("README.md").exists() {
             return c.clone();
@@ -428,10 +404,7 @@ mod tests {
     fn print_encoding_example_from_the_format_doc() {
         let key = [0x61, 0x5c, 0x62, 0x01, 0x20, 0x7e, 0x7f, 0xff];
         assert_eq!(encode(DumpFormat::Print, &key), "a\\5cb\\01 ~\\7f\\ff");
-        assert_eq!(
-            decode(DumpFormat::Print, b"a\\5cb\\01 ~\\7f\\ff").unwrap(),
-            key
-        );
+        assert_eq!(decode(DumpFormat::Print, b"a\\5cb\\01 ~\\7f\\ff").unwrap(), key);
         assert_eq!(decode(DumpFormat::Print, b"\\\\").unwrap(), b"\\");
         assert_eq!(encode(DumpFormat::Print, &[0]), "\\00");
         assert!(decode(DumpFormat::ByteValue, b"abc").is_err());
@@ -444,20 +417,8 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].name.as_deref(), Some(&b"d"[..]));
         assert!(s[0].is_dupsort());
-        let r: Vec<_> = s[0]
-            .records
-            .iter()
-            .map(|(k, v)| (k.as_slice(), v.as_slice()))
-            .collect();
-        assert_eq!(
-            r,
-            vec![
-                (&b"k"[..], &b"a"[..]),
-                (b"k", b"b"),
-                (b"k", b"c"),
-                (b"j", b"")
-            ]
-        );
+        let r: Vec<_> = s[0].records.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+        assert_eq!(r, vec![(&b"k"[..], &b"a"[..]), (b"k", b"b"), (b"k", b"c"), (b"j", b"")]);
     }
 
     #[test]
@@ -493,10 +454,7 @@ mod tests {
         let t = std::fs::read_to_string(dir.join("g1.stat")).unwrap();
         let s = parse_stat(&t).unwrap();
         let many = s[&Some(b"many".to_vec())];
-        assert_eq!(
-            (many.depth, many.branch_pages, many.leaf_pages, many.entries),
-            (3, 4, 402, 19423)
-        );
+        assert_eq!((many.depth, many.branch_pages, many.leaf_pages, many.entries), (3, 4, 402, 19423));
         let main = s[&None];
         assert_eq!(main.entries, 10);
         let gm = parse_stat(&std::fs::read_to_string(dir.join("gmain.stat")).unwrap()).unwrap();

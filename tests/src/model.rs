@@ -45,11 +45,7 @@ pub struct TableModel {
 impl TableModel {
     /// Records in the table's cursor order.
     pub fn ordered(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut v: Vec<_> = self
-            .map
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut v: Vec<_> = self.map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         if self.flags & (INTEGER_KEY | REVERSE_KEY) != 0 {
             v.sort_by(|a, b| key_cmp(self.flags, &a.0, &b.0));
         }
@@ -83,21 +79,10 @@ impl Model {
     fn apply_one(&mut self, op: &Op) {
         match op {
             Op::Create { table, flags } => {
-                self.tables
-                    .entry(table.clone())
-                    .or_insert_with(|| TableModel {
-                        flags: *flags,
-                        map: BTreeMap::new(),
-                    });
+                self.tables.entry(table.clone()).or_insert_with(|| TableModel { flags: *flags, map: BTreeMap::new() });
             }
-            Op::Put {
-                table, key, value, ..
-            } => {
-                self.tables
-                    .entry(table.clone())
-                    .or_default()
-                    .map
-                    .insert(key.clone(), value.clone());
+            Op::Put { table, key, value, .. } => {
+                self.tables.entry(table.clone()).or_default().map.insert(key.clone(), value.clone());
             }
             Op::Del { table, key, .. } => {
                 if let Some(t) = self.tables.get_mut(table) {
@@ -168,19 +153,11 @@ fn hex_short(b: &[u8]) -> String {
 }
 
 /// Describe the first difference between two record lists, or `None` if equal.
-pub fn diff_records(
-    what: &str,
-    expected: &[(Vec<u8>, Vec<u8>)],
-    got: &[(Vec<u8>, Vec<u8>)],
-) -> Option<String> {
+pub fn diff_records(what: &str, expected: &[(Vec<u8>, Vec<u8>)], got: &[(Vec<u8>, Vec<u8>)]) -> Option<String> {
     if expected == got {
         return None;
     }
-    let mut msg = format!(
-        "{what}: expected {} records, got {}",
-        expected.len(),
-        got.len()
-    );
+    let mut msg = format!("{what}: expected {} records, got {}", expected.len(), got.len());
     for (i, (e, g)) in expected.iter().zip(got).enumerate() {
         if e != g {
             if e.0 != g.0 {
@@ -204,10 +181,7 @@ pub fn diff_records(
     }
     let n = expected.len().min(got.len());
     if expected.len() > n {
-        msg.push_str(&format!(
-            "; missing from #{n}: key {}",
-            hex_short(&expected[n].0)
-        ));
+        msg.push_str(&format!("; missing from #{n}: key {}", hex_short(&expected[n].0)));
     } else {
         msg.push_str(&format!("; extra from #{n}: key {}", hex_short(&got[n].0)));
     }
@@ -218,27 +192,14 @@ pub fn diff_records(
 pub fn diff_sections(expected: &[DumpSection], got: &[DumpSection]) -> Option<String> {
     let names = |s: &[DumpSection]| s.iter().map(|x| x.display_name()).collect::<Vec<_>>();
     if names(expected) != names(got) {
-        return Some(format!(
-            "tables differ: expected {:?}, got {:?}",
-            names(expected),
-            names(got)
-        ));
+        return Some(format!("tables differ: expected {:?}, got {:?}", names(expected), names(got)));
     }
     let mut msgs = Vec::new();
     for (e, g) in expected.iter().zip(got) {
         if e.flags != g.flags {
-            msgs.push(format!(
-                "table {}: flags expected {:#x}, got {:#x}",
-                e.display_name(),
-                e.flags,
-                g.flags
-            ));
+            msgs.push(format!("table {}: flags expected {:#x}, got {:#x}", e.display_name(), e.flags, g.flags));
         }
-        if let Some(m) = diff_records(
-            &format!("table {}", e.display_name()),
-            &e.records,
-            &g.records,
-        ) {
+        if let Some(m) = diff_records(&format!("table {}", e.display_name()), &e.records, &g.records) {
             msgs.push(m);
         }
     }
@@ -281,13 +242,8 @@ impl WorkloadSpec {
 }
 
 /// Tables every workload uses: (name, flags).
-pub const WORKLOAD_TABLES: [(&str, u32); 5] = [
-    ("plain", 0),
-    ("ints64", INTEGER_KEY),
-    ("ints32", INTEGER_KEY),
-    ("rev", REVERSE_KEY),
-    ("cleared", 0),
-];
+pub const WORKLOAD_TABLES: [(&str, u32); 5] =
+    [("plain", 0), ("ints64", INTEGER_KEY), ("ints32", INTEGER_KEY), ("rev", REVERSE_KEY), ("cleared", 0)];
 
 /// A table created, filled and dropped within the workload (first phase).
 pub const TEMP_TABLE: &str = "temp";
@@ -295,27 +251,17 @@ pub const TEMP_TABLE: &str = "temp";
 fn gen_key(rng: &mut Rng, table: &str, max_key: usize) -> Vec<u8> {
     match table {
         "ints64" => {
-            let n = if rng.chance(1, 2) {
-                rng.below(5000)
-            } else {
-                rng.next_u64()
-            };
+            let n = if rng.chance(1, 2) { rng.below(5000) } else { rng.next_u64() };
             n.to_le_bytes().to_vec()
         }
         "ints32" => {
-            let n = if rng.chance(1, 2) {
-                rng.below(5000) as u32
-            } else {
-                rng.next_u64() as u32
-            };
+            let n = if rng.chance(1, 2) { rng.below(5000) as u32 } else { rng.next_u64() as u32 };
             n.to_le_bytes().to_vec()
         }
         "rev" => {
             // Shared suffixes make the reverse order matter.
             let suffixes: [&[u8]; 4] = [b".com", b".org", b"-x", b""];
-            let mut k: Vec<u8> = (0..rng.range(1, 12))
-                .map(|_| b'a' + rng.below(26) as u8)
-                .collect();
+            let mut k: Vec<u8> = (0..rng.range(1, 12)).map(|_| b'a' + rng.below(26) as u8).collect();
             k.extend_from_slice(suffixes[rng.below(4) as usize]);
             k.truncate(max_key);
             k
@@ -354,9 +300,7 @@ pub fn generate(spec: &WorkloadSpec, model: &mut Model) -> Vec<Op> {
     let mut rng = Rng::new(spec.seed);
     let max_key = max_key_size(spec.page_size);
     let mut ops = Vec::new();
-    let first_phase = !model
-        .tables
-        .contains_key(&Some(WORKLOAD_TABLES[0].0.as_bytes().to_vec()));
+    let first_phase = !model.tables.contains_key(&Some(WORKLOAD_TABLES[0].0.as_bytes().to_vec()));
     let push = |ops: &mut Vec<Op>, model: &mut Model, op: Op| {
         model.apply(std::slice::from_ref(&op));
         ops.push(op);
@@ -369,56 +313,25 @@ pub fn generate(spec: &WorkloadSpec, model: &mut Model) -> Vec<Op> {
     }
     if first_phase {
         let plain = Some(b"plain".to_vec());
+        push(&mut ops, model, Op::Put { table: plain.clone(), key: vec![], value: vec![], flags: 0 });
         push(
             &mut ops,
             model,
-            Op::Put {
-                table: plain.clone(),
-                key: vec![],
-                value: vec![],
-                flags: 0,
-            },
+            Op::Put { table: plain.clone(), key: vec![0xee; max_key], value: b"max-key".to_vec(), flags: 0 },
         );
         push(
             &mut ops,
             model,
-            Op::Put {
-                table: plain.clone(),
-                key: vec![0xee; max_key],
-                value: b"max-key".to_vec(),
-                flags: 0,
-            },
-        );
-        push(
-            &mut ops,
-            model,
-            Op::Put {
-                table: Some(b"rev".to_vec()),
-                key: vec![b'z'; max_key],
-                value: vec![],
-                flags: 0,
-            },
+            Op::Put { table: Some(b"rev".to_vec()), key: vec![b'z'; max_key], value: vec![], flags: 0 },
         );
         let temp = Some(TEMP_TABLE.as_bytes().to_vec());
-        push(
-            &mut ops,
-            model,
-            Op::Create {
-                table: temp.clone(),
-                flags: 0,
-            },
-        );
+        push(&mut ops, model, Op::Create { table: temp.clone(), flags: 0 });
         for i in 0..(spec.ops_per_txn / 4).max(10) {
             let v = gen_value(&mut rng, spec);
             push(
                 &mut ops,
                 model,
-                Op::Put {
-                    table: temp.clone(),
-                    key: format!("temp{i:06}").into_bytes(),
-                    value: v,
-                    flags: 0,
-                },
+                Op::Put { table: temp.clone(), key: format!("temp{i:06}").into_bytes(), value: v, flags: 0 },
             );
         }
     }
@@ -428,44 +341,21 @@ pub fn generate(spec: &WorkloadSpec, model: &mut Model) -> Vec<Op> {
             push(&mut ops, model, Op::Commit);
         }
         if first_phase && txn == 2 {
-            push(
-                &mut ops,
-                model,
-                Op::Drop {
-                    table: Some(TEMP_TABLE.as_bytes().to_vec()),
-                },
-            );
+            push(&mut ops, model, Op::Drop { table: Some(TEMP_TABLE.as_bytes().to_vec()) });
         }
         if txn == spec.txns / 2 {
-            push(
-                &mut ops,
-                model,
-                Op::Clear {
-                    table: Some(b"cleared".to_vec()),
-                },
-            );
+            push(&mut ops, model, Op::Clear { table: Some(b"cleared".to_vec()) });
         }
         if spec.main_records && rng.chance(1, 2) {
             let k = format!("~main-{:04}", rng.below(20)).into_bytes();
             let v = gen_value(&mut rng, spec);
-            push(
-                &mut ops,
-                model,
-                Op::Put {
-                    table: None,
-                    key: k,
-                    value: v,
-                    flags: 0,
-                },
-            );
+            push(&mut ops, model, Op::Put { table: None, key: k, value: v, flags: 0 });
         }
         for _ in 0..spec.ops_per_txn {
             let name = tables[rng.below(tables.len() as u64) as usize];
             let table = Some(name.as_bytes().to_vec());
             let existing = &model.tables[&table].map;
-            let delete = (txn > 0 || !first_phase)
-                && !existing.is_empty()
-                && rng.below(100) < spec.delete_percent;
+            let delete = (txn > 0 || !first_phase) && !existing.is_empty() && rng.below(100) < spec.delete_percent;
             if delete {
                 // Delete an existing key (picked by a random lower bound), or
                 // now and then a missing one.
@@ -476,43 +366,18 @@ pub fn generate(spec: &WorkloadSpec, model: &mut Model) -> Vec<Op> {
                     .or_else(|| existing.iter().next())
                     .map(|(k, _)| k.clone())
                     .unwrap_or(probe);
-                let key = if rng.chance(1, 20) {
-                    gen_key(&mut rng, name, max_key)
-                } else {
-                    key
-                };
-                push(
-                    &mut ops,
-                    model,
-                    Op::Del {
-                        table,
-                        key,
-                        value: None,
-                    },
-                );
+                let key = if rng.chance(1, 20) { gen_key(&mut rng, name, max_key) } else { key };
+                push(&mut ops, model, Op::Del { table, key, value: None });
             } else {
                 // Overwrite an existing key now and then (value sizes change).
                 let key = if !existing.is_empty() && rng.chance(1, 5) {
                     let probe = gen_key(&mut rng, name, max_key);
-                    existing
-                        .range(probe.clone()..)
-                        .next()
-                        .map(|(k, _)| k.clone())
-                        .unwrap_or(probe)
+                    existing.range(probe.clone()..).next().map(|(k, _)| k.clone()).unwrap_or(probe)
                 } else {
                     gen_key(&mut rng, name, max_key)
                 };
                 let value = gen_value(&mut rng, spec);
-                push(
-                    &mut ops,
-                    model,
-                    Op::Put {
-                        table,
-                        key,
-                        value,
-                        flags: 0,
-                    },
-                );
+                push(&mut ops, model, Op::Put { table, key, value, flags: 0 });
             }
         }
     }
@@ -525,13 +390,7 @@ mod tests {
 
     #[test]
     fn max_key_sizes_match_the_format_doc() {
-        for (ps, k) in [
-            (256, 102),
-            (1024, 486),
-            (4096, 2022),
-            (16384, 8166),
-            (65536, 32742),
-        ] {
+        for (ps, k) in [(256, 102), (1024, 486), (4096, 2022), (16384, 8166), (65536, 32742)] {
             assert_eq!(max_key_size(ps), k, "page size {ps}");
         }
     }
@@ -558,9 +417,7 @@ mod tests {
         m3.apply(&ops1);
         assert_eq!(m1, m3);
         assert!(m1.len() > 1000, "{}", m1.len());
-        assert!(!m1
-            .tables
-            .contains_key(&Some(TEMP_TABLE.as_bytes().to_vec())));
+        assert!(!m1.tables.contains_key(&Some(TEMP_TABLE.as_bytes().to_vec())));
     }
 
     #[test]

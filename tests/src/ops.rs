@@ -22,27 +22,11 @@ use crate::oracle;
 /// One write operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
-    Create {
-        table: Option<Vec<u8>>,
-        flags: u32,
-    },
-    Put {
-        table: Option<Vec<u8>>,
-        key: Vec<u8>,
-        value: Vec<u8>,
-        flags: u32,
-    },
-    Del {
-        table: Option<Vec<u8>>,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    },
-    Clear {
-        table: Option<Vec<u8>>,
-    },
-    Drop {
-        table: Option<Vec<u8>>,
-    },
+    Create { table: Option<Vec<u8>>, flags: u32 },
+    Put { table: Option<Vec<u8>>, key: Vec<u8>, value: Vec<u8>, flags: u32 },
+    Del { table: Option<Vec<u8>>, key: Vec<u8>, value: Option<Vec<u8>> },
+    Clear { table: Option<Vec<u8>> },
+    Drop { table: Option<Vec<u8>> },
     Commit,
 }
 
@@ -56,9 +40,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    let h = s
-        .strip_prefix('x')
-        .ok_or_else(|| format!("expected x<hex>, got {s:?}"))?;
+    let h = s.strip_prefix('x').ok_or_else(|| format!("expected x<hex>, got {s:?}"))?;
     crate::golden::decode(crate::golden::DumpFormat::ByteValue, h.as_bytes())
 }
 
@@ -86,21 +68,9 @@ pub fn format_ops(ops: &[Op]) -> String {
     let mut s = String::new();
     for op in ops {
         match op {
-            Op::Create { table, flags } => {
-                s.push_str(&format!("create {} {flags:x}\n", table_str(table)))
-            }
-            Op::Put {
-                table,
-                key,
-                value,
-                flags,
-            } => {
-                s.push_str(&format!(
-                    "put {} {} {}",
-                    table_str(table),
-                    hex(key),
-                    hex(value)
-                ));
+            Op::Create { table, flags } => s.push_str(&format!("create {} {flags:x}\n", table_str(table))),
+            Op::Put { table, key, value, flags } => {
+                s.push_str(&format!("put {} {} {}", table_str(table), hex(key), hex(value)));
                 if *flags != 0 {
                     s.push_str(&format!(" {flags:x}"));
                 }
@@ -130,35 +100,22 @@ pub fn parse_ops(text: &str) -> Result<Vec<Op>, String> {
         let err = |e: String| format!("ops line {}: {e}", n + 1);
         let op = match (f[0], f.len()) {
             ("", 1) => continue,
-            ("create", 3) => Op::Create {
-                table: parse_table(f[1]).map_err(err)?,
-                flags: parse_flags(f[2]).map_err(err)?,
-            },
+            ("create", 3) => {
+                Op::Create { table: parse_table(f[1]).map_err(err)?, flags: parse_flags(f[2]).map_err(err)? }
+            }
             ("put", 4 | 5) => Op::Put {
                 table: parse_table(f[1]).map_err(err)?,
                 key: unhex(f[2]).map_err(err)?,
                 value: unhex(f[3]).map_err(err)?,
-                flags: if f.len() == 5 {
-                    parse_flags(f[4]).map_err(err)?
-                } else {
-                    0
-                },
+                flags: if f.len() == 5 { parse_flags(f[4]).map_err(err)? } else { 0 },
             },
             ("del", 3 | 4) => Op::Del {
                 table: parse_table(f[1]).map_err(err)?,
                 key: unhex(f[2]).map_err(err)?,
-                value: if f.len() == 4 {
-                    Some(unhex(f[3]).map_err(err)?)
-                } else {
-                    None
-                },
+                value: if f.len() == 4 { Some(unhex(f[3]).map_err(err)?) } else { None },
             },
-            ("clear", 2) => Op::Clear {
-                table: parse_table(f[1]).map_err(err)?,
-            },
-            ("drop", 2) => Op::Drop {
-                table: parse_table(f[1]).map_err(err)?,
-            },
+            ("clear", 2) => Op::Clear { table: parse_table(f[1]).map_err(err)? },
+            ("drop", 2) => Op::Drop { table: parse_table(f[1]).map_err(err)? },
             ("commit", 1) => Op::Commit,
             _ => return Err(err(format!("bad line {line:?}"))),
         };
@@ -179,26 +136,20 @@ pub fn apply_oracle(env: &oracle::Env, ops: &[Op]) -> oracle::Result<usize> {
             Some(t) => t,
             None => txn.insert(env.begin_rw()?),
         };
-        let mut dbi_of =
-            |t: &mut oracle::Txn<'_>, table: &Option<Vec<u8>>| -> oracle::Result<oracle::Dbi> {
-                if let Some(d) = dbis.get(table) {
-                    return Ok(*d);
-                }
-                let d = t.open_table(table.as_deref())?;
-                dbis.insert(table.clone(), d);
-                Ok(d)
-            };
+        let mut dbi_of = |t: &mut oracle::Txn<'_>, table: &Option<Vec<u8>>| -> oracle::Result<oracle::Dbi> {
+            if let Some(d) = dbis.get(table) {
+                return Ok(*d);
+            }
+            let d = t.open_table(table.as_deref())?;
+            dbis.insert(table.clone(), d);
+            Ok(d)
+        };
         match op {
             Op::Create { table, flags } => {
                 let d = t.create_table(table.as_deref(), *flags)?;
                 dbis.insert(table.clone(), d);
             }
-            Op::Put {
-                table,
-                key,
-                value,
-                flags,
-            } => {
+            Op::Put { table, key, value, flags } => {
                 let d = dbi_of(t, table)?;
                 t.put(d, key, value, *flags)?;
             }
@@ -242,39 +193,14 @@ mod tests {
     #[test]
     fn script_round_trip() {
         let ops = vec![
-            Op::Create {
-                table: Some(b"t".to_vec()),
-                flags: 0x08,
-            },
-            Op::Put {
-                table: None,
-                key: vec![],
-                value: vec![],
-                flags: 0,
-            },
-            Op::Put {
-                table: Some(b"t".to_vec()),
-                key: vec![1, 2, 3, 4],
-                value: vec![0xff],
-                flags: 0x10,
-            },
-            Op::Del {
-                table: Some(b"t".to_vec()),
-                key: vec![1, 2, 3, 4],
-                value: Some(vec![]),
-            },
-            Op::Del {
-                table: None,
-                key: vec![9],
-                value: None,
-            },
+            Op::Create { table: Some(b"t".to_vec()), flags: 0x08 },
+            Op::Put { table: None, key: vec![], value: vec![], flags: 0 },
+            Op::Put { table: Some(b"t".to_vec()), key: vec![1, 2, 3, 4], value: vec![0xff], flags: 0x10 },
+            Op::Del { table: Some(b"t".to_vec()), key: vec![1, 2, 3, 4], value: Some(vec![]) },
+            Op::Del { table: None, key: vec![9], value: None },
             Op::Commit,
-            Op::Clear {
-                table: Some(b"t".to_vec()),
-            },
-            Op::Drop {
-                table: Some(b"t".to_vec()),
-            },
+            Op::Clear { table: Some(b"t".to_vec()) },
+            Op::Drop { table: Some(b"t".to_vec()) },
         ];
         let text = format_ops(&ops);
         assert_eq!(parse_ops(&text).unwrap(), ops);

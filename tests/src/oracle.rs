@@ -17,9 +17,9 @@ use std::ptr;
 use mdbx_sys as ffi;
 
 pub use ffi::{
-    MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE,
-    MDBX_INTEGERDUP, MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA,
-    MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
+    MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE, MDBX_INTEGERDUP,
+    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_PROBLEM,
+    MDBX_REVERSEDUP, MDBX_REVERSEKEY,
 };
 
 /// Result of every oracle call.
@@ -60,17 +60,11 @@ pub fn error_code(err: &str) -> Option<i32> {
 }
 
 fn val(b: &[u8]) -> ffi::MDBX_val {
-    ffi::MDBX_val {
-        iov_base: b.as_ptr() as *mut libc::c_void,
-        iov_len: b.len(),
-    }
+    ffi::MDBX_val { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() }
 }
 
 fn empty_val() -> ffi::MDBX_val {
-    ffi::MDBX_val {
-        iov_base: ptr::null_mut(),
-        iov_len: 0,
-    }
+    ffi::MDBX_val { iov_base: ptr::null_mut(), iov_len: 0 }
 }
 
 /// # Safety
@@ -100,10 +94,7 @@ pub fn detect_no_sub_dir(path: &Path) -> Option<bool> {
 fn quiet_logging() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let level = std::env::var("RDBX_ORACLE_LOG")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(ffi::MDBX_LOG_WARN);
+        let level = std::env::var("RDBX_ORACLE_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(ffi::MDBX_LOG_WARN);
         // SAFETY: plain setter; a null logger keeps libmdbx's default
         // (stderr) output.
         unsafe {
@@ -235,9 +226,7 @@ impl Env {
         let path = path.as_ref().to_path_buf();
         let mut env: *mut ffi::MDBX_env = ptr::null_mut();
         // SAFETY: out-pointer to a local.
-        check(unsafe { ffi::mdbx_env_create(&mut env) }, || {
-            "mdbx_env_create".into()
-        })?;
+        check(unsafe { ffi::mdbx_env_create(&mut env) }, || "mdbx_env_create".into())?;
         let me = Env { env, path };
         me.configure_and_open(opts)?;
         Ok(me)
@@ -247,15 +236,13 @@ impl Env {
         // SAFETY (all calls below): self.env is a live environment created by
         // mdbx_env_create and not yet opened.
         unsafe {
-            check(
-                ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_max_db, opts.max_dbs as u64),
-                || "mdbx_env_set_option(max_db)".into(),
-            )?;
+            check(ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_max_db, opts.max_dbs as u64), || {
+                "mdbx_env_set_option(max_db)".into()
+            })?;
             if let Some(r) = opts.max_readers {
-                check(
-                    ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_max_readers, r as u64),
-                    || "mdbx_env_set_option(max_readers)".into(),
-                )?;
+                check(ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_max_readers, r as u64), || {
+                    "mdbx_env_set_option(max_readers)".into()
+                })?;
             }
             let g = &opts.geometry;
             let v = |x: Option<usize>| x.map(|x| x as isize).unwrap_or(-1);
@@ -270,18 +257,10 @@ impl Env {
                         v(g.shrink),
                         v(opts.page_size),
                     ),
-                    || {
-                        format!(
-                            "mdbx_env_set_geometry({g:?}, page_size {:?})",
-                            opts.page_size
-                        )
-                    },
+                    || format!("mdbx_env_set_geometry({g:?}, page_size {:?})", opts.page_size),
                 )?;
             }
-            let no_sub_dir = opts
-                .no_sub_dir
-                .or_else(|| detect_no_sub_dir(&self.path))
-                .unwrap_or(false);
+            let no_sub_dir = opts.no_sub_dir.or_else(|| detect_no_sub_dir(&self.path)).unwrap_or(false);
             let mut flags: ffi::MDBX_env_flags_t = 0;
             if no_sub_dir {
                 flags |= ffi::MDBX_NOSUBDIR;
@@ -305,10 +284,9 @@ impl Env {
                 Durability::UtterlyNoSync => ffi::MDBX_UTTERLY_NOSYNC,
             };
             let c = cpath(&self.path)?;
-            check(
-                ffi::mdbx_env_open(self.env, c.as_ptr(), flags, 0o644),
-                || format!("mdbx_env_open({:?}, flags {flags:#x})", self.path),
-            )
+            check(ffi::mdbx_env_open(self.env, c.as_ptr(), flags, 0o644), || {
+                format!("mdbx_env_open({:?}, flags {flags:#x})", self.path)
+            })
         }
     }
 
@@ -330,17 +308,10 @@ impl Env {
     fn begin(&self, flags: ffi::MDBX_txn_flags_t) -> Result<Txn<'_>> {
         let mut txn: *mut ffi::MDBX_txn = ptr::null_mut();
         // SAFETY: live env, out-pointer to a local.
-        check(
-            unsafe {
-                ffi::mdbx_txn_begin_ex(self.env, ptr::null_mut(), flags, &mut txn, ptr::null_mut())
-            },
-            || format!("mdbx_txn_begin(flags {flags:#x})"),
-        )?;
-        Ok(Txn {
-            txn,
-            _env: self,
-            read_only: flags & ffi::MDBX_TXN_RDONLY != 0,
-        })
+        check(unsafe { ffi::mdbx_txn_begin_ex(self.env, ptr::null_mut(), flags, &mut txn, ptr::null_mut()) }, || {
+            format!("mdbx_txn_begin(flags {flags:#x})")
+        })?;
+        Ok(Txn { txn, _env: self, read_only: flags & ffi::MDBX_TXN_RDONLY != 0 })
     }
 
     /// Environment information.
@@ -349,14 +320,7 @@ impl Env {
         let mut i: ffi::MDBX_envinfo = unsafe { std::mem::zeroed() };
         // SAFETY: live env, out-pointer with its size.
         check(
-            unsafe {
-                ffi::mdbx_env_info_ex(
-                    self.env,
-                    ptr::null(),
-                    &mut i,
-                    std::mem::size_of::<ffi::MDBX_envinfo>(),
-                )
-            },
+            unsafe { ffi::mdbx_env_info_ex(self.env, ptr::null(), &mut i, std::mem::size_of::<ffi::MDBX_envinfo>()) },
             || "mdbx_env_info_ex".into(),
         )?;
         Ok(EnvInfo {
@@ -401,9 +365,7 @@ impl Env {
     pub fn close(mut self) -> Result<()> {
         let env = std::mem::replace(&mut self.env, ptr::null_mut());
         // SAFETY: live env, closed exactly once (Drop sees null).
-        check(unsafe { ffi::mdbx_env_close_ex(env, false) }, || {
-            "mdbx_env_close".into()
-        })
+        check(unsafe { ffi::mdbx_env_close_ex(env, false) }, || "mdbx_env_close".into())
     }
 }
 
@@ -456,14 +418,11 @@ impl Txn<'_> {
     fn dbi_open(&self, name: Option<&[u8]>, flags: u32) -> Result<Dbi> {
         let mut dbi: Dbi = 0;
         let nv = name.map(val);
-        let np = nv
-            .as_ref()
-            .map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
+        let np = nv.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
         // SAFETY: live txn; name points to a local MDBX_val over a live slice.
-        check(
-            unsafe { ffi::mdbx_dbi_open2(self.txn, np, flags, &mut dbi) },
-            || format!("mdbx_dbi_open({}, flags {flags:#x})", show_name(name)),
-        )?;
+        check(unsafe { ffi::mdbx_dbi_open2(self.txn, np, flags, &mut dbi) }, || {
+            format!("mdbx_dbi_open({}, flags {flags:#x})", show_name(name))
+        })?;
         Ok(dbi)
     }
 
@@ -471,10 +430,9 @@ impl Txn<'_> {
     pub fn table_flags(&self, dbi: Dbi) -> Result<u32> {
         let (mut flags, mut state) = (0u32, 0u32);
         // SAFETY: live txn, out-pointers to locals.
-        check(
-            unsafe { ffi::mdbx_dbi_flags_ex(self.txn, dbi, &mut flags, &mut state) },
-            || format!("mdbx_dbi_flags(dbi {dbi})"),
-        )?;
+        check(unsafe { ffi::mdbx_dbi_flags_ex(self.txn, dbi, &mut flags, &mut state) }, || {
+            format!("mdbx_dbi_flags(dbi {dbi})")
+        })?;
         Ok(flags)
     }
 
@@ -483,33 +441,22 @@ impl Txn<'_> {
         let k = val(key);
         let mut v = val(value);
         // SAFETY: live txn, key/value point to live slices (libmdbx copies them).
-        check(
-            unsafe { ffi::mdbx_put(self.txn, dbi, &k, &mut v, flags) },
-            || {
-                format!(
-                    "mdbx_put(dbi {dbi}, key {}, value len {}, flags {flags:#x})",
-                    hex_short(key),
-                    value.len()
-                )
-            },
-        )
+        check(unsafe { ffi::mdbx_put(self.txn, dbi, &k, &mut v, flags) }, || {
+            format!("mdbx_put(dbi {dbi}, key {}, value len {}, flags {flags:#x})", hex_short(key), value.len())
+        })
     }
 
     /// Delete a key (all its values), or one key/value pair. `Ok(false)` if nothing matched.
     pub fn del(&mut self, dbi: Dbi, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         let k = val(key);
         let v = value.map(val);
-        let vp = v
-            .as_ref()
-            .map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
+        let vp = v.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
         // SAFETY: live txn, pointers to locals over live slices.
         let rc = unsafe { ffi::mdbx_del(self.txn, dbi, &k, vp) };
         if rc == ffi::MDBX_NOTFOUND {
             return Ok(false);
         }
-        check(rc, || {
-            format!("mdbx_del(dbi {dbi}, key {})", hex_short(key))
-        })?;
+        check(rc, || format!("mdbx_del(dbi {dbi}, key {})", hex_short(key)))?;
         Ok(true)
     }
 
@@ -522,9 +469,7 @@ impl Txn<'_> {
         if rc == ffi::MDBX_NOTFOUND {
             return Ok(None);
         }
-        check(rc, || {
-            format!("mdbx_get(dbi {dbi}, key {})", hex_short(key))
-        })?;
+        check(rc, || format!("mdbx_get(dbi {dbi}, key {})", hex_short(key)))?;
         // SAFETY: on success v points into the map, valid during the txn.
         Ok(Some(unsafe { val_to_vec(&v) }))
     }
@@ -538,9 +483,7 @@ impl Txn<'_> {
         if rc == ffi::MDBX_NOTFOUND {
             return Ok(None);
         }
-        check(rc, || {
-            format!("mdbx_get(dbi {dbi}, key {})", hex_short(key))
-        })?;
+        check(rc, || format!("mdbx_get(dbi {dbi}, key {})", hex_short(key)))?;
         // SAFETY: v points into the map (or a dirty page of this txn) and stays
         // valid while the txn is borrowed: writes need `&mut self`.
         Ok(Some(unsafe { slice_of(&v) }))
@@ -612,31 +555,23 @@ impl Txn<'_> {
         // SAFETY: MDBX_stat is plain old data.
         let mut s: ffi::MDBX_stat = unsafe { std::mem::zeroed() };
         // SAFETY: live txn, out-pointer with its size.
-        check(
-            unsafe {
-                ffi::mdbx_dbi_stat(self.txn, dbi, &mut s, std::mem::size_of::<ffi::MDBX_stat>())
-            },
-            || format!("mdbx_dbi_stat(dbi {dbi})"),
-        )?;
+        check(unsafe { ffi::mdbx_dbi_stat(self.txn, dbi, &mut s, std::mem::size_of::<ffi::MDBX_stat>()) }, || {
+            format!("mdbx_dbi_stat(dbi {dbi})")
+        })?;
         Ok(s.into())
     }
 
     /// Empty a table (`delete = false`) or delete it (`delete = true`).
     pub fn drop_table(&mut self, dbi: Dbi, delete: bool) -> Result<()> {
         // SAFETY: live txn.
-        check(unsafe { ffi::mdbx_drop(self.txn, dbi, delete) }, || {
-            format!("mdbx_drop(dbi {dbi}, delete {delete})")
-        })
+        check(unsafe { ffi::mdbx_drop(self.txn, dbi, delete) }, || format!("mdbx_drop(dbi {dbi}, delete {delete})"))
     }
 
     /// Commit (for read-only transactions: end it).
     pub fn commit(mut self) -> Result<()> {
         let txn = std::mem::replace(&mut self.txn, ptr::null_mut());
         // SAFETY: live txn, ended exactly once (Drop sees null).
-        check(
-            unsafe { ffi::mdbx_txn_commit_ex(txn, ptr::null_mut()) },
-            || "mdbx_txn_commit".into(),
-        )
+        check(unsafe { ffi::mdbx_txn_commit_ex(txn, ptr::null_mut()) }, || "mdbx_txn_commit".into())
     }
 
     /// Abort.
@@ -673,10 +608,7 @@ impl Cursor {
     fn open(txn: &Txn<'_>, dbi: Dbi) -> Result<Cursor> {
         let mut c: *mut ffi::MDBX_cursor = ptr::null_mut();
         // SAFETY: live txn, out-pointer to a local.
-        check(
-            unsafe { ffi::mdbx_cursor_open(txn.txn, dbi, &mut c) },
-            || format!("mdbx_cursor_open(dbi {dbi})"),
-        )?;
+        check(unsafe { ffi::mdbx_cursor_open(txn.txn, dbi, &mut c) }, || format!("mdbx_cursor_open(dbi {dbi})"))?;
         Ok(Cursor(c))
     }
 }
@@ -786,13 +718,7 @@ impl ChkSummary {
 /// `Err` only if the check could not run (open failure); problems found are in
 /// the summary (`is_clean()`).
 pub fn chk(path: impl AsRef<Path>) -> Result<ChkSummary> {
-    let env = Env::open(
-        path,
-        &EnvOptions {
-            read_only: true,
-            ..EnvOptions::default()
-        },
-    )?;
+    let env = Env::open(path, &EnvOptions { read_only: true, ..EnvOptions::default() })?;
     let s = env.chk()?;
     env.close()?;
     Ok(s)
@@ -805,10 +731,7 @@ struct ChkCtx {
     tables: Vec<ChkTable>,
 }
 
-unsafe extern "C" fn chk_table_dispose(
-    ctx: *mut ffi::MDBX_chk_context_t,
-    table: *const ffi::MDBX_chk_table_t,
-) {
+unsafe extern "C" fn chk_table_dispose(ctx: *mut ffi::MDBX_chk_context_t, table: *const ffi::MDBX_chk_table_t) {
     // SAFETY: ctx is the first field of our ChkCtx; table is live during the call.
     unsafe {
         let c = &mut *(ctx as *mut ChkCtx);
@@ -939,16 +862,8 @@ unsafe extern "C" fn chk_scope_push(
             let mut buf = vec![0u8; n as usize + 1];
             vsnprintf(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), fmt, args);
             let c = &mut *(ctx as *mut ChkCtx);
-            let depth = if outer.is_null() {
-                0
-            } else {
-                (*ctx).scope_nesting as usize
-            };
-            let text = format!(
-                "{}- {}",
-                "  ".repeat(depth),
-                String::from_utf8_lossy(&buf[..n as usize])
-            );
+            let depth = if outer.is_null() { 0 } else { (*ctx).scope_nesting as usize };
+            let text = format!("{}- {}", "  ".repeat(depth), String::from_utf8_lossy(&buf[..n as usize]));
             c.lines.push((ffi::MDBX_chk_processing as u8, text));
         }
     }
@@ -994,16 +909,7 @@ fn run_chk(env: *mut ffi::MDBX_env) -> Result<ChkSummary> {
     });
     // SAFETY: live env; cb and ctx outlive the call; ctx is the first field of
     // ChkCtx so the callbacks can reach `lines`.
-    let rc = unsafe {
-        ffi::mdbx_env_chk(
-            env,
-            &cb,
-            &mut c.ctx,
-            ffi::MDBX_CHK_DEFAULTS,
-            CHK_VERBOSITY,
-            0,
-        )
-    };
+    let rc = unsafe { ffi::mdbx_env_chk(env, &cb, &mut c.ctx, ffi::MDBX_CHK_DEFAULTS, CHK_VERBOSITY, 0) };
     let r = &c.ctx.result;
     let mut s = ChkSummary {
         rc,
@@ -1030,18 +936,10 @@ fn run_chk(env: *mut ffi::MDBX_env) -> Result<ChkSummary> {
     // mdbx_env_chk frees before returning: the tables were copied by
     // `chk_table_dispose` instead.
     s.tables.sort_by_key(|t| t.id);
-    s.error_lines = s
-        .lines
-        .iter()
-        .filter(|(sev, _)| (*sev as u32) < ffi::MDBX_chk_warning)
-        .map(|(_, l)| l.clone())
-        .collect();
+    s.error_lines =
+        s.lines.iter().filter(|(sev, _)| (*sev as u32) < ffi::MDBX_chk_warning).map(|(_, l)| l.clone()).collect();
     if rc != 0 && rc != ffi::MDBX_PROBLEM {
-        return Err(format!(
-            "{}\n{}",
-            format_err("mdbx_env_chk", rc),
-            s.report()
-        ));
+        return Err(format!("{}\n{}", format_err("mdbx_env_chk", rc), s.report()));
     }
     Ok(s)
 }
@@ -1145,31 +1043,15 @@ mod tests {
             let path = copy_golden(name, tmp.path()).unwrap();
             let dump = std::fs::read(golden::golden_dir().join(format!("{name}.dump"))).unwrap();
             let want = golden::parse_dump(&dump).unwrap();
-            let env = Env::open(
-                &path,
-                &EnvOptions {
-                    read_only: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let env = Env::open(&path, &EnvOptions { read_only: true, ..Default::default() }).unwrap();
             let txn = env.begin_ro().unwrap();
             let got = dump_sections(&txn).unwrap();
             assert_eq!(got.len(), want.len(), "{name}: number of sections");
             for (g, w) in got.iter().zip(&want) {
                 assert_eq!(g.name, w.name, "{name}");
                 assert_eq!(g.flags, w.flags, "{name} {}", w.display_name());
-                assert_eq!(
-                    g.records.len(),
-                    w.records.len(),
-                    "{name} {}",
-                    w.display_name()
-                );
-                assert!(
-                    g.records == w.records,
-                    "{name} {}: records differ",
-                    w.display_name()
-                );
+                assert_eq!(g.records.len(), w.records.len(), "{name} {}", w.display_name());
+                assert!(g.records == w.records, "{name} {}: records differ", w.display_name());
             }
             // Point lookups agree too (first value of each key).
             for w in &want {
@@ -1183,8 +1065,7 @@ mod tests {
                     assert_eq!(txn.get(dbi, k).unwrap().as_deref(), Some(v.as_slice()));
                 }
             }
-            let stat_text =
-                std::fs::read_to_string(golden::golden_dir().join(format!("{name}.stat"))).unwrap();
+            let stat_text = std::fs::read_to_string(golden::golden_dir().join(format!("{name}.stat"))).unwrap();
             let want_stats = golden::parse_stat(&stat_text).unwrap();
             for (n, st) in all_stats(&txn).unwrap() {
                 let w = want_stats[&n];
@@ -1196,12 +1077,7 @@ mod tests {
                     overflow_pages: st.overflow_pages,
                     entries: st.entries,
                 };
-                assert_eq!(
-                    g,
-                    w,
-                    "{name} {:?}",
-                    n.as_deref().map(String::from_utf8_lossy)
-                );
+                assert_eq!(g, w, "{name} {:?}", n.as_deref().map(String::from_utf8_lossy));
             }
             drop(txn);
             env.close().unwrap();
@@ -1216,11 +1092,7 @@ mod tests {
             let s = chk(&path).unwrap();
             assert!(s.is_clean(), "{name}: {s:?}\n{}", s.report());
             assert!(s.processed_pages > 0, "{name}");
-            assert!(
-                s.tables.iter().any(|t| t.name.is_none()),
-                "{name}: main table accounted: {:?}",
-                s.tables
-            );
+            assert!(s.tables.iter().any(|t| t.name.is_none()), "{name}: main table accounted: {:?}", s.tables);
         }
     }
 

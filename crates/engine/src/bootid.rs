@@ -100,19 +100,10 @@ mod tests {
         let id = parse_uuid_text("c9eaa69d-6bd5-4a2e-83f0-ce0c5c44791c\n").unwrap();
         assert_eq!(
             id,
-            [
-                0x1c, 0x79, 0x44, 0x5c, 0x0c, 0xce, 0xf0, 0x83, 0x2e, 0x4a, 0xd5, 0x6b, 0x9d, 0xa6,
-                0xea, 0xc9
-            ]
+            [0x1c, 0x79, 0x44, 0x5c, 0x0c, 0xce, 0xf0, 0x83, 0x2e, 0x4a, 0xd5, 0x6b, 0x9d, 0xa6, 0xea, 0xc9]
         );
-        assert_eq!(
-            u64::from_le_bytes(id[..8].try_into().unwrap()),
-            0x83f0ce0c5c44791c
-        );
-        assert_eq!(
-            u64::from_le_bytes(id[8..].try_into().unwrap()),
-            0xc9eaa69d6bd54a2e
-        );
+        assert_eq!(u64::from_le_bytes(id[..8].try_into().unwrap()), 0x83f0ce0c5c44791c);
+        assert_eq!(u64::from_le_bytes(id[8..].try_into().unwrap()), 0xc9eaa69d6bd54a2e);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct CheckOptions {
     /// (a weak head meta is made steady, a file whose size is not a multiple
     /// of the system page is extended).
     pub repair: bool,
+    /// Polled during the walk: when it becomes true the check stops with an
+    /// `Interrupted` I/O error (`mdbx_chk` exit code 5).
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// How serious a problem is: decides the exit code of `chk` (1 or 2).
@@ -360,13 +363,13 @@ struct Walker<'a> {
     val_width: Option<usize>,
     progress: &'a mut dyn FnMut(CheckProgress),
     tick: u64,
+    interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    stopped: bool,
 }
 
 fn reason(e: &Error) -> String {
     match e {
-        Error::Corrupted {
-            what: Reason(w), ..
-        } => (*w).to_string(),
+        Error::Corrupted { what: Reason(w), .. } => (*w).to_string(),
         other => other.to_string(),
     }
 }
@@ -421,14 +424,7 @@ fn ranges(pages: &[u32], max: usize) -> String {
 }
 
 impl<'a> Walker<'a> {
-    fn report(
-        &mut self,
-        sev: Severity,
-        area: Area,
-        tid: Option<usize>,
-        page: Option<u32>,
-        message: String,
-    ) {
+    fn report(&mut self, sev: Severity, area: Area, tid: Option<usize>, page: Option<u32>, message: String) {
         match sev {
             Severity::Major => self.major += 1,
             Severity::Minor => self.minor += 1,
@@ -441,24 +437,12 @@ impl<'a> Walker<'a> {
             self.tables[t].display_name()
         });
         if self.problems.len() < MAX_LISTED {
-            self.problems.push(Problem {
-                severity: sev,
-                area,
-                table,
-                page,
-                message,
-            });
+            self.problems.push(Problem { severity: sev, area, table, page, message });
         }
     }
 
     fn bad(&mut self, ctx: &Ctx, page: u32, message: String) {
-        self.report(
-            Severity::Major,
-            Area::Tree,
-            Some(ctx.tid),
-            Some(page),
-            message,
-        );
+        self.report(Severity::Major, Area::Tree, Some(ctx.tid), Some(page), message);
     }
 
     /// The bytes of page `pgno` if it lies inside the allocated pages and the file.
@@ -472,12 +456,13 @@ impl<'a> Walker<'a> {
 
     fn tick(&mut self) {
         self.tick += 1;
-        if self.tick % 512 == 0 {
-            (self.progress)(CheckProgress {
-                stage: Stage::Trees,
-                done: self.walked_pages,
-                total: self.limit as u64,
-            });
+        if self.tick.is_multiple_of(64)
+            && self.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            self.stopped = true;
+        }
+        if self.tick.is_multiple_of(512) {
+            (self.progress)(CheckProgress { stage: Stage::Trees, done: self.walked_pages, total: self.limit as u64 });
         }
     }
 
@@ -507,45 +492,32 @@ impl<'a> Walker<'a> {
         if o == OWNER_GC_LISTED {
             "the GC list".into()
         } else {
-            self.tables
-                .get(o as usize - 1)
-                .map(|t| t.display_name())
-                .unwrap_or_else(|| "?".into())
+            self.tables.get(o as usize - 1).map(|t| t.display_name()).unwrap_or_else(|| "?".into())
         }
     }
 
     /// Checks a page reference before loading: in range and inside the file.
-    fn check_ref(
-        &mut self,
-        ctx: &Ctx,
-        pgno: u32,
-        what: &str,
-        parent: Option<u32>,
-    ) -> Option<&'a [u8]> {
+    fn check_ref(&mut self, ctx: &Ctx, pgno: u32, what: &str, parent: Option<u32>) -> Option<&'a [u8]> {
         let from = match parent {
             Some(p) => format!(" (referenced from page #{p})"),
             None => " (root)".to_string(),
         };
         if pgno < NUM_METAS {
-            self.bad(
-                ctx,
-                pgno,
-                format!("{what} page #{pgno} is a meta page{from}"),
-            );
+            self.bad(ctx, pgno, format!("{what} page #{pgno} is a meta page{from}"));
             return None;
         }
         if pgno >= self.limit {
-            self.bad(ctx, pgno, format!("{what} page #{pgno} is beyond the allocated pages (first unallocated {}){from}", self.limit));
+            self.bad(
+                ctx,
+                pgno,
+                format!("{what} page #{pgno} is beyond the allocated pages (first unallocated {}){from}", self.limit),
+            );
             return None;
         }
         match self.page(pgno) {
             Some(p) => Some(p),
             None => {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!("{what} page #{pgno} is beyond the end of the data file{from}"),
-                );
+                self.bad(ctx, pgno, format!("{what} page #{pgno} is beyond the end of the data file{from}"));
                 None
             }
         }
@@ -565,23 +537,13 @@ impl<'a> Walker<'a> {
                 self.bad(
                     &ctx,
                     P_INVALID,
-                    format!(
-                        "empty tree has non-zero counters (height {}, items {})",
-                        tree.height, tree.items
-                    ),
+                    format!("empty tree has non-zero counters (height {}, items {})", tree.height, tree.items),
                 );
             }
             return w;
         }
         if tree.height == 0 || tree.height as usize > MAX_DEPTH {
-            self.bad(
-                &ctx,
-                tree.root,
-                format!(
-                    "tree height {} is invalid for a non-empty tree",
-                    tree.height
-                ),
-            );
+            self.bad(&ctx, tree.root, format!("tree height {} is invalid for a non-empty tree", tree.height));
             return w;
         }
         self.walk_page(&ctx, tree.root, parent, front, 1, None, None, &mut w);
@@ -606,21 +568,14 @@ impl<'a> Walker<'a> {
         let p = Page { buf };
         let flags = p.flags();
         let is_branch = flags == pflags::BRANCH;
-        let want_leaf = if ctx.kind == Kind::Nested && ctx.flags.contains(DbFlags::DUP_FIXED) {
-            0x22
-        } else {
-            pflags::LEAF
-        };
+        let want_leaf =
+            if ctx.kind == Kind::Nested && ctx.flags.contains(DbFlags::DUP_FIXED) { 0x22 } else { pflags::LEAF };
         let parent_s = parent.map_or("root".to_string(), |p| format!("parent #{p}"));
         // Ownership first: a page reached twice is not walked again (cycles).
         let clash = self.claim(ctx.tid, pgno, 1);
         if let Some(&(_, o)) = clash.first() {
             let by = self.owner_name(o);
-            let what = if is_branch && o as usize == ctx.tid + 1 {
-                "loop"
-            } else {
-                "already used"
-            };
+            let what = if is_branch && o as usize == ctx.tid + 1 { "loop" } else { "already used" };
             self.bad(
                 ctx,
                 pgno,
@@ -631,10 +586,9 @@ impl<'a> Walker<'a> {
             );
             return;
         }
-        if is_branch {
-            w.branch += 1;
-        } else {
-            w.leaf += 1;
+        if p.pgno() != pgno {
+            self.bad(ctx, pgno, format!("page #{pgno}: pgno mismatch ({} != expected {pgno}), {parent_s}", p.pgno()));
+            return;
         }
         if flags != pflags::BRANCH && flags != want_leaf {
             let ty = match flags {
@@ -645,22 +599,27 @@ impl<'a> Walker<'a> {
                 0x08 => "meta",
                 _ => "unknown",
             };
-            self.bad(ctx, pgno, format!("page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})", if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }));
-            return;
-        }
-        if p.pgno() != pgno {
             self.bad(
                 ctx,
                 pgno,
                 format!(
-                    "page #{pgno}: pgno mismatch ({} != expected {pgno}), {parent_s}",
-                    p.pgno()
+                    "page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})",
+                    if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }
                 ),
             );
             return;
         }
+        if is_branch {
+            w.branch += 1;
+        } else {
+            w.leaf += 1;
+        }
         if p.txnid() > front {
-            self.bad(ctx, pgno, format!("page #{pgno}: invalid page txnid ({}) for parent-page txnid ({front}), {parent_s}", p.txnid()));
+            self.bad(
+                ctx,
+                pgno,
+                format!("page #{pgno}: invalid page txnid ({}) for parent-page txnid ({front}), {parent_s}", p.txnid()),
+            );
             return;
         }
         if let Err(e) = p.check_tree_page(pgno, front) {
@@ -678,15 +637,19 @@ impl<'a> Walker<'a> {
         }
         let is_leaf = !is_branch;
         if is_leaf != (depth == ctx.height) {
-            self.bad(ctx, pgno, format!("page #{pgno}: wrong tree height ({} at depth {depth}, tree height {}), {parent_s}", if is_leaf { "leaf" } else { "branch" }, ctx.height));
-            return;
-        }
-        if depth >= MAX_DEPTH && is_branch {
             self.bad(
                 ctx,
                 pgno,
-                format!("page #{pgno}: tree deeper than {MAX_DEPTH} levels"),
+                format!(
+                    "page #{pgno}: wrong tree height ({} at depth {depth}, tree height {}), {parent_s}",
+                    if is_leaf { "leaf" } else { "branch" },
+                    ctx.height
+                ),
             );
+            return;
+        }
+        if depth >= MAX_DEPTH && is_branch {
+            self.bad(ctx, pgno, format!("page #{pgno}: tree deeper than {MAX_DEPTH} levels"));
             return;
         }
         let n = p.num_entries();
@@ -696,58 +659,34 @@ impl<'a> Walker<'a> {
             match key_at(p, i, pgno) {
                 Ok(k) => keys.push(k),
                 Err(e) => {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}]: {}", reason(&e)),
-                    );
+                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}]: {}", reason(&e)));
                     return;
                 }
             }
         }
         let first = usize::from(is_branch);
         if is_branch && !keys[0].is_empty() {
-            self.bad(
-                ctx,
-                pgno,
-                format!(
-                    "page #{pgno}: branch-node[0] has a non-empty key ({})",
-                    hexish(keys[0])
-                ),
-            );
+            self.bad(ctx, pgno, format!("page #{pgno}: branch-node[0] has a non-empty key ({})", hexish(keys[0])));
         }
         let max_key = self.max_key(ctx);
         for i in first..n {
             let k = keys[i];
             if k.len() > max_key {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!(
-                        "page #{pgno}: node[{i}] too long key ({} > {max_key})",
-                        k.len()
-                    ),
-                );
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] too long key ({} > {max_key})", k.len()));
             }
             if ctx.cmp == Cmp::Int {
                 if k.len() != 4 && k.len() != 8 {
                     self.bad(
                         ctx,
                         pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] integer key of {} bytes (must be 4 or 8)",
-                            k.len()
-                        ),
+                        format!("page #{pgno}: node[{i}] integer key of {} bytes (must be 4 or 8)", k.len()),
                     );
                 } else if let Some(wd) = self.key_width {
                     if wd != k.len() {
                         self.bad(
                             ctx,
                             pgno,
-                            format!(
-                                "page #{pgno}: node[{i}] integer key of {} bytes, others have {wd}",
-                                k.len()
-                            ),
+                            format!("page #{pgno}: node[{i}] integer key of {} bytes, others have {wd}", k.len()),
                         );
                     }
                 } else {
@@ -761,17 +700,20 @@ impl<'a> Walker<'a> {
                 self.bad(
                     ctx,
                     pgno,
-                    format!(
-                        "page #{pgno}: node[{i}] key wrong order ({} >= {})",
-                        hexish(keys[i - 1]),
-                        hexish(k)
-                    ),
+                    format!("page #{pgno}: node[{i}] key wrong order ({} >= {})", hexish(keys[i - 1]), hexish(k)),
                 );
             }
             if lo.is_some_and(|l| ctx.cmp.cmp(k, l) == Ordering::Less)
                 || hi.is_some_and(|h| ctx.cmp.cmp(k, h) != Ordering::Less)
             {
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] key {} outside the range given by the parent branch ({parent_s})", hexish(k)));
+                self.bad(
+                    ctx,
+                    pgno,
+                    format!(
+                        "page #{pgno}: node[{i}] key {} outside the range given by the parent branch ({parent_s})",
+                        hexish(k)
+                    ),
+                );
             }
         }
         if is_branch {
@@ -779,20 +721,12 @@ impl<'a> Walker<'a> {
                 let child = match crate::btree::child_at(p, i, pgno) {
                     Ok(c) => c,
                     Err(e) => {
-                        self.bad(
-                            ctx,
-                            pgno,
-                            format!("page #{pgno}: branch-node[{i}]: {}", reason(&e)),
-                        );
+                        self.bad(ctx, pgno, format!("page #{pgno}: branch-node[{i}]: {}", reason(&e)));
                         continue;
                     }
                 };
                 if child < NUM_METAS || child >= self.limit {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}"),
-                    );
+                    self.bad(ctx, pgno, format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}"));
                     continue;
                 }
                 let clo = if i == 0 { lo } else { Some(keys[i]) };
@@ -805,7 +739,15 @@ impl<'a> Walker<'a> {
         if !self.ignore_order && n > 0 {
             if let Some(prev) = self.last_key {
                 if ctx.cmp.cmp(prev, keys[0]) != Ordering::Less {
-                    self.bad(ctx, pgno, format!("page #{pgno}: first key {} is not greater than the last key {} of the previous leaf", hexish(keys[0]), hexish(prev)));
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: first key {} is not greater than the last key {} of the previous leaf",
+                            hexish(keys[0]),
+                            hexish(prev)
+                        ),
+                    );
                 }
             }
         }
@@ -823,11 +765,7 @@ impl<'a> Walker<'a> {
             let nd = match node::node(p, i, pgno) {
                 Ok(nd) => nd,
                 Err(e) => {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}]: {}", reason(&e)),
-                    );
+                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}]: {}", reason(&e)));
                     continue;
                 }
             };
@@ -849,11 +787,7 @@ impl<'a> Walker<'a> {
         }
         match self.val_width {
             Some(wd) if wd != len => {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!("page #{pgno}: DUPFIXED value of {len} bytes, others have {wd}"),
-                );
+                self.bad(ctx, pgno, format!("page #{pgno}: DUPFIXED value of {len} bytes, others have {wd}"));
             }
             Some(_) => {}
             None => self.val_width = Some(len),
@@ -880,21 +814,14 @@ impl<'a> Walker<'a> {
                     self.bad(
                         ctx,
                         pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] of a nested tree has data ({} bytes)",
-                            nd.dsize
-                        ),
+                        format!("page #{pgno}: node[{i}] of a nested tree has data ({} bytes)", nd.dsize),
                     );
                 }
                 w.items += 1;
                 self.check_val_width(ctx, pgno, key.len());
             }
             (Kind::Nested, f) => {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!("page #{pgno}: node[{i}] of a nested tree has flags {f:#x}"),
-                );
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] of a nested tree has flags {f:#x}"));
             }
             (_, 0) => {
                 w.items += 1;
@@ -902,7 +829,14 @@ impl<'a> Walker<'a> {
                 if is_dupsort {
                     let max = self.limits.max_value(ctx.flags);
                     if nd.data.len() > max {
-                        self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] value of {} bytes is too long for a DUPSORT table (max {max})", nd.data.len()));
+                        self.bad(
+                            ctx,
+                            pgno,
+                            format!(
+                                "page #{pgno}: node[{i}] value of {} bytes is too long for a DUPSORT table (max {max})",
+                                nd.data.len()
+                            ),
+                        );
                     }
                     if ctx.flags.contains(DbFlags::DUP_FIXED) {
                         self.check_val_width(ctx, pgno, nd.data.len());
@@ -914,15 +848,7 @@ impl<'a> Walker<'a> {
             }
             (Kind::Gc | Kind::Main | Kind::Table, N_BIG) if !is_dupsort => {
                 w.items += 1;
-                let v = self.large(
-                    ctx,
-                    pgno,
-                    leaf_txnid,
-                    i,
-                    nd.big_pgno(),
-                    nd.dsize as usize,
-                    w,
-                );
+                let v = self.large(ctx, pgno, leaf_txnid, i, nd.big_pgno(), nd.dsize as usize, w);
                 self.record(tid, key, nd.dsize as u64);
                 if ctx.kind == Kind::Gc {
                     if let Some(v) = v {
@@ -936,36 +862,32 @@ impl<'a> Walker<'a> {
                 w.items += 1;
                 self.record(tid, key, nd.data.len() as u64);
                 if nd.data.len() != TREE_SIZE {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] table record {} has {} bytes instead of {TREE_SIZE}", hexish(key), nd.data.len()));
-                    return;
-                }
-                self.tables[tid].subtables += 1;
-                self.found_tables
-                    .push((key, Tree::read(nd.data), leaf_txnid, pgno));
-            }
-            (Kind::Main | Kind::Table, N_DUP) if is_dupsort => {
-                let sp = Page { buf: nd.data };
-                if let Err(e) = check_subpage(sp, pgno) {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] sub-page: {}", reason(&e)),
-                    );
-                    return;
-                }
-                let want = if ctx.flags.contains(DbFlags::DUP_FIXED) {
-                    0x62
-                } else {
-                    0x42
-                };
-                if sp.flags() & !0x10 != want {
                     self.bad(
                         ctx,
                         pgno,
                         format!(
-                            "page #{pgno}: node[{i}] sub-page has flags {:#x}, expected {want:#x}",
-                            sp.flags()
+                            "page #{pgno}: node[{i}] table record {} has {} bytes instead of {TREE_SIZE}",
+                            hexish(key),
+                            nd.data.len()
                         ),
+                    );
+                    return;
+                }
+                self.tables[tid].subtables += 1;
+                self.found_tables.push((key, Tree::read(nd.data), leaf_txnid, pgno));
+            }
+            (Kind::Main | Kind::Table, N_DUP) if is_dupsort => {
+                let sp = Page { buf: nd.data };
+                if let Err(e) = check_subpage(sp, pgno) {
+                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] sub-page: {}", reason(&e)));
+                    return;
+                }
+                let want = if ctx.flags.contains(DbFlags::DUP_FIXED) { 0x62 } else { 0x42 };
+                if sp.flags() & !0x10 != want {
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!("page #{pgno}: node[{i}] sub-page has flags {:#x}, expected {want:#x}", sp.flags()),
                     );
                     return;
                 }
@@ -980,10 +902,7 @@ impl<'a> Walker<'a> {
                             self.bad(
                                 ctx,
                                 pgno,
-                                format!(
-                                    "page #{pgno}: node[{i}] sub-page value [{j}]: {}",
-                                    reason(&e)
-                                ),
+                                format!("page #{pgno}: node[{i}] sub-page value [{j}]: {}", reason(&e)),
                             );
                             return;
                         }
@@ -991,9 +910,20 @@ impl<'a> Walker<'a> {
                     if want == 0x42 {
                         match node::node(sp, j, pgno) {
                             Ok(sn) if sn.flags == 0 && sn.dsize == 0 => {}
-                            Ok(sn) => self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] sub-page node [{j}] has flags {:#x} / data {}", sn.flags, sn.dsize)),
+                            Ok(sn) => self.bad(
+                                ctx,
+                                pgno,
+                                format!(
+                                    "page #{pgno}: node[{i}] sub-page node [{j}] has flags {:#x} / data {}",
+                                    sn.flags, sn.dsize
+                                ),
+                            ),
                             Err(e) => {
-                                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] sub-page node [{j}]: {}", reason(&e)));
+                                self.bad(
+                                    ctx,
+                                    pgno,
+                                    format!("page #{pgno}: node[{i}] sub-page node [{j}]: {}", reason(&e)),
+                                );
                                 return;
                             }
                         }
@@ -1004,16 +934,22 @@ impl<'a> Walker<'a> {
                         self.bad(
                             ctx,
                             pgno,
-                            format!(
-                                "page #{pgno}: node[{i}] sub-page value [{j}] too long ({} bytes)",
-                                v.len()
-                            ),
+                            format!("page #{pgno}: node[{i}] sub-page value [{j}] too long ({} bytes)", v.len()),
                         );
                     }
                     if !self.ignore_order {
                         if let Some(pv) = prev {
                             if dc.cmp(pv, v) != Ordering::Less {
-                                self.bad(ctx, pgno, format!("page #{pgno}: nested-node-key #{j} wrong order ({} >= {}) under key {}", hexish(pv), hexish(v), hexish(key)));
+                                self.bad(
+                                    ctx,
+                                    pgno,
+                                    format!(
+                                        "page #{pgno}: nested-node-key #{j} wrong order ({} >= {}) under key {}",
+                                        hexish(pv),
+                                        hexish(v),
+                                        hexish(key)
+                                    ),
+                                );
                             }
                         }
                     }
@@ -1032,29 +968,34 @@ impl<'a> Walker<'a> {
                     self.bad(
                         ctx,
                         pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] nested tree descriptor has {} bytes",
-                            nd.data.len()
-                        ),
+                        format!("page #{pgno}: node[{i}] nested tree descriptor has {} bytes", nd.data.len()),
                     );
                     return;
                 }
                 let nt = Tree::read(nd.data);
                 let want_flags = sub_flags(ctx.flags);
                 if nt.flags != want_flags {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] nested tree flags {:#x}, expected {want_flags:#x}", nt.flags));
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!("page #{pgno}: node[{i}] nested tree flags {:#x}, expected {want_flags:#x}", nt.flags),
+                    );
                 }
                 if nt.mod_txnid > leaf_txnid {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] nested tree mod_txnid {} is newer than its leaf ({leaf_txnid})", nt.mod_txnid));
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: node[{i}] nested tree mod_txnid {} is newer than its leaf ({leaf_txnid})",
+                            nt.mod_txnid
+                        ),
+                    );
                 }
                 if nt.root == P_INVALID || nt.items == 0 {
                     self.bad(
                         ctx,
                         pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] nested tree under key {} is empty",
-                            hexish(key)
-                        ),
+                        format!("page #{pgno}: node[{i}] nested tree under key {} is empty", hexish(key)),
                     );
                     return;
                 }
@@ -1101,11 +1042,7 @@ impl<'a> Walker<'a> {
                     _ if is_dupsort => "a DUPSORT table",
                     _ => "a table without DUPSORT",
                 };
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!("page #{pgno}: node[{i}] has flags {f:#x}, invalid in {kind}"),
-                );
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] has flags {f:#x}, invalid in {kind}"));
             }
         }
     }
@@ -1172,7 +1109,14 @@ impl<'a> Walker<'a> {
         let npages = p.large_count();
         let need = self.limits.large_pages(dsize) as u64;
         if npages == 0 || big as u64 + npages as u64 > self.limit as u64 {
-            self.bad(ctx, big, format!("page #{big}: large chunk of {npages} pages runs beyond the allocated pages ({}), leaf #{leaf}", self.limit));
+            self.bad(
+                ctx,
+                big,
+                format!(
+                    "page #{big}: large chunk of {npages} pages runs beyond the allocated pages ({}), leaf #{leaf}",
+                    self.limit
+                ),
+            );
             let clash = self.claim(ctx.tid, big, 1);
             if clash.is_empty() {
                 w.large += 1;
@@ -1203,10 +1147,7 @@ impl<'a> Walker<'a> {
             self.bad(
                 ctx,
                 big,
-                format!(
-                    "page #{big}: pgno mismatch ({} != expected {big}), large page of leaf #{leaf}",
-                    p.pgno()
-                ),
+                format!("page #{big}: pgno mismatch ({} != expected {big}), large page of leaf #{leaf}", p.pgno()),
             );
             return None;
         }
@@ -1214,10 +1155,7 @@ impl<'a> Walker<'a> {
             self.bad(
                 ctx,
                 big,
-                format!(
-                    "page #{big}: invalid large-page txnid ({}) for leaf txnid ({leaf_txnid})",
-                    p.txnid()
-                ),
+                format!("page #{big}: invalid large-page txnid ({}) for leaf txnid ({leaf_txnid})", p.txnid()),
             );
             ok = false;
         }
@@ -1226,18 +1164,20 @@ impl<'a> Walker<'a> {
             return None;
         }
         if ctx.kind != Kind::Gc && npages as u64 > need + 1 && clash.is_empty() {
-            self.report(Severity::Minor, Area::Tree, Some(ctx.tid), Some(big), format!("page #{big}: large chunk of {npages} pages for a value of {dsize} bytes ({need} pages needed)"));
+            self.report(
+                Severity::Minor,
+                Area::Tree,
+                Some(ctx.tid),
+                Some(big),
+                format!(
+                    "page #{big}: large chunk of {npages} pages for a value of {dsize} bytes ({need} pages needed)"
+                ),
+            );
         }
         let off = big as usize * self.ps + PAGEHDRSZ;
         let v = self.file.get(off..off + dsize);
         if v.is_none() {
-            self.bad(
-                ctx,
-                big,
-                format!(
-                    "page #{big}: large value of {dsize} bytes runs beyond the end of the file"
-                ),
-            );
+            self.bad(ctx, big, format!("page #{big}: large value of {dsize} bytes runs beyond the end of the file"));
         }
         if ok {
             v
@@ -1255,47 +1195,24 @@ fn sub_flags(f: DbFlags) -> u16 {
 
 fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
     let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-    Ctx {
-        tid,
-        kind,
-        flags,
-        cmp: Cmp::for_keys(flags),
-        dup_cmp: Cmp::for_dups(flags),
-        height: tree.height as usize,
-    }
+    Ctx { tid, kind, flags, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags), height: tree.height as usize }
 }
 
 /// Reads the three metas from `file` (bytes of the data file) with page size `ps`.
-fn read_metas(
-    file: &[u8],
-    ps: usize,
-    file_pages: u64,
-) -> Vec<(Meta, std::result::Result<(), String>)> {
+fn read_metas(file: &[u8], ps: usize, file_pages: u64) -> Vec<(Meta, std::result::Result<(), String>)> {
     (0..NUM_METAS as usize)
         .map(|i| {
             let off = i * ps;
             match file.get(off..off + META_OFF + META_LEN) {
-                None => (Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"), Err("meta page is beyond the end of the file".into())),
+                None => (
+                    Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"),
+                    Err("meta page is beyond the end of the file".into()),
+                ),
                 Some(b) => {
                     let m = Meta::read(b, i as u32).expect("buffer is long enough");
                     let mut v = m.validate(b, i as u32, Some(file_pages)).map_err(|e| reason(&e));
                     if v.is_ok() && m.page_size() != ps {
                         v = Err(format!("page size {} differs from {ps}", m.page_size()));
-                    }
-                    if v.is_ok() && m.magic == crate::format::DATA_MAGIC {
-                        // The coherency rule of libmdbx readers (§8.4): the root of
-                        // the GC and the main tree carry their mod_txnid.
-                        for (what, t) in [("GC", &m.gc), ("main", &m.main)] {
-                            if t.root != P_INVALID {
-                                let o = t.root as usize * ps;
-                                if let Some(h) = file.get(o..o + PAGEHDRSZ) {
-                                    let rt = u64_at(h, 0);
-                                    if rt > m.txnid() {
-                                        v = Err(format!("{what} root page #{} has txnid {rt}, newer than the meta", t.root));
-                                    }
-                                }
-                            }
-                        }
                     }
                     (m, v)
                 }
@@ -1312,31 +1229,21 @@ impl Env {
     /// an I/O error, a repair or turn that failed).
     ///
     /// `progress` is called now and then with the current stage and pages walked.
-    pub fn check(
-        &self,
-        opts: &CheckOptions,
-        progress: &mut dyn FnMut(CheckProgress),
-    ) -> Result<CheckReport> {
+    pub fn check(&self, opts: &CheckOptions, progress: &mut dyn FnMut(CheckProgress)) -> Result<CheckReport> {
         let env = &*self.inner;
         let ps = env.page_size;
-        (progress)(CheckProgress {
-            stage: Stage::Metas,
-            done: 0,
-            total: 0,
-        });
+        (progress)(CheckProgress { stage: Stage::Metas, done: 0, total: 0 });
         // Hold a reader on the newest snapshot while checking.
         let txn = self.begin_ro_txn()?;
         let mut file_size = file::file_size(&env.file)?;
-        let mut report = CheckReport {
-            data_path: env.data_path.clone(),
-            page_size: ps,
-            file_size,
-            ..Default::default()
-        };
+        let mut report =
+            CheckReport { data_path: env.data_path.clone(), page_size: ps, file_size, ..Default::default() };
         if opts.repair && !env.read_only && file_size % 4096 != 0 {
             let new = file_size.div_ceil(4096) * 4096;
             env.io.set_len(new)?;
-            report.repairs.push(format!("extended the data file from {file_size} to {new} bytes (a multiple of the system page)"));
+            report.repairs.push(format!(
+                "extended the data file from {file_size} to {new} bytes (a multiple of the system page)"
+            ));
             file_size = new;
             report.file_size = new;
         } else if file_size % ps as u64 != 0 || file_size % 4096 != 0 {
@@ -1345,9 +1252,9 @@ impl Env {
                 return Err(Error::WannaRecovery);
             }
         }
-        let map = env.map_for(&txn.snap.meta).or_else(|_| {
-            Ok::<_, Error>(env.map.read().unwrap_or_else(|e| e.into_inner()).clone())
-        })?;
+        let map = env
+            .map_for(&txn.snap.meta, 0)
+            .or_else(|_| Ok::<_, Error>(env.map.read().unwrap_or_else(|e| e.into_inner()).clone()))?;
         let mapped = map.bytes(0, map.len()).unwrap_or(&[]);
         let file_bytes = &mapped[..mapped.len().min(file_size as usize)];
         let file_pages = file_size / ps as u64;
@@ -1384,9 +1291,7 @@ impl Env {
         }
         let selected = match opts.meta {
             Some(i) if i > 2 => {
-                return Err(Error::InvalidArgument(format!(
-                    "meta page {i} does not exist (0, 1 or 2)"
-                )))
+                return Err(Error::InvalidArgument(format!("meta page {i} does not exist (0, 1 or 2)")))
             }
             Some(i) => {
                 if let Err(e) = &metas[i].1 {
@@ -1398,10 +1303,15 @@ impl Env {
                 }
                 i
             }
-            None => t.recent,
+            // The snapshot our reader holds (a writer may have committed since).
+            None => (0..3).find(|&i| states[i].0 == txn.snap.meta.txnid() && states[i].0 != 0).unwrap_or(t.recent),
         };
         report.checked_meta = selected;
-        let meta = metas[selected].0.clone();
+        let meta = if opts.meta.is_none() && metas[selected].0.txnid() == txn.snap.meta.txnid() {
+            txn.snap.meta.clone()
+        } else {
+            metas[selected].0.clone()
+        };
         let txnid = meta.txnid();
         report.checked_txnid = txnid;
         let mut w = Walker {
@@ -1411,11 +1321,7 @@ impl Env {
             limits: env.limits,
             track: !opts.skip_space,
             ignore_order: opts.ignore_order,
-            owner: if opts.skip_space {
-                Vec::new()
-            } else {
-                vec![OWNER_NONE; meta.geo.first_unallocated as usize]
-            },
+            owner: if opts.skip_space { Vec::new() } else { vec![OWNER_NONE; meta.geo.first_unallocated as usize] },
             tables: Vec::new(),
             problems: Vec::new(),
             major: 0,
@@ -1429,6 +1335,8 @@ impl Env {
             val_width: None,
             progress,
             tick: 0,
+            interrupt: opts.interrupt.clone(),
+            stopped: false,
         };
 
         // -- metas -------------------------------------------------------------
@@ -1450,7 +1358,9 @@ impl Env {
         for (i, (m, v)) in metas.iter().enumerate() {
             let Err(why) = v else { continue };
             if opts.meta.is_some() {
-                report.notes.push(format!("meta[{i}] is not usable ({why}); ignored since meta {selected} was selected for checking"));
+                report.notes.push(format!(
+                    "meta[{i}] is not usable ({why}); ignored since meta {selected} was selected for checking"
+                ));
                 continue;
             }
             let raw = if m.txnid_a == m.txnid_b { m.txnid_a } else { 0 };
@@ -1476,6 +1386,18 @@ impl Env {
                 );
                 continue;
             }
+            if m.magic >> 8 == crate::format::MAGIC && m.txnid_a == 0 && m.txnid_b == 0 {
+                // Wiped on purpose (a rollback or a turn to another meta).
+                report.notes.push(format!("meta[{i}] is wiped (txn 0)"));
+                continue;
+            }
+            if raw <= txnid && why.contains("shorter than the allocated pages") {
+                // An older snapshot whose pages were cut off by a shrink or truncation.
+                report.notes.push(format!(
+                    "meta[{i}] (txn {raw}) is an older snapshot that reaches beyond the end of the file"
+                ));
+                continue;
+            }
             let newest = *newest_page_txnid.get_or_insert_with(newer_pages);
             if newest > txnid {
                 w.report(
@@ -1499,7 +1421,16 @@ impl Env {
             for a in 0..3 {
                 for b in a + 1..3 {
                     if states[a].0 != 0 && states[a] == states[b] {
-                        w.report(Severity::Major, Area::Meta, None, Some(b as u32), format!("meta[{a}] and meta[{b}] clash: both are txn {} with the same steadiness", states[a].0));
+                        w.report(
+                            Severity::Major,
+                            Area::Meta,
+                            None,
+                            Some(b as u32),
+                            format!(
+                                "meta[{a}] and meta[{b}] clash: both are txn {} with the same steadiness",
+                                states[a].0
+                            ),
+                        );
                     }
                 }
             }
@@ -1508,9 +1439,7 @@ impl Env {
                     report.notes.push(format!("head meta[{selected}] (txn {txnid}) is weak: committed but not yet synced (same boot: no rollback needed)"));
                     if opts.repair && !env.read_only {
                         self.sync()?;
-                        report
-                            .repairs
-                            .push(format!("made meta[{selected}] (txn {txnid}) steady"));
+                        report.repairs.push(format!("made meta[{selected}] (txn {txnid}) steady"));
                     }
                 } else {
                     w.report(Severity::Minor, Area::Meta, None, Some(selected as u32), format!("head meta[{selected}] (txn {txnid}) is weak and from another boot: the next exclusive read-write open rolls it back"));
@@ -1539,7 +1468,12 @@ impl Env {
                 Area::Meta,
                 None,
                 None,
-                format!("data file truncated: {} bytes ({file_pages} pages) < allocated {} pages; {} bytes missing", file_size, g.first_unallocated, g.first_unallocated as u64 * ps as u64 - file_size),
+                format!(
+                    "data file truncated: {} bytes ({file_pages} pages) < allocated {} pages; {} bytes missing",
+                    file_size,
+                    g.first_unallocated,
+                    g.first_unallocated as u64 * ps as u64 - file_size
+                ),
             );
         } else if file_pages != g.now as u64 {
             report.notes.push(format!(
@@ -1551,22 +1485,15 @@ impl Env {
             ));
         }
         if !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
-            return Err(Error::Invalid(format!(
-                "{}: page size {ps}",
-                env.data_path.display()
-            )));
+            return Err(Error::Invalid(format!("{}: page size {ps}", env.data_path.display())));
         }
-        report.oldest_reader_txnid = env
-            .lck
-            .oldest_reader(states[t.prefer_steady].0)
-            .min(report.recent_txnid);
+        report.oldest_reader_txnid = env.lck.oldest_reader(states[t.prefer_steady].0).min(report.recent_txnid);
 
+        if opts.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+            w.stopped = true;
+        }
         // -- trees -------------------------------------------------------------
-        (w.progress)(CheckProgress {
-            stage: Stage::Trees,
-            done: 0,
-            total: g.first_unallocated as u64,
-        });
+        (w.progress)(CheckProgress { stage: Stage::Trees, done: 0, total: g.first_unallocated as u64 });
         let gc_tid = 0;
         w.tables.push(TableReport {
             is_gc: true,
@@ -1589,11 +1516,7 @@ impl Env {
         for (tid, kind, tree) in [(gc_tid, Kind::Gc, meta.gc), (1, Kind::Main, meta.main)] {
             let ctx = ctx_for(tid, kind, &tree);
             if kind == Kind::Gc && tree.flags != DbFlags::INTEGER_KEY.bits() as u16 {
-                w.bad(
-                    &ctx,
-                    tree.root,
-                    format!("GC tree flags {:#x} (must be INTEGERKEY)", tree.flags),
-                );
+                w.bad(&ctx, tree.root, format!("GC tree flags {:#x} (must be INTEGERKEY)", tree.flags));
             }
             w.key_width = None;
             w.val_width = None;
@@ -1615,30 +1538,28 @@ impl Env {
             let flags = DbFlags::from_bits_truncate(tree.flags as u32);
             let ctx = ctx_for(tid, Kind::Table, &tree);
             if tree.flags & !0x7E != 0 || !flags.is_valid_persistent() {
-                w.bad(
-                    &ctx,
-                    host,
-                    format!("table record has invalid flags {:#x}", tree.flags),
-                );
+                w.bad(&ctx, host, format!("table record has invalid flags {:#x}", tree.flags));
                 continue;
             }
             if tree.mod_txnid > host_txnid {
-                w.bad(&ctx, host, format!("table mod_txnid {} is newer than its record's leaf page #{host} (txn {host_txnid})", tree.mod_txnid));
+                w.bad(
+                    &ctx,
+                    host,
+                    format!(
+                        "table mod_txnid {} is newer than its record's leaf page #{host} (txn {host_txnid})",
+                        tree.mod_txnid
+                    ),
+                );
             }
             if tree.root != P_INVALID && tree.mod_txnid == 0 {
                 w.bad(&ctx, host, "non-empty table has mod_txnid 0".to_string());
             }
             w.key_width = None;
             w.val_width = None;
-            let front = if tree.mod_txnid == 0 || tree.mod_txnid > txnid {
-                txnid
-            } else {
-                tree.mod_txnid
-            };
+            let front = if tree.mod_txnid == 0 || tree.mod_txnid > txnid { txnid } else { tree.mod_txnid };
             let got = w.walk_tree(ctx, &tree, front, Some(host));
             compare_counts(&mut w, tid, &tree, &got);
-            if flags.contains(DbFlags::DUP_SORT) && tree.flags & 0x10 != 0 && tree.dupfix_size != 0
-            {
+            if flags.contains(DbFlags::DUP_SORT) && tree.flags & 0x10 != 0 && tree.dupfix_size != 0 {
                 if let Some(wd) = w.val_width {
                     if wd != tree.dupfix_size as usize {
                         w.bad(
@@ -1653,11 +1574,7 @@ impl Env {
                 }
             }
             let t = &w.tables[tid];
-            if flags.contains(DbFlags::DUP_SORT)
-                && t.entries >= 2
-                && t.entries == t.keys
-                && t.problems == 0
-            {
+            if flags.contains(DbFlags::DUP_SORT) && t.entries >= 2 && t.entries == t.keys && t.problems == 0 {
                 w.report(
                     Severity::Minor,
                     Area::Tree,
@@ -1668,12 +1585,11 @@ impl Env {
             }
         }
 
+        if w.stopped {
+            return Err(Error::Io(std::io::Error::new(std::io::ErrorKind::Interrupted, "the check was interrupted")));
+        }
         // -- GC records --------------------------------------------------------
-        (w.progress)(CheckProgress {
-            stage: Stage::Gc,
-            done: w.walked_pages,
-            total: g.first_unallocated as u64,
-        });
+        (w.progress)(CheckProgress { stage: Stage::Gc, done: w.walked_pages, total: g.first_unallocated as u64 });
         let records = std::mem::take(&mut w.gc_records);
         let mut listed = 0u64;
         let mut reclaimable = 0u64;
@@ -1682,28 +1598,16 @@ impl Env {
                 w.report(Severity::Major, Area::Gc, Some(gc_tid), page, msg)
             };
             if key.len() != 8 {
-                gcp(
-                    &mut w,
-                    Some(*leaf),
-                    format!("entry #{n}: wrong txn-id size (key of {} bytes)", key.len()),
-                );
+                gcp(&mut w, Some(*leaf), format!("entry #{n}: wrong txn-id size (key of {} bytes)", key.len()));
                 continue;
             }
             let id = u64_at(key, 0);
             if id < 1 || id > txnid {
-                gcp(
-                    &mut w,
-                    Some(*leaf),
-                    format!("entry #{n}: wrong txn-id ({id}), the snapshot is txn {txnid}"),
-                );
+                gcp(&mut w, Some(*leaf), format!("entry #{n}: wrong txn-id ({id}), the snapshot is txn {txnid}"));
                 continue;
             }
             if val.len() < 4 || val.len() % 4 != 0 {
-                gcp(
-                    &mut w,
-                    Some(*leaf),
-                    format!("record txn {id}: wrong pnl size ({} bytes)", val.len()),
-                );
+                gcp(&mut w, Some(*leaf), format!("record txn {id}: wrong pnl size ({} bytes)", val.len()));
                 continue;
             }
             let mut count = u32_at(val, 0) as usize;
@@ -1712,11 +1616,7 @@ impl Env {
                 gcp(
                     &mut w,
                     Some(*leaf),
-                    format!(
-                        "record txn {id}: trimmed idl ({} > {} (corruption))",
-                        4 * (count + 1),
-                        val.len()
-                    ),
+                    format!("record txn {id}: trimmed idl ({} > {} (corruption))", 4 * (count + 1), val.len()),
                 );
                 count = cap;
             } else if val.len() - 4 * (count + 1) >= 2 * ps {
@@ -1725,11 +1625,7 @@ impl Env {
                     Area::Gc,
                     Some(gc_tid),
                     Some(*leaf),
-                    format!(
-                        "record txn {id}: extra idl space ({} < {}, not a trouble)",
-                        4 * (count + 1),
-                        val.len()
-                    ),
+                    format!("record txn {id}: extra idl space ({} < {}, not a trouble)", 4 * (count + 1), val.len()),
                 );
             }
             let reclaim = id <= report.oldest_reader_txnid;
@@ -1741,14 +1637,16 @@ impl Env {
                     gcp(
                         &mut w,
                         Some(pg),
-                        format!(
-                            "record txn {id}: wrong idl entry (pgno {pg} < meta-pages {NUM_METAS})"
-                        ),
+                        format!("record txn {id}: wrong idl entry (pgno {pg} < meta-pages {NUM_METAS})"),
                     );
                     continue;
                 }
                 if pg as u64 >= file_pages.max(1) && pg >= meta.geo.first_unallocated {
-                    gcp(&mut w, Some(pg), format!("record txn {id}: wrong idl entry (pgno {pg} > backed-pages {file_pages})"));
+                    gcp(
+                        &mut w,
+                        Some(pg),
+                        format!("record txn {id}: wrong idl entry (pgno {pg} > backed-pages {file_pages})"),
+                    );
                     continue;
                 }
                 if pg >= meta.geo.first_unallocated {
@@ -1764,14 +1662,7 @@ impl Env {
                 }
                 if pg >= prev {
                     let op = if pg == prev { '=' } else { '<' };
-                    gcp(
-                        &mut w,
-                        Some(pg),
-                        format!(
-                            "record txn {id}: bad sequence ({prev} {op} [{}].{pg})",
-                            j + 1
-                        ),
-                    );
+                    gcp(&mut w, Some(pg), format!("record txn {id}: bad sequence ({prev} {op} [{}].{pg})", j + 1));
                 }
                 prev = pg;
                 listed += 1;
@@ -1784,10 +1675,7 @@ impl Env {
                         OWNER_GC_LISTED => bad_pages.push((pg, "already listed in GC".into())),
                         o => bad_pages.push((
                             pg,
-                            format!(
-                                "already used (by {}), but listed in GC record txn {id}",
-                                w.owner_name(o)
-                            ),
+                            format!("already used (by {}), but listed in GC record txn {id}", w.owner_name(o)),
                         )),
                     }
                 }
@@ -1798,30 +1686,21 @@ impl Env {
         }
         report.gc_listed_pages = listed;
         report.gc_reclaimable_pages = reclaimable;
-        report.gc_tree_pages = w.tables[gc_tid].branch_pages
-            + w.tables[gc_tid].leaf_pages
-            + w.tables[gc_tid].large_pages;
+        report.gc_tree_pages =
+            w.tables[gc_tid].branch_pages + w.tables[gc_tid].leaf_pages + w.tables[gc_tid].large_pages;
 
         // -- space -------------------------------------------------------------
-        (w.progress)(CheckProgress {
-            stage: Stage::Space,
-            done: w.walked_pages,
-            total: g.first_unallocated as u64,
-        });
+        (w.progress)(CheckProgress { stage: Stage::Space, done: w.walked_pages, total: g.first_unallocated as u64 });
         report.walked_pages = w.walked_pages + NUM_METAS as u64;
         if w.track {
             report.space_checked = true;
-            let leaked: Vec<u32> = (NUM_METAS..meta.geo.first_unallocated)
-                .filter(|&p| w.owner[p as usize] == OWNER_NONE)
-                .collect();
+            let leaked: Vec<u32> =
+                (NUM_METAS..meta.geo.first_unallocated).filter(|&p| w.owner[p as usize] == OWNER_NONE).collect();
             report.leaked_pages = leaked.len() as u64;
             if !leaked.is_empty() {
                 let used = g.first_unallocated as u64 - NUM_METAS as u64 - listed;
-                let hint = if w.tree_problems > 0 {
-                    " (probably pages of the damaged subtrees reported above)"
-                } else {
-                    ""
-                };
+                let hint =
+                    if w.tree_problems > 0 { " (probably pages of the damaged subtrees reported above)" } else { "" };
                 w.report(
                     Severity::Major,
                     Area::Space,
@@ -1839,9 +1718,7 @@ impl Env {
         }
         report.tables = std::mem::take(&mut w.tables);
         if let Some(only) = &opts.table {
-            report.tables.retain(|t| {
-                t.is_gc || t.name.is_none() || t.name.as_deref() == Some(only.as_slice())
-            });
+            report.tables.retain(|t| t.is_gc || t.name.is_none() || t.name.as_deref() == Some(only.as_slice()));
         }
         report.problems = std::mem::take(&mut w.problems);
         report.major = w.major;
@@ -1851,14 +1728,10 @@ impl Env {
         // -- turn --------------------------------------------------------------
         if opts.turn {
             let Some(target) = opts.meta else {
-                return Err(Error::InvalidArgument(
-                    "a meta page must be selected (0, 1 or 2) to turn to it".into(),
-                ));
+                return Err(Error::InvalidArgument("a meta page must be selected (0, 1 or 2) to turn to it".into()));
             };
             if env.read_only {
-                return Err(Error::Access(
-                    "turning to a meta page needs a read-write environment",
-                ));
+                return Err(Error::Access("turning to a meta page needs a read-write environment"));
             }
             if report.problem_count() == 0 || opts.force_turn {
                 self.turn_to(target)?;
@@ -1886,18 +1759,17 @@ impl Env {
         let tm = Meta::read(&bufs[target], target as u32)?;
         tm.validate(&bufs[target], target as u32, Some(file_pages))?;
         let mut new_txnid = tm.txnid().max(1);
-        for i in 0..3usize {
+        for (i, buf) in bufs.iter().enumerate() {
             if i == target {
                 continue;
             }
-            let m = Meta::read(&bufs[i], i as u32)?;
-            if m.validate(&bufs[i], i as u32, Some(file_pages)).is_err() {
+            let m = Meta::read(buf, i as u32)?;
+            if m.validate(buf, i as u32, Some(file_pages)).is_err() {
                 let mut wiped = tm.clone();
                 wiped.txnid_a = 0;
                 wiped.txnid_b = 0;
                 wiped.sign = SIGN_STEADY;
-                env.io
-                    .write_at(&[&wiped.page(i as u32, ps)], i as u64 * ps as u64)?;
+                env.io.write_at(&[&wiped.page(i as u32, ps)], i as u64 * ps as u64)?;
             } else if m.txnid() >= new_txnid {
                 new_txnid = m.txnid() + 1;
             }
@@ -1910,8 +1782,7 @@ impl Env {
         nm.txnid_b = new_txnid;
         nm.sign = SIGN_STEADY;
         nm.bootid = crate::bootid::boot_id();
-        env.io
-            .write_at(&[&nm.body()], (target * ps + META_OFF) as u64)?;
+        env.io.write_at(&[&nm.body()], (target * ps + META_OFF) as u64)?;
         env.io.sync_data()?;
         env.lck.after_commit(new_txnid, true);
         Ok(())
@@ -1930,30 +1801,94 @@ fn compare_counts(w: &mut Walker<'_>, tid: usize, tree: &Tree, got: &Walked) {
         return;
     }
     if items != tree.items {
-        msgs.push(format!(
-            "different number of entries {items} (walked) != {} (table record)",
-            tree.items
-        ));
+        msgs.push(format!("different number of entries {items} (walked) != {} (table record)", tree.items));
     }
     if got.branch != tree.branch_pages as u64 {
-        msgs.push(format!(
-            "branch pages mismatch ({} != walked {})",
-            tree.branch_pages, got.branch
-        ));
+        msgs.push(format!("branch pages mismatch ({} != walked {})", tree.branch_pages, got.branch));
     }
     if got.leaf != tree.leaf_pages as u64 {
-        msgs.push(format!(
-            "all-leaf pages mismatch ({} != walked {})",
-            tree.leaf_pages, got.leaf
-        ));
+        msgs.push(format!("all-leaf pages mismatch ({} != walked {})", tree.leaf_pages, got.leaf));
     }
     if got.large != tree.large_pages as u64 {
-        msgs.push(format!(
-            "large/overflow pages mismatch ({} != walked {})",
-            tree.large_pages, got.large
-        ));
+        msgs.push(format!("large/overflow pages mismatch ({} != walked {})", tree.large_pages, got.large));
     }
     for m in msgs {
         w.report(Severity::Major, Area::Tree, Some(tid), Some(ctx_root), m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Db, DbFlags, PutFlags};
+
+    fn filled(dir: &std::path::Path) -> Env {
+        let env = Env::builder().max_dbs(8).no_sub_dir(true).open(dir.join("db")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let plain = txn.create_db(Some("plain"), DbFlags::empty()).unwrap();
+        let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
+        let fixed =
+            txn.create_db(Some("fixed"), DbFlags::DUP_SORT | DbFlags::DUP_FIXED | DbFlags::INTEGER_DUP).unwrap();
+        for i in 0u32..3000 {
+            txn.put(plain, format!("key{i:06}").as_bytes(), &vec![i as u8; (i % 50) as usize], PutFlags::empty())
+                .unwrap();
+            txn.put(dups, format!("k{:03}", i % 40).as_bytes(), format!("v{i}").as_bytes(), PutFlags::empty()).unwrap();
+            txn.put(fixed, &(i % 7).to_le_bytes(), &i.to_le_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.put(plain, b"big", &vec![7u8; 20_000], PutFlags::empty()).unwrap();
+        txn.put(Db::MAIN, b"main-record", b"x", PutFlags::empty()).unwrap();
+        txn.commit().unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let plain = txn.open_db(Some("plain")).unwrap();
+        for i in 0u32..1000 {
+            txn.del(plain, format!("key{i:06}").as_bytes(), None).unwrap();
+        }
+        txn.commit().unwrap();
+        env
+    }
+
+    #[test]
+    fn rdbx_written_database_checks_clean() {
+        let d = tempfile::tempdir().unwrap();
+        let env = filled(d.path());
+        let mut stages = Vec::new();
+        let r = env.check(&CheckOptions::default(), &mut |p| stages.push(p.stage)).unwrap();
+        assert_eq!(r.problem_count(), 0, "{:?}", r.problems);
+        assert_eq!(r.exit_code(), 0);
+        assert!(r.space_checked);
+        assert_eq!(r.leaked_pages, 0);
+        assert_eq!(r.walked_pages + r.gc_listed_pages, r.allocated_pages);
+        assert!(r.gc_listed_pages > 0, "the deletes freed pages");
+        let names: Vec<String> = r.tables.iter().map(|t| t.display_name()).collect();
+        assert_eq!(names, ["@GC", "@MAIN", "dups", "fixed", "plain"]);
+        let plain = &r.tables[4];
+        assert_eq!(plain.entries, 2001);
+        assert!(plain.large_pages >= 5);
+        let dups = &r.tables[2];
+        assert_eq!((dups.entries, dups.keys), (3000, 40));
+        assert!(stages.contains(&Stage::Trees) && stages.contains(&Stage::Space));
+    }
+
+    #[test]
+    fn damaged_counter_is_a_major_problem_and_interrupt_stops() {
+        let d = tempfile::tempdir().unwrap();
+        let env = filled(d.path());
+        drop(env);
+        // Raise the item counter of the main table in every meta.
+        let path = d.path().join("db");
+        let mut b = std::fs::read(&path).unwrap();
+        let head = (0..3).max_by_key(|&i| u64_at(&b, i * 4096 + META_OFF + 8)).unwrap();
+        let o = head * 4096 + META_OFF + 88 + 32;
+        let v = u64_at(&b, o) + 1;
+        b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        let env = Env::builder().max_dbs(8).read_only(true).open(&path).unwrap();
+        let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(r.exit_code(), 2);
+        assert_eq!(r.problems[0].table.as_deref(), Some("@MAIN"));
+        assert!(r.problems[0].message.contains("different number of entries"), "{:?}", r.problems);
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let e = env.check(&CheckOptions { interrupt: Some(flag), ..Default::default() }, &mut |_| {});
+        assert!(matches!(e, Err(Error::Io(ref io)) if io.kind() == std::io::ErrorKind::Interrupted), "{e:?}");
     }
 }

@@ -107,15 +107,9 @@ impl Error {
     /// A corruption error on `page`.
     pub fn corrupted(page: u32, what: &'static str) -> Self {
         if std::env::var_os("RDBX_TRACE_CORRUPTED").is_some() {
-            eprintln!(
-                "corrupted page {page}: {what}\n{}",
-                std::backtrace::Backtrace::force_capture()
-            );
+            eprintln!("corrupted page {page}: {what}\n{}", std::backtrace::Backtrace::force_capture());
         }
-        Error::Corrupted {
-            page,
-            what: Reason(what),
-        }
+        Error::Corrupted { page, what: Reason(what) }
     }
 
     /// The libmdbx numeric error code (negative: libmdbx's own; positive: errno).

@@ -52,8 +52,7 @@ pub(crate) struct FaultyIo {
 
 impl PageIo for FaultyIo {
     fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
-        self.faults
-            .before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
+        self.faults.before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
         self.inner.write_at(bufs, offset)
     }
     fn sync_data(&self) -> io::Result<()> {

@@ -32,13 +32,7 @@ fn usage() -> ExitCode {
 }
 
 fn ro(path: &str) -> Result<oracle::Env, String> {
-    oracle::Env::open(
-        path,
-        &oracle::EnvOptions {
-            read_only: true,
-            ..Default::default()
-        },
-    )
+    oracle::Env::open(path, &oracle::EnvOptions { read_only: true, ..Default::default() })
 }
 
 fn run(args: &[String]) -> Result<ExitCode, String> {
@@ -100,11 +94,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 s.problems_kv,
                 s.processed_pages
             );
-            Ok(if s.is_clean() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(if s.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         "snapcheck" => snapcheck(path, rest),
         "write" => {
@@ -113,9 +103,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             };
             let text = if script == "-" {
                 let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .map_err(|e| format!("stdin: {e}"))?;
+                std::io::stdin().read_to_string(&mut s).map_err(|e| format!("stdin: {e}"))?;
                 s
             } else {
                 std::fs::read_to_string(script).map_err(|e| format!("{script}: {e}"))?
@@ -129,37 +117,22 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     rest.get(i).cloned().ok_or(format!("{a} needs a value"))
                 };
                 match a {
-                    "--page-size" => {
-                        opts.page_size = Some(next()?.parse().map_err(|e| format!("{a}: {e}"))?)
-                    }
-                    "--max-dbs" => {
-                        opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?
-                    }
+                    "--page-size" => opts.page_size = Some(next()?.parse().map_err(|e| format!("{a}: {e}"))?),
+                    "--max-dbs" => opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?,
                     "--no-sub-dir" => opts.no_sub_dir = Some(true),
                     "--safe-nosync" => opts.durability = oracle::Durability::SafeNoSync,
                     "--geometry" => {
                         let v = next()?;
                         let f: Vec<Option<usize>> = v
                             .split(',')
-                            .map(|x| {
-                                if x == "-" {
-                                    Ok(None)
-                                } else {
-                                    x.parse().map(Some)
-                                }
-                            })
+                            .map(|x| if x == "-" { Ok(None) } else { x.parse().map(Some) })
                             .collect::<Result<_, _>>()
                             .map_err(|e| format!("--geometry {v}: {e}"))?;
                         if f.len() != 5 {
                             return Err(format!("--geometry needs 5 fields, got {v}"));
                         }
-                        opts.geometry = oracle::Geometry {
-                            lower: f[0],
-                            now: f[1],
-                            upper: f[2],
-                            growth: f[3],
-                            shrink: f[4],
-                        };
+                        opts.geometry =
+                            oracle::Geometry { lower: f[0], now: f[1], upper: f[2], growth: f[3], shrink: f[4] };
                     }
                     _ => return Err(format!("unknown option {a}")),
                 }

@@ -108,12 +108,7 @@ impl Meta {
             },
             gc: Tree::read(&b[40..88]),
             main: Tree::read(&b[88..136]),
-            canary: [
-                u64_at(b, 136),
-                u64_at(b, 144),
-                u64_at(b, 152),
-                u64_at(b, 160),
-            ],
+            canary: [u64_at(b, 136), u64_at(b, 144), u64_at(b, 152), u64_at(b, 160)],
             sign: u64_at(b, 168),
             txnid_b: u64_at(b, 176),
             pages_retired: u64_at(b, 184),
@@ -180,14 +175,8 @@ impl Meta {
         if self.magic >> 8 != MAGIC {
             return Err(Error::Invalid(format!("meta {i}: bad magic")));
         }
-        if !matches!(
-            self.magic,
-            DATA_MAGIC | DATA_MAGIC_LEGACY_COMPAT | DATA_MAGIC_LEGACY_DEVEL
-        ) {
-            return Err(Error::VersionMismatch(format!(
-                "meta {i}: data format version {}",
-                self.magic & 0xFF
-            )));
+        if !matches!(self.magic, DATA_MAGIC | DATA_MAGIC_LEGACY_COMPAT | DATA_MAGIC_LEGACY_DEVEL) {
+            return Err(Error::VersionMismatch(format!("meta {i}: data format version {}", self.magic & 0xFF)));
         }
         let bad = |what: &'static str| Err(Error::corrupted(i, what));
         if u16_at(page_hdr, 10) != flags::META || u32_at(page_hdr, 16) != i {
@@ -207,9 +196,7 @@ impl Meta {
         if self.gc.flags != DbFlags::INTEGER_KEY.bits() as u16 {
             return bad("GC tree flags are wrong");
         }
-        if !DbFlags::from_bits_truncate(self.main.flags as u32).is_valid_persistent()
-            || self.main.flags & !0x7E != 0
-        {
+        if !DbFlags::from_bits_truncate(self.main.flags as u32).is_valid_persistent() || self.main.flags & !0x7E != 0 {
             return bad("main tree flags are invalid");
         }
         let g = &self.geo;
@@ -237,8 +224,7 @@ impl Meta {
                 {
                     return bad("empty tree has non-zero counters");
                 }
-            } else if tree.root < NUM_METAS || tree.root >= g.first_unallocated || tree.height == 0
-            {
+            } else if tree.root < NUM_METAS || tree.root >= g.first_unallocated || tree.height == 0 {
                 return bad("tree root is out of range");
             } else if tree.mod_txnid > t || tree.mod_txnid == 0 && self.magic == DATA_MAGIC {
                 return bad("tree mod_txnid is invalid");
@@ -262,10 +248,8 @@ pub struct Troika {
 /// Chooses recent / prefer-steady / tail from per-meta (txnid, steady) with
 /// unusable metas given txnid 0.
 pub fn troika(m: [(u64, bool); 3]) -> Troika {
-    let recent_better =
-        |a: usize, b: usize| m[a].0 > m[b].0 || (m[a].0 == m[b].0 && m[a].1 && !m[b].1);
-    let steady_better =
-        |a: usize, b: usize| (m[a].1 && !m[b].1) || (m[a].1 == m[b].1 && m[a].0 > m[b].0);
+    let recent_better = |a: usize, b: usize| m[a].0 > m[b].0 || (m[a].0 == m[b].0 && m[a].1 && !m[b].1);
+    let steady_better = |a: usize, b: usize| (m[a].1 && !m[b].1) || (m[a].1 == m[b].1 && m[a].0 > m[b].0);
     let recent = if recent_better(0, 1) {
         if recent_better(0, 2) {
             0
@@ -311,11 +295,7 @@ pub fn troika(m: [(u64, bool); 3]) -> Troika {
             }
         }
     };
-    Troika {
-        recent,
-        prefer_steady,
-        tail,
-    }
+    Troika { recent, prefer_steady, tail }
 }
 
 /// Decodes a packed 16-bit page count (§8.5).

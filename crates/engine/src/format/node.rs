@@ -69,28 +69,14 @@ pub fn node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<Node<'a>> {
     }
     let key = &buf[kstart..kend];
     if page.is_branch() {
-        return Ok(Node {
-            flags,
-            key,
-            dsize,
-            data: &[],
-        });
+        return Ok(Node { flags, key, dsize, data: &[] });
     }
-    let dlen = if flags & N_BIG != 0 {
-        4
-    } else {
-        dsize as usize
-    };
+    let dlen = if flags & N_BIG != 0 { 4 } else { dsize as usize };
     let dend = kend + dlen;
     if dend > buf.len() {
         return Err(Error::corrupted(pgno, "node value overruns the page"));
     }
-    Ok(Node {
-        flags,
-        key,
-        dsize,
-        data: &buf[kend..dend],
-    })
+    Ok(Node { flags, key, dsize, data: &buf[kend..dend] })
 }
 
 /// Bytes a leaf node occupies (without its 2-byte entry).
@@ -114,11 +100,7 @@ pub fn stored_size(buf: &[u8], i: usize) -> usize {
         branch_size(ksize)
     } else {
         let flags = buf[off + 4];
-        let d = if flags & N_BIG != 0 {
-            4
-        } else {
-            u32_at(buf, off) as usize
-        };
+        let d = if flags & N_BIG != 0 { 4 } else { u32_at(buf, off) as usize };
         leaf_size(ksize, d)
     }
 }
@@ -157,10 +139,7 @@ pub fn remove(buf: &mut [u8], i: usize) {
     let size = stored_size(buf, i);
     let ptr = Page { buf }.entry(i);
     // Drop entry i.
-    buf.copy_within(
-        PAGEHDRSZ + 2 * (i + 1)..PAGEHDRSZ + 2 * n,
-        PAGEHDRSZ + 2 * i,
-    );
+    buf.copy_within(PAGEHDRSZ + 2 * (i + 1)..PAGEHDRSZ + 2 * n, PAGEHDRSZ + 2 * i);
     // Shift nodes that lie below the removed node up by `size`.
     buf.copy_within(PAGEHDRSZ + upper..PAGEHDRSZ + ptr, PAGEHDRSZ + upper + size);
     for j in 0..n - 1 {
@@ -184,11 +163,7 @@ pub fn value_range(buf: &[u8], i: usize) -> (usize, usize) {
     let off = PAGEHDRSZ + Page { buf }.entry(i);
     let ksize = u16_at(buf, off + 6) as usize;
     let flags = buf[off + 4];
-    let d = if flags & N_BIG != 0 {
-        4
-    } else {
-        u32_at(buf, off) as usize
-    };
+    let d = if flags & N_BIG != 0 { 4 } else { u32_at(buf, off) as usize };
     (off + NODESIZE + ksize, d)
 }
 
@@ -233,9 +208,7 @@ mod tests {
         insert(&mut buf, 2, b"c", 0, 0, b"");
         let p = Page { buf: &buf };
         assert_eq!(p.num_entries(), 3);
-        let keys: Vec<_> = (0..3)
-            .map(|i| node(p, i, 5).unwrap().key.to_vec())
-            .collect();
+        let keys: Vec<_> = (0..3).map(|i| node(p, i, 5).unwrap().key.to_vec()).collect();
         assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
         remove(&mut buf, 1);

@@ -115,16 +115,10 @@ impl<'a> Page<'a> {
             return Err(Error::corrupted(pgno, "unexpected page type flags"));
         }
         if self.pgno() != pgno {
-            return Err(Error::corrupted(
-                pgno,
-                "page number in header does not match its position",
-            ));
+            return Err(Error::corrupted(pgno, "page number in header does not match its position"));
         }
         if self.txnid() > front_txnid {
-            return Err(Error::corrupted(
-                pgno,
-                "page txnid is newer than its parent",
-            ));
+            return Err(Error::corrupted(pgno, "page txnid is newer than its parent"));
         }
         let (lower, upper) = (self.lower(), self.upper());
         if f & flags::DUPFIX == 0 {

@@ -40,10 +40,7 @@ pub(crate) fn pwrite_all(file: &File, bufs: &[&[u8]], offset: u64) -> io::Result
                 break;
             }
             total += part.len();
-            iov.push(libc::iovec {
-                iov_base: part.as_ptr() as *mut libc::c_void,
-                iov_len: part.len(),
-            });
+            iov.push(libc::iovec { iov_base: part.as_ptr() as *mut libc::c_void, iov_len: part.len() });
         }
         let off = libc::off_t::try_from(pos)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset too large"))?;
@@ -58,10 +55,7 @@ pub(crate) fn pwrite_all(file: &File, bufs: &[&[u8]], offset: u64) -> io::Result
             return Err(e);
         }
         if rc == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "pwritev wrote 0 bytes",
-            ));
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "pwritev wrote 0 bytes"));
         }
         let mut n = rc as usize;
         pos += n as u64;
@@ -136,10 +130,7 @@ mod tests {
         assert!(buf[..10].iter().all(|&x| x == 1));
         assert!(buf[10..].iter().all(|&x| x == 3));
         let mut over = [0u8; 20];
-        assert_eq!(
-            pread_exact(&f, &mut over, 5100).unwrap_err().kind(),
-            io::ErrorKind::UnexpectedEof
-        );
+        assert_eq!(pread_exact(&f, &mut over, 5100).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         fdatasync(&f).unwrap();
         fsync(&f).unwrap();
         set_len(&f, 8192).unwrap();
@@ -150,9 +141,7 @@ mod tests {
     #[test]
     fn pwrite_all_more_than_iov_max_buffers() {
         let f = tempfile::tempfile().unwrap();
-        let data: Vec<Vec<u8>> = (0..(IOV_MAX * 2 + 7))
-            .map(|i| vec![(i % 251) as u8; 3])
-            .collect();
+        let data: Vec<Vec<u8>> = (0..(IOV_MAX * 2 + 7)).map(|i| vec![(i % 251) as u8; 3]).collect();
         let refs: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
         pwrite_all(&f, &refs, 0).unwrap();
         let mut buf = vec![0u8; refs.len() * 3];

@@ -18,17 +18,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::mutex::SharedMutex;
 
 /// Maps `len` bytes of `fd` with `prot`/`flags`; `len` must be non-zero.
-fn map_raw(
-    file: &File,
-    len: usize,
-    prot: libc::c_int,
-    flags: libc::c_int,
-) -> io::Result<NonNull<u8>> {
+fn map_raw(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<NonNull<u8>> {
     if len == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "cannot map 0 bytes",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map 0 bytes"));
     }
     // SAFETY: a fresh mapping at a kernel-chosen address (addr = NULL) cannot
     // overlap any existing Rust object; the descriptor is valid while `file` lives
@@ -61,12 +53,7 @@ impl Mmap {
     /// reservation, like libmdbx mapping `geometry.upper`), with
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
-        let ptr = map_raw(
-            file,
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-        )?;
+        let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
         Ok(Mmap { ptr, len })
     }
 
@@ -122,11 +109,7 @@ impl Mmap {
         // SAFETY: [start, end) is inside our mapping and page aligned at the
         // start; madvise(WILLNEED) does not change memory contents.
         unsafe {
-            libc::madvise(
-                self.ptr.as_ptr().add(start).cast(),
-                end - start,
-                libc::MADV_WILLNEED,
-            );
+            libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED);
         }
     }
 
@@ -169,12 +152,7 @@ impl SharedRegion {
     /// region lives (the lock file is only truncated by its last user, after
     /// unmapping).
     pub fn map(file: &File, len: usize) -> io::Result<SharedRegion> {
-        let ptr = map_raw(
-            file,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-        )?;
+        let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)?;
         Ok(SharedRegion { ptr, len })
     }
 

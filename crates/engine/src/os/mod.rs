@@ -56,17 +56,12 @@ pub(crate) fn thread_self() -> u64 {
 /// Monotonic time in nanoseconds from `CLOCK_BOOTTIME` (what libmdbx's
 /// `osal_monotime()` uses on Linux), falling back to `CLOCK_MONOTONIC`.
 pub(crate) fn monotime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     for clock in [libc::CLOCK_BOOTTIME, libc::CLOCK_MONOTONIC] {
         // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
         let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
         if rc == 0 {
-            return (ts.tv_sec as u64)
-                .wrapping_mul(1_000_000_000)
-                .wrapping_add(ts.tv_nsec as u64);
+            return (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64);
         }
     }
     0

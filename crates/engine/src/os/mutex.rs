@@ -58,10 +58,7 @@ impl SharedMutex<'_> {
     /// that memory must only be accessed through pthread functions (or be
     /// initialised by [`Self::init`] while no one else uses it).
     pub(super) unsafe fn from_raw(ptr: *mut libc::pthread_mutex_t) -> Self {
-        SharedMutex {
-            ptr,
-            _region: PhantomData,
-        }
+        SharedMutex { ptr, _region: PhantomData }
     }
 
     /// `pthread_mutex_init` with process-shared + robust + priority-inherit
@@ -89,8 +86,7 @@ impl SharedMutex<'_> {
                 return Err(err(rc));
             }
             // SAFETY: as above.
-            let mut rc =
-                unsafe { libc::pthread_mutexattr_setprotocol(a, libc::PTHREAD_PRIO_INHERIT) };
+            let mut rc = unsafe { libc::pthread_mutexattr_setprotocol(a, libc::PTHREAD_PRIO_INHERIT) };
             if rc == libc::ENOTSUP {
                 // SAFETY: as above.
                 rc = unsafe { libc::pthread_mutexattr_setprotocol(a, libc::PTHREAD_PRIO_NONE) };
@@ -191,10 +187,7 @@ mod tests {
         let m = r.mutex_at(64);
         m.init().unwrap();
         #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
-        assert_eq!(
-            r.u32_at(64 + 16).load(std::sync::atomic::Ordering::Relaxed),
-            0xB2
-        );
+        assert_eq!(r.u32_at(64 + 16).load(std::sync::atomic::Ordering::Relaxed), 0xB2);
         assert_eq!(m.lock().unwrap(), Locked::Ok);
         assert_eq!(m.lock().unwrap_err().raw_os_error(), Some(libc::EDEADLK));
         std::thread::scope(|s| {

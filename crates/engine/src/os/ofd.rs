@@ -62,10 +62,7 @@ fn fcntl_lock(file: &File, cmd: libc::c_int, fl: &mut libc::flock) -> io::Result
 }
 
 fn is_contended(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EAGAIN) | Some(libc::EACCES) | Some(libc::EBUSY) | Some(libc::EDEADLK)
-    )
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES) | Some(libc::EBUSY) | Some(libc::EDEADLK))
 }
 
 /// Tries to lock `[start, start + len)` without waiting. `Ok(false)` when
@@ -95,12 +92,7 @@ pub(crate) fn unlock(file: &File, start: u64, len: u64) -> io::Result<()> {
 /// `F_OFD_GETLK`: whether some *other* open file description holds a lock on
 /// `[start, start + len)` that conflicts with `mode`. Locks held through
 /// `file`'s own description never conflict.
-pub(crate) fn is_locked_by_other(
-    file: &File,
-    mode: LockMode,
-    start: u64,
-    len: u64,
-) -> io::Result<bool> {
+pub(crate) fn is_locked_by_other(file: &File, mode: LockMode, start: u64, len: u64) -> io::Result<bool> {
     let mut fl = flock(mode.l_type(), start, len)?;
     fcntl_lock(file, libc::F_OFD_GETLK, &mut fl)?;
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
@@ -114,13 +106,7 @@ mod tests {
     fn ofd_locks_conflict_between_descriptions() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
-        let a = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&p)
-            .unwrap();
+        let a = File::options().read(true).write(true).create(true).truncate(false).open(&p).unwrap();
         let b = File::options().read(true).write(true).open(&p).unwrap();
         let a2 = a.try_clone().unwrap(); // same open file description
 

@@ -1,0 +1,129 @@
+//! Information for statistics tools: the reader table of the lock file and a
+//! GC / page-usage summary (what `mdbx_reader_list` and `mdbx_gc_info` give).
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::format::{u32_at, u64_at};
+use crate::txn::Db;
+
+/// One used slot of the reader table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderInfo {
+    /// Slot index.
+    pub slot: u32,
+    /// Owner process.
+    pub pid: u32,
+    /// Owner thread (`pthread_self`); `u64::MAX` ousted, `u64::MAX - 1` parked.
+    pub tid: u64,
+    /// Snapshot read, `None` when the slot holds no snapshot.
+    pub txnid: Option<u64>,
+    /// Commits since that snapshot.
+    pub lag: u64,
+    /// Bytes of the snapshot (`first_unallocated` × page size).
+    pub bytes_used: u64,
+    /// Bytes retired by later commits that this reader keeps from reuse.
+    pub bytes_retained: u64,
+}
+
+/// GC and page usage (`MDBX_gc_info_t`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcInfo {
+    /// Upper bound of the geometry, in pages.
+    pub pages_total: u64,
+    /// Pages backed by the file (geometry `now`).
+    pub pages_backed: u64,
+    /// Pages allocated (`first_unallocated`).
+    pub pages_allocated: u64,
+    /// Pages of the GC tree plus pages listed in GC records.
+    pub pages_gc: u64,
+    /// Listed pages that no reader holds back.
+    pub pages_reclaimable: u64,
+    /// Reclaimable spans: (length, count), ascending by length.
+    pub reclaimable_spans: Vec<(u64, u64)>,
+    /// Snapshot the summary was taken from.
+    pub txnid: u64,
+    /// Oldest snapshot still in use (readers and the steady meta).
+    pub oldest_reader: u64,
+}
+
+impl Env {
+    /// The used slots of the reader table.
+    pub fn readers(&self) -> Result<Vec<ReaderInfo>> {
+        let env = &*self.inner;
+        let info = self.info()?;
+        let ps = env.page_size as u64;
+        // pages_retired of the recent meta: read it from the map.
+        let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = env.read_troika(&map)?;
+        let retired_now = metas[t.recent].pages_retired;
+        Ok(env
+            .lck
+            .readers()
+            .into_iter()
+            .map(|r| ReaderInfo {
+                slot: r.slot,
+                pid: r.pid,
+                tid: r.tid,
+                txnid: r.txnid,
+                lag: r.txnid.map_or(0, |x| info.last_txnid.saturating_sub(x)),
+                bytes_used: r.txnid.map_or(0, |_| r.pages_used as u64 * ps),
+                bytes_retained: r.txnid.map_or(0, |_| retired_now.saturating_sub(r.pages_retired) * ps),
+            })
+            .collect())
+    }
+
+    /// Clears the reader slots of dead processes; returns how many.
+    pub fn reader_check(&self) -> Result<u32> {
+        self.inner.lck.sweep_dead_readers()
+    }
+
+    /// GC and page-usage summary of the newest snapshot.
+    pub fn gc_info(&self) -> Result<GcInfo> {
+        let env = &*self.inner;
+        let txn = self.begin_ro_txn()?;
+        let meta = &txn.snap.meta;
+        let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let (metas, t) = env.read_troika(&map)?;
+        let steady = metas[t.prefer_steady].txnid();
+        let oldest = env.lck.oldest_reader(steady).min(meta.txnid());
+        let gc = meta.gc;
+        let mut info = GcInfo {
+            pages_total: meta.geo.upper as u64,
+            pages_backed: meta.geo.now as u64,
+            pages_allocated: meta.geo.first_unallocated as u64,
+            pages_gc: gc.branch_pages as u64 + gc.leaf_pages as u64 + gc.large_pages as u64,
+            txnid: meta.txnid(),
+            oldest_reader: oldest,
+            ..Default::default()
+        };
+        let mut spans: std::collections::BTreeMap<u64, u64> = Default::default();
+        let mut c = txn.cursor(Db::GC)?;
+        let mut rec = c.first()?;
+        while let Some((k, v)) = rec {
+            if k.len() != 8 || v.len() < 4 || v.len() % 4 != 0 {
+                return Err(Error::corrupted(gc.root, "corrupted GC record"));
+            }
+            let id = u64_at(k, 0);
+            let n = (u32_at(v, 0) as usize).min(v.len() / 4 - 1);
+            info.pages_gc += n as u64;
+            let reclaimable = id <= oldest;
+            if reclaimable {
+                info.pages_reclaimable += n as u64;
+                let mut i = 0;
+                while i < n {
+                    let mut len = 1;
+                    while i + len < n
+                        && u32_at(v, 4 + 4 * (i + len)).wrapping_add(1) == u32_at(v, 4 + 4 * (i + len - 1))
+                    {
+                        len += 1;
+                    }
+                    *spans.entry(len as u64).or_default() += 1;
+                    i += len;
+                }
+            }
+            rec = c.next()?;
+        }
+        info.reclaimable_spans = spans.into_iter().collect();
+        Ok(info)
+    }
+}

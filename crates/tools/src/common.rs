@@ -1,0 +1,285 @@
+//! Shared pieces of the subcommands: locating and opening a database, error
+//! classification, signals, progress bars, number formatting.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rdbx::{Durability, Env};
+
+pub const PROG: &str = "rdbx-tools";
+/// Table handles a tool may hold at once.
+pub const MAX_DBS: u32 = 32_000;
+
+/// Set by SIGINT/SIGTERM/SIGHUP.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+pub fn install_signal_handlers() {
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(s, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// An interrupt flag for the engine (polled by long loops).
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let f = Arc::new(AtomicBool::new(false));
+    let g = f.clone();
+    std::thread::spawn(move || loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            g.store(true, Ordering::Relaxed);
+            break;
+        }
+        if Arc::strong_count(&g) == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    });
+    f
+}
+
+/// A failure with its libmdbx-style code (negative: engine, positive: errno).
+#[derive(Debug)]
+pub struct ToolError {
+    pub code: i32,
+    pub msg: String,
+}
+
+impl ToolError {
+    pub fn sys(errno: i32, msg: impl Into<String>) -> Self {
+        ToolError { code: errno, msg: msg.into() }
+    }
+    pub fn engine(e: &rdbx::Error, context: impl std::fmt::Display) -> Self {
+        ToolError { code: e.code(), msg: format!("{context}: {e}") }
+    }
+    /// `mdbx_chk`'s exit code for an error that stopped the check.
+    pub fn chk_exit(&self) -> u8 {
+        if self.code == libc::EINTR {
+            5
+        } else if self.code < 0 {
+            3
+        } else {
+            4
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// Where a database lives.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// As given.
+    pub path: PathBuf,
+    pub lck: PathBuf,
+    pub no_sub_dir: bool,
+}
+
+/// Resolves PATH of an existing database (directory or data file).
+pub fn locate(path: &Path) -> Result<Target, ToolError> {
+    let md = std::fs::metadata(path)
+        .map_err(|e| ToolError::sys(e.raw_os_error().unwrap_or(libc::EIO), format!("{}: {e}", path.display())))?;
+    let (data, lck, no_sub_dir) = if md.is_dir() {
+        let data = path.join("mdbx.dat");
+        if !data.is_file() {
+            return Err(ToolError::sys(
+                libc::ENOENT,
+                format!("{}: no database in this directory (mdbx.dat is missing)", path.display()),
+            ));
+        }
+        (data, path.join("mdbx.lck"), false)
+    } else {
+        let lck = if path.file_name().is_some_and(|n| n == "mdbx.dat") {
+            path.parent().unwrap_or(Path::new(".")).join("mdbx.lck")
+        } else {
+            let mut l = path.as_os_str().to_owned();
+            l.push("-lck");
+            PathBuf::from(l)
+        };
+        (path.to_path_buf(), lck, true)
+    };
+    let size = std::fs::metadata(&data).map(|m| m.len()).unwrap_or(0);
+    if size == 0 {
+        return Err(ToolError::sys(
+            libc::ENODATA,
+            format!("{}: empty file, not a database (No data available)", data.display()),
+        ));
+    }
+    if size < 768 {
+        return Err(ToolError::sys(
+            libc::ENODATA,
+            format!("{}: file of {size} bytes is too short for a database (No data available)", data.display()),
+        ));
+    }
+    Ok(Target { path: path.to_path_buf(), lck, no_sub_dir })
+}
+
+/// Opens an existing database. A lock file created by a failed read-only
+/// open is removed again.
+pub fn open_env(t: &Target, read_only: bool) -> Result<Env, ToolError> {
+    let lck_existed = t.lck.exists();
+    let r = Env::builder()
+        .read_only(read_only)
+        .max_dbs(MAX_DBS)
+        .no_sub_dir(t.no_sub_dir)
+        .durability(Durability::SyncDurable)
+        .open(&t.path);
+    r.map_err(|e| {
+        if !lck_existed {
+            let _ = std::fs::remove_file(&t.lck);
+        }
+        open_error(&t.path, &e)
+    })
+}
+
+pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
+    let p = path.display();
+    match e {
+        rdbx::Error::Busy(m) => ToolError::sys(
+            libc::EAGAIN,
+            format!(
+                "{p}: cannot open: {m} (Resource temporarily unavailable); retry when the other process has closed it"
+            ),
+        ),
+        rdbx::Error::Invalid(_) => ToolError { code: e.code(), msg: format!("{p}: not an MDBX database: {e}") },
+        rdbx::Error::VersionMismatch(_) => ToolError { code: e.code(), msg: format!("{p}: {e}") },
+        rdbx::Error::WannaRecovery => {
+            ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk -w` to recover it") }
+        }
+        rdbx::Error::Corrupted { .. } => {
+            ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk` for details") }
+        }
+        _ => ToolError { code: e.code(), msg: format!("{p}: cannot open: {e}") },
+    }
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and `enabled`.
+pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar> {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} {msg} ({eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_prefix(what.to_string());
+    Some(pb)
+}
+
+pub fn spinner(enabled: bool, what: &str) -> Option<ProgressBar> {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template("{prefix} {spinner} {pos} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb.set_prefix(what.to_string());
+    Some(pb)
+}
+
+/// libmdbx's `ratio2digits`.
+pub fn ratio2digits(v: u64, d: u64, precision: u32) -> String {
+    if d == 0 {
+        return if v != 0 { "infinity".into() } else { "undefined".into() };
+    }
+    let mut i = v / d;
+    let mut f = v % d;
+    let mut m = d;
+    let mut frac: Vec<u8> = Vec::new();
+    let mut carry = m - f < m / 2;
+    if precision > 0 {
+        let mut p = precision;
+        loop {
+            while f > u64::MAX / 10 {
+                f >>= 1;
+                m >>= 1;
+            }
+            f *= 10;
+            frac.push(b'0' + (f / m) as u8);
+            f %= m;
+            p -= 1;
+            if p == 0 {
+                break;
+            }
+        }
+        carry = m - f < m / 2;
+        let mut k = frac.len();
+        while carry && k > 0 {
+            k -= 1;
+            carry = frac[k] == b'9';
+            frac[k] = if carry { b'0' } else { frac[k] + 1 };
+        }
+    }
+    i += u64::from(carry);
+    let mut s = i.to_string();
+    if precision > 0 {
+        s.push('.');
+        s.push_str(std::str::from_utf8(&frac).unwrap_or(""));
+    }
+    s
+}
+
+/// libmdbx's `ratio2percent`.
+pub fn percent(mut value: u64, mut whole: u64) -> String {
+    if whole == 0 {
+        return if value != 0 { "infinity".into() } else { "undefined".into() };
+    }
+    while value > u64::MAX / 100 {
+        value >>= 1;
+        whole >>= 1;
+    }
+    let rough = whole >= value && (value == 0 || value > whole / 16);
+    ratio2digits(value * 100, whole, if rough { 1 } else { 2 })
+}
+
+/// "5.00 MiB" style sizes (as mdbx_chk prints them).
+pub fn human(bytes: u64) -> String {
+    const U: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.2} {}", U[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percents_as_libmdbx() {
+        assert_eq!(percent(1280, 9961472), "0.01");
+        assert_eq!(percent(923, 1280), "72.1");
+        assert_eq!(percent(9960549, 9961472), "100.0");
+        assert_eq!(percent(3, 9961472), "0.00");
+        assert_eq!(percent(3, 1280), "0.23");
+        assert_eq!(percent(2, 1280), "0.16");
+        assert_eq!(percent(1, 1280), "0.08");
+        assert_eq!(percent(920, 1280), "71.9");
+    }
+}
