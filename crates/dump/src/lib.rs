@@ -186,6 +186,10 @@ pub struct DumpOptions {
     pub all: bool,
     /// Only this named table (`-s`).
     pub table: Option<Vec<u8>>,
+    /// Rescue (`-r`, with `all`): a table that cannot be read completely is
+    /// reported through `warn`, its section is closed, and the dump goes on
+    /// with the next table (see [`DumpStats::failed_tables`]).
+    pub rescue: bool,
 }
 
 /// What a dump wrote.
@@ -199,6 +203,8 @@ pub struct DumpStats {
     pub main_plain_records: u64,
     /// Table names skipped because they cannot be written in a header (NUL or newline).
     pub skipped_names: Vec<Vec<u8>>,
+    /// Rescue mode: tables that could not be dumped completely, with the error.
+    pub failed_tables: Vec<(Vec<u8>, String)>,
 }
 
 /// Global header values (first section only).
@@ -352,7 +358,20 @@ pub fn dump(
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<DumpStats> {
     let txn = env.begin_ro_txn().map_err(eng("starting a read transaction"))?;
-    let mut g = Some(globals(env, &txn)?);
+    dump_txn(env, &txn, opts, out, warn, progress)
+}
+
+/// [`dump`] from a read transaction the caller already holds (the shell
+/// dumps inside its current snapshot).
+pub fn dump_txn(
+    env: &Env,
+    txn: &RoTxn<'_>,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(String),
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<DumpStats> {
+    let mut g = Some(globals(env, txn)?);
     let ps = env.page_size();
     let mut stats = DumpStats::default();
     let mut done = 0u64;
@@ -362,12 +381,12 @@ pub fn dump(
             rdbx::Error::NotFound => DumpError::Usage(format!("no table named '{}'", String::from_utf8_lossy(t))),
             e => DumpError::Engine { context: format!("opening table '{}'", String::from_utf8_lossy(t)), error: e },
         })?;
-        stats.records += write_section(&txn, db, Some(t), g.as_ref(), ps, opts, None, out, &mut prog)?;
+        stats.records += write_section(txn, db, Some(t), g.as_ref(), ps, opts, None, out, &mut prog)?;
         stats.sections = 1;
         return Ok(stats);
     }
     if !opts.all {
-        stats.records += write_section(&txn, Db::MAIN, None, g.as_ref(), ps, opts, None, out, &mut prog)?;
+        stats.records += write_section(txn, Db::MAIN, None, g.as_ref(), ps, opts, None, out, &mut prog)?;
         stats.sections = 1;
         return Ok(stats);
     }
@@ -390,20 +409,30 @@ pub fn dump(
                 names.len()
             ));
         }
-        let n = write_section(&txn, Db::MAIN, None, g.take().as_ref(), ps, opts, Some(&table_keys), out, &mut prog)?;
+        let n = write_section(txn, Db::MAIN, None, g.take().as_ref(), ps, opts, Some(&table_keys), out, &mut prog)?;
         stats.records += n;
         stats.main_plain_records = if names.is_empty() { 0 } else { n };
         stats.sections += 1;
         done += n;
     }
     for name in &names {
-        let db =
-            txn.open_db_bytes(Some(name)).map_err(eng(format!("opening table '{}'", String::from_utf8_lossy(name))))?;
-        let mut prog = |n: u64| progress(done + n);
-        let n = write_section(&txn, db, Some(name), g.take().as_ref(), ps, opts, None, out, &mut prog)?;
-        stats.records += n;
-        stats.sections += 1;
-        done += n;
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let r = txn.open_db_bytes(Some(name)).map_err(eng(format!("opening table '{shown}'"))).and_then(|db| {
+            let mut prog = |n: u64| progress(done + n);
+            write_section(txn, db, Some(name), g.take().as_ref(), ps, opts, None, out, &mut prog)
+        });
+        match r {
+            Ok(n) => {
+                stats.records += n;
+                stats.sections += 1;
+                done += n;
+            }
+            Err(e @ (DumpError::Engine { .. } | DumpError::Record { .. })) if opts.rescue => {
+                warn(format!("ignore {e} for `{shown}` and continue"));
+                stats.failed_tables.push((name.clone(), e.to_string()));
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(stats)
 }

@@ -30,6 +30,11 @@ impl RwTxn<'_> {
         self.note_undo(pgno);
         self.dirty.insert(pgno, buf);
     }
+    /// Replaces the buffer of a dirty page.
+    pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: Box<[u8]>) {
+        self.note_undo(pgno);
+        self.dirty.insert(pgno, buf);
+    }
     /// Removes a dirty page; whether it was there.
     pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
         if !self.dirty.contains_key(&pgno) {

@@ -731,13 +731,7 @@ impl<'env> RwTxn<'env> {
         }
         let t = self.table(db)?;
         self.env.check_key(&t, key)?;
-        if db == Db::MAIN && nflags == 0 {
-            if let Some(n) = self.main_node_flags(key)? {
-                if n & N_TREE != 0 {
-                    return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
-                }
-            }
-        }
+        // A plain put over a table record is refused inside `write::put`.
         crate::btree::write::put(self, db, key, val, flags, nflags)
     }
 

@@ -41,6 +41,10 @@ pub struct DumpArgs {
     /// No warnings, no progress bar
     #[arg(short = 'q')]
     quiet: bool,
+    /// Rescue (with -a): report a damaged table, close its section and go on
+    /// with the next ones; exit 1 at the end
+    #[arg(short = 'r')]
+    rescue: bool,
     /// Ignored (legacy no-subdir flag; the layout is detected)
     #[arg(short = 'n')]
     no_sub_dir: bool,
@@ -132,6 +136,7 @@ fn dump(a: &DumpArgs) -> Result<(), ToolError> {
         concise: a.concise,
         all: a.all,
         table: a.table.as_ref().map(|s| s.as_bytes().to_vec()),
+        rescue: a.rescue,
     };
     let show_bar = !a.quiet && (a.file.is_some() || !io::stdout().is_terminal());
     let total = {
@@ -158,6 +163,13 @@ fn dump(a: &DumpArgs) -> Result<(), ToolError> {
         pb.finish_and_clear();
     }
     match r {
+        Ok(st) if !st.failed_tables.is_empty() => {
+            flushed.map_err(io_err)?;
+            Err(ToolError::sys(
+                libc::EIO,
+                format!("{p}: {} table(s) could not be dumped completely (rescue mode)", st.failed_tables.len()),
+            ))
+        }
         Ok(_) => flushed.map_err(io_err),
         Err(e) => Err(dump_err(e, &p.to_string())),
     }
@@ -241,9 +253,25 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 Err(e)
             }
         })?;
-        open_for_load(&t.path, t.no_sub_dir, None)?
+        // An empty file gets the dump's geometry; an existing database keeps its own.
+        let empty = std::fs::metadata(&t.path).map(|m| m.is_file() && m.len() == 0).unwrap_or(false);
+        open_for_load(&t.path, t.no_sub_dir, empty.then(|| first.geometry()))?
     } else {
-        open_for_load(&a.path, a.no_sub_dir, Some(first.geometry()))?
+        // A new database: on failure remove what the attempt created.
+        let existed_dir = a.path.is_dir();
+        open_for_load(&a.path, a.no_sub_dir, Some(first.geometry())).inspect_err(|_| {
+            if existed_dir {
+                let _ = std::fs::remove_file(a.path.join("mdbx.dat"));
+                let _ = std::fs::remove_file(a.path.join("mdbx.lck"));
+            } else if a.no_sub_dir {
+                let _ = std::fs::remove_file(&a.path);
+                let mut l = a.path.as_os_str().to_owned();
+                l.push("-lck");
+                let _ = std::fs::remove_file(PathBuf::from(l));
+            } else {
+                let _ = std::fs::remove_dir_all(&a.path);
+            }
+        })?
     };
     let opts = LoadOptions {
         append: a.append,

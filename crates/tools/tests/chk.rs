@@ -85,6 +85,7 @@ fn golden_databases_are_clean_and_figures_match_mdbx_chk() {
         assert_eq!(r.code, 0, "{name}: {r:?}");
         assert!(r.stdout.contains("No error is detected"), "{r:?}");
         assert!(r.stderr.is_empty(), "{r:?}");
+        assert!(!r.stdout.contains('\x1b'), "no progress bar or escape codes when piped");
         // Every structural figure line of the real mdbx_chk -vv output is ours too.
         let golden = String::from_utf8(golden_text(&format!("{name}.chk"))).unwrap();
         for line in golden.lines() {

@@ -252,6 +252,14 @@ fn bad_input_stops_with_line_number_and_keeps_earlier_batches() {
         assert!(r.stderr.contains(&format!("line {line}:")), "{input:?}: {r:?}");
         assert!(!q.exists(), "no database is created for a bad header");
     }
+    // A geometry this system cannot have: error (the real mdbx_load exits 0), nothing left behind.
+    let q = d.path().join("huge.db");
+    let r = run_stdin(
+        &["load", "-n", &s(&q)],
+        Some(b"VERSION=3\nmapsize=1152921504606846976\nHEADER=END\n 61\n 62\nDATA=END\n"),
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(!q.exists() && !d.path().join("huge.db-lck").exists());
     // Empty input: error, nothing created.
     let q = d.path().join("empty.db");
     let r = run_stdin(&["load", "-n", &s(&q)], Some(b""));
@@ -334,4 +342,33 @@ fn dump_errors_and_read_only() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("not an MDBX database"), "{r:?}");
     assert!(!d.path().join("junk-lck").exists());
+}
+
+#[test]
+fn rescue_dump_goes_on_after_a_damaged_table() {
+    let d = tempfile::tempdir().unwrap();
+    let p = golden_copy("g1", d.path());
+    let mut img = Img::open(&p);
+    let many = img.table("many").1;
+    let leaf = img.leaves(many.root)[5];
+    let o = img.poff(leaf);
+    img.b[o..o + img.ps].fill(0);
+    img.save();
+    let r = run(&["dump", "-a", &s(&p)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let r = run(&["dump", "-a", "-r", &s(&p)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("for `many` and continue"), "{r:?}");
+    let text = String::from_utf8_lossy(&r.raw_stdout).into_owned();
+    for t in ["rev", "revdup", "tags", "users"] {
+        assert!(text.contains(&format!("database={t}\n")), "{t} missing after the damaged table");
+    }
+    assert_eq!(text.matches("VERSION=3\n").count(), text.matches("DATA=END\n").count());
+    // Every undamaged table is complete.
+    let golden = golden::parse_dump(&golden_text("g1.dump")).unwrap();
+    let ours = golden::parse_dump(&r.raw_stdout).unwrap();
+    for sec in ours.iter().filter(|s| s.name.as_deref() != Some(&b"many"[..])) {
+        let g = golden.iter().find(|g| g.name == sec.name).unwrap();
+        assert!(g.records == sec.records, "{}", sec.display_name());
+    }
 }

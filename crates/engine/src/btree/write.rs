@@ -6,6 +6,8 @@
 //! underflow fixes upward. Pages are rebuilt through the node functions of
 //! `format::node`, which keep the node area contiguous as libmdbx does.
 
+use std::borrow::Cow;
+
 use super::{child_at, key_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::flags::{DbFlags, PutFlags};
@@ -68,16 +70,6 @@ struct OwnedNode {
     data: Vec<u8>,
 }
 
-impl OwnedNode {
-    fn size(&self, branch: bool) -> usize {
-        if branch {
-            NODESIZE + even_ceil(self.key.len()) + 2
-        } else {
-            NODESIZE + even_ceil(self.key.len() + self.data.len()) + 2
-        }
-    }
-}
-
 fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
     let page = Page { buf };
     (0..page.num_entries())
@@ -91,14 +83,12 @@ fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
         .collect()
 }
 
-fn write_nodes(buf: &mut [u8], nodes: &[OwnedNode]) {
-    let p = Page { buf };
-    let (pgno, flags, txnid, k) = (p.pgno(), p.flags(), p.txnid(), p.dupfix_ksize());
-    fpage::init_page(buf, pgno, flags, txnid);
-    crate::format::put_u16(buf, 8, k);
-    for (i, n) in nodes.iter().enumerate() {
-        p_insert(buf, i, &n.key, n.hdr, n.flags, &n.data);
-    }
+/// The stored bytes of node `i` (header, key, value, padding), bounds-checked.
+fn raw_node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
+    let n = node::node(page, i, pgno)?;
+    let off = PAGEHDRSZ + page.entry(i);
+    let len = if page.is_branch() { node::branch_size(n.key.len()) } else { node::leaf_size(n.key.len(), n.data.len()) };
+    page.buf.get(off..off + len).ok_or_else(|| Error::corrupted(pgno, "node overruns the page"))
 }
 
 /// Inserts into a node page or a DUPFIX page.
@@ -162,6 +152,43 @@ pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> R
     }
 }
 
+/// The path to the end of the tree, for APPEND: the last entry of every page,
+/// without binary searches. `Err(KeyMismatch)` when `key` is less than the
+/// last key; `exact` when it equals it.
+fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
+    let pages = txn.pages();
+    let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
+    let mut pgno = tree.root;
+    let mut from = tree.root;
+    let mut front = pages.front;
+    loop {
+        if path.len >= MAX_DEPTH || path.len >= tree.height as usize {
+            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
+        }
+        let page = load(&pages, pgno, front, from)?;
+        let last = path.len + 1 == tree.height as usize;
+        if page.is_leaf() != last {
+            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
+        }
+        let n = page.num_entries();
+        if page.is_leaf() {
+            let (idx, exact) = match cmp.cmp(key_at(page, n - 1, pgno)?, key) {
+                std::cmp::Ordering::Less => (n, false),
+                std::cmp::Ordering::Equal => (n - 1, true),
+                std::cmp::Ordering::Greater => return Err(Error::KeyMismatch("APPEND with a key less than the last key")),
+            };
+            path.e[path.len] = (pgno, idx);
+            path.len += 1;
+            return Ok((path, exact));
+        }
+        path.e[path.len] = (pgno, n - 1);
+        path.len += 1;
+        front = page.txnid();
+        from = pgno;
+        pgno = child_at(page, n - 1, pgno)?;
+    }
+}
+
 /// Copies every page of the path on write and links the copies.
 pub(crate) fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
@@ -208,27 +235,43 @@ pub(crate) fn insert_at(
         p_insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
         return Ok(());
     }
-    // Split.
+    // Split. Entries move as raw byte ranges of the old page (no decoding);
+    // element `j` of the combined sequence is the new entry at `idx`, else
+    // old entry `j` or `j - 1`.
     let ps = txn.env.page_size;
     let cap = ps - PAGEHDRSZ;
-    let mut nodes = read_nodes(txn.dirty_ref(pgno), pgno)?;
-    let at_end = idx == nodes.len();
-    nodes.insert(idx, OwnedNode { key: key.to_vec(), hdr, flags, data: data.to_vec() });
-    let total = nodes.len();
-    let sizes: Vec<usize> = nodes.iter().map(|n| dupfix_k.unwrap_or_else(|| n.size(is_branch))).collect();
-    let fits = |sp: usize| -> bool {
+    let old: Box<[u8]> = txn.dirty_ref(pgno).into();
+    let op = Page { buf: &old };
+    let n = op.num_entries();
+    let total = n + 1;
+    let old_of = |j: usize| if j < idx { j } else { j - 1 };
+    let new_size = need(&old, key, data);
+    let sizes: Vec<usize> = (0..total)
+        .map(|j| {
+            Ok(match (j == idx, dupfix_k) {
+                (true, _) => new_size,
+                (false, Some(k)) => k,
+                (false, None) => raw_node(op, old_of(j), pgno)?.len() + 2,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let key_len = |j: usize| -> Result<usize> {
+        Ok(if j == idx { key.len() } else { key_at(op, old_of(j), pgno)?.len() })
+    };
+    let fits = |sp: usize| -> Result<bool> {
         let left: usize = sizes[..sp].iter().sum();
         let mut right: usize = sizes[sp..].iter().sum();
         if is_branch {
-            right -= even_ceil(nodes[sp].key.len());
+            right -= even_ceil(key_len(sp)?);
         }
-        left <= cap && right <= cap
+        Ok(left <= cap && right <= cap)
     };
-    // Each half keeps at least one node (leaves) or two (branches).
+    // Each half keeps at least one entry (leaves) or two (branches).
     let min = if is_branch { 2 } else { 1 };
+    let at_end = idx == n;
     // Appending at the right edge (sequential inserts): leave the left page
     // full and start the right one with the new entry (branches keep two).
-    let sp = if at_end && rightmost && total > 2 * min && fits(total - min) {
+    let sp = if at_end && rightmost && total > 2 * min && fits(total - min)? {
         total - min
     } else {
         let all: usize = sizes.iter().sum();
@@ -236,27 +279,41 @@ pub(crate) fn insert_at(
         let mut acc = 0usize;
         for sp in 1..total {
             acc += sizes[sp - 1];
-            if sp >= min && total - sp >= min && fits(sp) {
+            if sp >= min && total - sp >= min && fits(sp)? {
                 let d = acc.abs_diff(all - acc);
                 if best.is_none_or(|b| d < b.1) {
                     best = Some((sp, d));
                 }
             }
         }
-        best.ok_or(Error::Problem("no valid page split".into()))?.0
+        best.ok_or_else(|| Error::Problem("no valid page split".into()))?.0
     };
-    let mut right_nodes = nodes.split_off(sp);
-    let sep = right_nodes[0].key.clone();
-    if is_branch {
-        right_nodes[0].key.clear();
-    }
-    let page_flags = Page { buf: txn.dirty_ref(pgno) }.flags();
+    let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
+    let page_flags = op.flags();
     let right = gc::new_page(txn, page_flags)?;
-    if let Some(k) = dupfix_k {
-        crate::format::put_u16(txn.dirty_mut(right), 8, k as u16);
+    let mut left: Box<[u8]> = vec![0u8; ps].into_boxed_slice();
+    fpage::init_page(&mut left, pgno, page_flags, op.txnid());
+    for (buf, range) in [(&mut left[..], 0..sp), (txn.dirty_mut(right), sp..total)] {
+        if let Some(k) = dupfix_k {
+            crate::format::put_u16(buf, 8, k as u16);
+        }
+        let first = range.start;
+        for (at, j) in range.enumerate() {
+            let drop_key = is_branch && j == first && first > 0;
+            if j == idx {
+                let k: &[u8] = if drop_key { &[] } else { key };
+                p_insert(buf, at, k, hdr, flags, data);
+            } else if dupfix_k.is_some() {
+                node::dupfix_insert(buf, at, key_at(op, old_of(j), pgno)?);
+            } else if drop_key {
+                let child = child_at(op, old_of(j), pgno)?;
+                node::insert(buf, at, &[], child, 0, &[]);
+            } else {
+                node::append_raw(buf, raw_node(op, old_of(j), pgno)?);
+            }
+        }
     }
-    write_nodes(txn.dirty_mut(pgno), &nodes);
-    write_nodes(txn.dirty_mut(right), &right_nodes);
+    txn.dirty_replace(pgno, left);
     if is_branch {
         tree.branch_pages += 1;
     } else {
@@ -308,24 +365,27 @@ pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Res
 }
 
 /// Stores a value: inline bytes in `data`, or a new large chunk.
-fn make_value(
+fn make_value<'v>(
     txn: &mut RwTxn<'_>,
     tree: &mut Tree,
     klen: usize,
-    val: &Val<'_>,
+    val: &Val<'v>,
     nflags: u8,
-) -> Result<(u32, u8, Vec<u8>)> {
+) -> Result<(u32, u8, Cow<'v, [u8]>)> {
     let len = val.len();
     if txn.env.limits.fits_inline(klen, len) {
-        let mut data = vec![0u8; len];
-        val.copy_to(&mut data);
+        // Inline bytes are copied straight from the caller's slice.
+        let data = match val {
+            Val::Bytes(b) => Cow::Borrowed(*b),
+            Val::Reserve(n) => Cow::Owned(vec![0u8; *n]),
+        };
         return Ok((len as u32, nflags, data));
     }
     let n = txn.env.limits.large_pages(len);
     let pgno = gc::new_large(txn, n)?;
     val.copy_to(&mut txn.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
     tree.large_pages += n as u32;
-    Ok((len as u32, nflags | N_BIG, pgno.to_le_bytes().to_vec()))
+    Ok((len as u32, nflags | N_BIG, Cow::Owned(pgno.to_le_bytes().to_vec())))
 }
 
 /// Put (upsert by default). `nflags` are node flags (N_TREE for table records).
@@ -365,7 +425,8 @@ pub(crate) fn put(
         finish(txn, db, tree);
         return if reserve { locate(txn, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
     }
-    let (mut path, exact) = find_path(txn, &tree, key, cmp)?;
+    let (mut path, exact) =
+        if flags.contains(PutFlags::APPEND) { find_path_append(txn, &tree, key, cmp)? } else { find_path(txn, &tree, key, cmp)? };
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
     {
@@ -380,13 +441,6 @@ pub(crate) fn put(
                 )));
             }
         }
-        if flags.contains(PutFlags::APPEND) {
-            let n = lp.num_entries();
-            let ok = (idx == n || (exact && idx + 1 == n)) && is_rightmost(txn, &path)?;
-            if !ok {
-                return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
-            }
-        }
     }
     if exact && flags.contains(PutFlags::NO_OVERWRITE) {
         return Err(Error::KeyExist);
@@ -394,7 +448,7 @@ pub(crate) fn put(
     if !exact && flags.contains(PutFlags::CURRENT) {
         return Err(Error::NotFound);
     }
-    let rightmost = !exact && is_rightmost(txn, &path)?;
+    let rightmost = !exact && (flags.contains(PutFlags::APPEND) || is_rightmost(txn, &path)?);
     touch_path(txn, &mut tree, &mut path)?;
     let lpg = path.e[leaf].0;
     if exact {
@@ -403,7 +457,7 @@ pub(crate) fn put(
             (n.flags, n.dsize, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
         };
         if nflags == 0 && oflags & !N_BIG != 0 {
-            return Err(Error::Incompatible("the record is not a plain value".into()));
+            return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
         }
         let new_inline = txn.env.limits.fits_inline(key.len(), val.len());
         // Same-size inline value: overwrite in place.

@@ -131,6 +131,18 @@ pub fn insert(buf: &mut [u8], i: usize, key: &[u8], hdr_dsize: u32, flags: u8, d
     put_u16(buf, 14, new_upper as u16);
 }
 
+/// Appends a node given as its raw stored bytes (header, key, value, padding)
+/// after the last entry of `buf`. The caller has checked the room.
+pub fn append_raw(buf: &mut [u8], raw: &[u8]) {
+    let page = Page { buf };
+    let (lower, upper) = (page.lower(), page.upper());
+    let new_upper = upper - raw.len();
+    buf[PAGEHDRSZ + new_upper..PAGEHDRSZ + upper].copy_from_slice(raw);
+    put_u16(buf, PAGEHDRSZ + lower, new_upper as u16);
+    put_u16(buf, 12, (lower + 2) as u16);
+    put_u16(buf, 14, new_upper as u16);
+}
+
 /// Removes node `i` from `buf`, compacting the node area.
 pub fn remove(buf: &mut [u8], i: usize) {
     let page = Page { buf };

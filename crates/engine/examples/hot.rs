@@ -1,0 +1,57 @@
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|load]`.
+use rdbx::{Db, Durability, Env, PutFlags};
+
+fn main() -> rdbx::Result<()> {
+    let what = std::env::args().nth(1).unwrap_or_else(|| "get".into());
+    let dir = std::path::Path::new("/dev/shm").join(format!("rdbx-hot-{}", std::process::id()));
+    let env = Env::builder().durability(Durability::SafeNoSync).open(&dir)?;
+    let n = 1_000_000u64;
+    let t0 = std::time::Instant::now();
+    let mut txn = env.begin_rw_txn()?;
+    for i in 0..n {
+        txn.put(Db::MAIN, &i.to_be_bytes(), &[7u8; 32], PutFlags::APPEND)?;
+    }
+    txn.commit()?;
+    let load = t0.elapsed();
+    let t0 = std::time::Instant::now();
+    let mut sum = 0usize;
+    match what.as_str() {
+        "get" => {
+            let r = env.begin_ro_txn()?;
+            let mut x = 1u64;
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                sum += r.get(Db::MAIN, &(x % n).to_be_bytes())?.map_or(0, |v| v.len());
+            }
+        }
+        "scan" => {
+            let r = env.begin_ro_txn()?;
+            for _ in 0..5 {
+                let mut c = r.cursor(Db::MAIN)?;
+                while let Some((_, v)) = c.next()? {
+                    sum += v.len();
+                }
+            }
+        }
+        "put" => {
+            let mut x = 1u64;
+            for _ in 0..100 {
+                let mut txn = env.begin_rw_txn()?;
+                for _ in 0..1000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    txn.put(Db::MAIN, &(x % n).to_be_bytes(), &[9u8; 32], PutFlags::empty())?;
+                }
+                txn.commit()?;
+            }
+        }
+        _ => {}
+    }
+    println!("load {:?}, {what} {:?} ({sum})", load, t0.elapsed());
+    drop(env);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

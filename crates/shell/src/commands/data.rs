@@ -1,0 +1,479 @@
+//! Records: get, put, del, scan, count, estimate-range.
+
+use std::cmp::Ordering;
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+use rdbx::{Cursor, DbFlags, PutFlags};
+
+use super::{table_cell, Action, Ctx, Fail, Result};
+use crate::access::{key_width, open_table, value_width, ReadTxn, TableRef};
+use crate::db::Opened;
+use crate::output::{Cell, Format};
+use crate::spec::Invocation;
+use crate::values::{compare_keys, parse_item, render, render_item, Word};
+
+/// Checks a key against what the table accepts, with a message saying what fits.
+fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_KEY) && key.len() != 4 && key.len() != 8 {
+        return Err(format!(
+            "table {} has integer keys: give a number, u32:N or u64:N (this key has {} bytes)",
+            t.label(),
+            key.len()
+        )
+        .into());
+    }
+    let max = db.env.max_key_size(t.flags);
+    if key.len() > max {
+        return Err(format!(
+            "key too large: {} bytes, table {} takes keys of at most {max} bytes",
+            key.len(),
+            t.label()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn check_value(db: &Opened, t: &TableRef, val: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_DUP) && val.len() != 4 && val.len() != 8 {
+        return Err(format!(
+            "table {} has integer values: give a number, u32:N or u64:N (this value has {} bytes)",
+            t.label(),
+            val.len()
+        )
+        .into());
+    }
+    let max = db.env.max_value_size(t.flags);
+    if val.len() > max {
+        return Err(format!(
+            "value too large: {} bytes, table {} takes values of at most {max} bytes",
+            val.len(),
+            t.label()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn key_of(r: &dyn ReadTxn, t: &TableRef, w: &Word) -> Result<Vec<u8>> {
+    Ok(parse_item(w, key_width(r, t)?)?)
+}
+
+fn value_of(r: &dyn ReadTxn, t: &TableRef, w: &Word) -> Result<Vec<u8>> {
+    Ok(parse_item(w, value_width(r, t)?)?)
+}
+
+fn not_found(t: &TableRef, key: &[u8]) -> Fail {
+    format!("key {} not found in table {}", render_item(key, t.key_kind()), t.label()).into()
+}
+
+pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let db = cx.db()?;
+    let kw = inv.arg(0).cloned().ok_or("get needs a KEY")?;
+    cx.read(|s, r, _| {
+        let t = open_table(r, name.as_deref())?;
+        let key = key_of(r, &t, &kw)?;
+        check_key(db, &t, &key)?;
+        let mut c = r.cursor(t.db)?;
+        let Some((k, v)) = c.set(&key)? else { return Err(not_found(&t, &key)) };
+        let kc = [("key", Cell::item(k, t.key_kind()))];
+        s.out.value(&kc, "value", &Cell::item(v, t.value_kind()))?;
+        if t.dupsort() {
+            while let Some((_, v)) = c.next_dup()? {
+                s.out.value(&kc, "value", &Cell::item(v, t.value_kind()))?;
+                if s.interrupted() {
+                    break;
+                }
+            }
+        }
+        Ok(Action::Done)
+    })
+}
+
+pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let db = cx.db()?;
+    let (kw, vw) = (inv.arg(0).cloned().ok_or("put needs a KEY")?, inv.arg(1).cloned().ok_or("put needs a VALUE")?);
+    let mut flags = PutFlags::empty();
+    if inv.flag("no-overwrite") {
+        flags |= PutFlags::NO_OVERWRITE;
+    }
+    if inv.flag("no-dup") {
+        flags |= PutFlags::NO_DUP_DATA;
+    }
+    let append = inv.flag("append");
+    let msg = cx.write(|_, txn| {
+        let t = open_table(&*txn, name.as_deref())?;
+        let key = key_of(&*txn, &t, &kw)?;
+        let val = value_of(&*txn, &t, &vw)?;
+        check_key(db, &t, &key)?;
+        check_value(db, &t, &val)?;
+        let mut f = flags;
+        if append {
+            f |= if t.dupsort() { PutFlags::APPEND_DUP } else { PutFlags::APPEND };
+        }
+        if inv.flag("no-dup") && !t.dupsort() {
+            return Err(format!("--no-dup is for dupsort tables; {} is not one", t.label()).into());
+        }
+        txn.put(t.db, &key, &val, f).map_err(|e| -> Fail {
+            match e {
+                rdbx::Error::KeyExist if t.dupsort() && inv.flag("no-dup") => {
+                    format!("the pair {} = {} already exists in table {}", render(&key), render(&val), t.label())
+                        .into()
+                }
+                rdbx::Error::KeyExist => format!(
+                    "key {} already exists in table {} (--no-overwrite keeps it)",
+                    render_item(&key, t.key_kind()),
+                    t.label()
+                )
+                .into(),
+                rdbx::Error::KeyMismatch(_) if append => {
+                    "--append: the key must sort after the last key of the table".into()
+                }
+                e => e.into(),
+            }
+        })?;
+        Ok(format!("stored {} in {}", render_item(&key, t.key_kind()), t.label()))
+    })?;
+    cx.s.note(&msg)?;
+    Ok(Action::Done)
+}
+
+pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let db = cx.db()?;
+    let kw = inv.arg(0).cloned().ok_or("del needs a KEY")?;
+    let vw = inv.arg(1).cloned();
+    let msg = cx.write(|_, txn| {
+        let t = open_table(&*txn, name.as_deref())?;
+        let key = key_of(&*txn, &t, &kw)?;
+        check_key(db, &t, &key)?;
+        let val = match &vw {
+            Some(w) => Some(value_of(&*txn, &t, w)?),
+            None => None,
+        };
+        let values = if t.dupsort() && val.is_none() {
+            let mut c = txn.cursor(t.db)?;
+            if c.set(&key)?.is_some() {
+                c.count()?
+            } else {
+                0
+            }
+        } else {
+            1
+        };
+        if !txn.del(t.db, &key, val.as_deref())? {
+            return Err(match &val {
+                Some(v) => format!(
+                    "no pair {} = {} in table {}",
+                    render_item(&key, t.key_kind()),
+                    render_item(v, t.value_kind()),
+                    t.label()
+                )
+                .into(),
+                None => not_found(&t, &key),
+            });
+        }
+        let shown = render_item(&key, t.key_kind());
+        Ok(if values > 1 { format!("deleted {shown} ({values} values)") } else { format!("deleted {shown}") })
+    })?;
+    cx.s.note(&msg)?;
+    Ok(Action::Done)
+}
+
+/// A key range with an optional prefix, walked forwards or backwards.
+struct Range {
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
+    flags: DbFlags,
+    reverse: bool,
+    /// Each key once (dupsort tables).
+    distinct: bool,
+}
+
+enum Verdict {
+    Take,
+    Skip,
+    Stop,
+}
+
+type Pair<'t> = (&'t [u8], &'t [u8]);
+
+impl Range {
+    /// Keys with a prefix are next to each other in this table's order.
+    fn contiguous(&self) -> bool {
+        !self.flags.intersects(DbFlags::REVERSE_KEY | DbFlags::INTEGER_KEY)
+    }
+
+    fn cmp(&self, a: &[u8], b: &[u8]) -> Ordering {
+        compare_keys(self.flags, a, b)
+    }
+
+    fn start<'t>(&self, c: &mut Cursor<'t>) -> rdbx::Result<Option<Pair<'t>>> {
+        let prefix = self.prefix.as_ref().filter(|_| self.contiguous());
+        if !self.reverse {
+            let lo = match (&self.lo, prefix) {
+                (Some(l), Some(p)) => Some(if self.cmp(l, p) == Ordering::Less { p } else { l }),
+                (l, p) => l.as_ref().or(p),
+            };
+            return match lo {
+                Some(k) => c.set_range(k),
+                None => c.first(),
+            };
+        }
+        let succ = prefix.and_then(|p| successor(p));
+        let hi = match (&self.hi, &succ) {
+            (Some(h), Some(s)) => Some(if self.cmp(h, s) == Ordering::Less { h } else { s }),
+            (h, s) => h.as_ref().or(s.as_ref()),
+        };
+        match hi {
+            Some(k) => {
+                if c.set_range(k)?.is_some() {
+                    c.prev()
+                } else {
+                    c.last()
+                }
+            }
+            None => c.last(),
+        }
+    }
+
+    fn step<'t>(&self, c: &mut Cursor<'t>) -> rdbx::Result<Option<Pair<'t>>> {
+        match (self.reverse, self.distinct) {
+            (false, false) => c.next(),
+            (false, true) => c.next_nodup(),
+            (true, false) => c.prev(),
+            (true, true) => c.prev_nodup(),
+        }
+    }
+
+    fn judge(&self, key: &[u8]) -> Verdict {
+        if let Some(hi) = &self.hi {
+            if self.cmp(key, hi) != Ordering::Less {
+                return if self.reverse { Verdict::Skip } else { Verdict::Stop };
+            }
+        }
+        if let Some(lo) = &self.lo {
+            if self.cmp(key, lo) == Ordering::Less {
+                return if self.reverse { Verdict::Stop } else { Verdict::Skip };
+            }
+        }
+        if let Some(p) = &self.prefix {
+            if !key.starts_with(p) {
+                return if self.contiguous() { Verdict::Stop } else { Verdict::Skip };
+            }
+        }
+        Verdict::Take
+    }
+}
+
+/// The smallest key greater than every key starting with `p` (None: no such key).
+fn successor(p: &[u8]) -> Option<Vec<u8>> {
+    let mut s = p.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// A bound: `*` (unquoted) is an open end.
+fn bound(r: &dyn ReadTxn, t: &TableRef, w: Option<&Word>) -> Result<Option<Vec<u8>>> {
+    match w {
+        None => Ok(None),
+        Some(w) if w.is("*") => Ok(None),
+        Some(w) => Ok(Some(key_of(r, t, w)?)),
+    }
+}
+
+fn range_of(r: &dyn ReadTxn, t: &TableRef, inv: &Invocation, reverse: bool, distinct: bool) -> Result<Range> {
+    let prefix = match inv.value("prefix") {
+        Some(w) => {
+            if t.flags.contains(DbFlags::INTEGER_KEY) {
+                return Err(format!("--prefix does not apply to table {}: its keys are integers", t.label()).into());
+            }
+            Some(crate::values::parse_bytes(w)?)
+        }
+        None => None,
+    };
+    Ok(Range {
+        lo: bound(r, t, inv.arg(0))?,
+        hi: bound(r, t, inv.arg(1))?,
+        prefix,
+        flags: t.flags,
+        reverse,
+        distinct,
+    })
+}
+
+/// Why a listing ended early.
+enum Cut {
+    Limit,
+    Interrupted,
+    Stopped,
+}
+
+pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let limit = match inv.value("limit") {
+        Some(w) => Some(w.text().parse::<u64>().map_err(|_| format!("bad --limit '{}': give a number", w.text()))?),
+        None => None,
+    };
+    let keys_only = inv.flag("keys-only");
+    let reverse = inv.flag("reverse");
+    let interrupt = cx.s.interrupt.clone();
+    cx.read(|s, r, src| {
+        let t = open_table(r, name.as_deref())?;
+        let range = range_of(r, &t, inv, reverse, keys_only && t.dupsort())?;
+        let page = s.page_rows(src);
+        let batch = if page > 0 {
+            page
+        } else if s.out.format == Format::Table {
+            1000
+        } else {
+            1
+        };
+        let table_format = s.out.format == Format::Table;
+        let columns: &[&str] = if keys_only { &["key"] } else { &["key", "value"] };
+        let mut listing = s.out.listing(columns, batch);
+        let mut c = r.cursor(t.db)?;
+        let mut n = 0u64;
+        let mut cut = None;
+        let mut rec = range.start(&mut c)?;
+        while let Some((k, v)) = rec {
+            match range.judge(k) {
+                Verdict::Stop => break,
+                Verdict::Skip => {
+                    rec = range.step(&mut c)?;
+                    continue;
+                }
+                Verdict::Take => {}
+            }
+            if limit.is_some_and(|l| n >= l) {
+                cut = Some(Cut::Limit);
+                break;
+            }
+            if interrupt.load(AtomicOrdering::Relaxed) {
+                cut = Some(Cut::Interrupted);
+                break;
+            }
+            if page > 0 && n > 0 && n % page as u64 == 0 {
+                listing.flush()?;
+                if !src.more() {
+                    cut = Some(Cut::Stopped);
+                    break;
+                }
+            }
+            let key = Cell::item(k, t.key_kind());
+            if keys_only {
+                listing.push(&[key])?;
+            } else {
+                listing.push(&[key, Cell::item(v, t.value_kind())])?;
+            }
+            n += 1;
+            rec = range.step(&mut c)?;
+        }
+        listing.flush()?;
+        drop(listing);
+        let what = if keys_only { "key" } else { "record" };
+        let plural = if n == 1 { "" } else { "s" };
+        match cut {
+            None => s.out.footer(&format!("{n} {what}{plural}"))?,
+            Some(Cut::Limit) => s.out.footer(&format!("{n} {what}{plural} (--limit reached; there are more)"))?,
+            Some(Cut::Stopped) => s.out.footer(&format!("{n} {what}{plural} shown (stopped)"))?,
+            Some(Cut::Interrupted) => {
+                if table_format {
+                    s.out.footer(&format!("{n} {what}{plural} shown (interrupted)"))?;
+                } else {
+                    s.warn(&format!("scan interrupted after {n} {what}{plural}"));
+                }
+            }
+        }
+        Ok(Action::Done)
+    })
+}
+
+/// Counts the records of a range by walking it. `None` when interrupted.
+fn walk_count(c: &mut Cursor<'_>, range: &Range, interrupt: &std::sync::atomic::AtomicBool) -> Result<Option<u64>> {
+    let mut n = 0u64;
+    let mut rec = range.start(c)?;
+    while let Some((k, _)) = rec {
+        match range.judge(k) {
+            Verdict::Stop => break,
+            Verdict::Skip => {}
+            Verdict::Take => n += 1,
+        }
+        if n % 4096 == 0 && interrupt.load(AtomicOrdering::Relaxed) {
+            return Ok(None);
+        }
+        rec = range.step(c)?;
+    }
+    Ok(Some(n))
+}
+
+pub fn count(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let interrupt = cx.s.interrupt.clone();
+    cx.read(|s, r, _| {
+        let t = open_table(r, name.as_deref())?;
+        let n = if inv.args.is_empty() && inv.value("prefix").is_none() {
+            r.stat(t.db)?.entries
+        } else {
+            let range = range_of(r, &t, inv, false, false)?;
+            let mut c = r.cursor(t.db)?;
+            walk_count(&mut c, &range, &interrupt)?.ok_or("interrupted")?
+        };
+        s.out.value(&[("table", table_cell(t.name.as_deref()))], "count", &Cell::Int(n))?;
+        Ok(Action::Done)
+    })
+}
+
+pub fn estimate(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let interrupt = cx.s.interrupt.clone();
+    cx.read(|s, r, _| {
+        let t = open_table(r, name.as_deref())?;
+        let lo = bound(r, &t, inv.arg(0))?;
+        let hi = bound(r, &t, inv.arg(1))?;
+        let est = r.estimate(t.db, lo.as_deref(), hi.as_deref())?;
+        let shown = |b: &Option<Vec<u8>>| match b {
+            Some(k) => Cell::item(k, t.key_kind()),
+            None => Cell::text("*"),
+        };
+        let mut fields =
+            vec![("table", table_cell(t.name.as_deref())), ("from", shown(&lo)), ("to", shown(&hi)), ("estimate", Cell::Int(est))];
+        if inv.flag("exact") {
+            let range = Range { lo: lo.clone(), hi: hi.clone(), prefix: None, flags: t.flags, reverse: false, distinct: false };
+            let mut c = r.cursor(t.db)?;
+            let exact = walk_count(&mut c, &range, &interrupt)?.ok_or("interrupted")?;
+            fields.push(("exact", Cell::Int(exact)));
+            if t.dupsort() {
+                let keys = Range { distinct: true, ..range };
+                let mut c = r.cursor(t.db)?;
+                let k = walk_count(&mut c, &keys, &interrupt)?.ok_or("interrupted")?;
+                fields.push(("exact_keys", Cell::Int(k)));
+            }
+        }
+        if t.dupsort() && s.out.format == Format::Table {
+            fields.push(("note", Cell::text("on dupsort tables the estimate counts keys, not values")));
+        }
+        s.out.record(&fields)?;
+        Ok(Action::Done)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::successor;
+
+    #[test]
+    fn successors() {
+        assert_eq!(successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(successor(b"\xff\xff"), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! Finding, opening and creating databases. A read-only open never creates
+//! or changes anything but the lock file, and a lock file that a failed open
+//! left behind is removed again.
+
+use std::path::{Path, PathBuf};
+
+use rdbx::{Durability, Env};
+
+/// Table handles the shell may hold at once.
+const MAX_DBS: u32 = 32_000;
+
+/// An open database.
+pub struct Opened {
+    pub env: Env,
+    /// As given by the user.
+    pub path: PathBuf,
+    pub read_only: bool,
+}
+
+impl Opened {
+    /// A short name for the prompt: the directory or file name.
+    pub fn short_name(&self) -> String {
+        let p = if self.path.file_name().is_some_and(|n| n == "mdbx.dat") {
+            self.path.parent().unwrap_or(&self.path)
+        } else {
+            &self.path
+        };
+        p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
+    }
+}
+
+/// What is at a path.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A database (directory with mdbx.dat, or a data file).
+    Database,
+    /// Nothing: a database can be created there.
+    Nothing,
+    /// An existing directory without mdbx.dat: a database can be created in it.
+    EmptyDir,
+}
+
+pub fn probe(path: &Path) -> Found {
+    match std::fs::metadata(path) {
+        Err(_) => Found::Nothing,
+        Ok(m) if m.is_dir() && !path.join("mdbx.dat").exists() => Found::EmptyDir,
+        Ok(_) => Found::Database,
+    }
+}
+
+fn lock_path(path: &Path, no_sub_dir: bool) -> PathBuf {
+    if !no_sub_dir {
+        return path.join("mdbx.lck");
+    }
+    if path.file_name().is_some_and(|n| n == "mdbx.dat") {
+        return path.parent().unwrap_or(Path::new(".")).join("mdbx.lck");
+    }
+    let mut l = path.as_os_str().to_owned();
+    l.push("-lck");
+    PathBuf::from(l)
+}
+
+/// Opens an existing database.
+pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
+    let shown = path.display();
+    match probe(path) {
+        Found::Nothing => {
+            return Err(format!("{shown}: no such file or directory (use --create, or 'open PATH --create', to make a new database)"))
+        }
+        Found::EmptyDir => {
+            return Err(format!("{shown}: no database in this directory (mdbx.dat is missing; --create makes one)"))
+        }
+        Found::Database => {}
+    }
+    let no_sub_dir = path.is_file();
+    let lck = lock_path(path, no_sub_dir);
+    let lck_existed = lck.exists();
+    Env::builder()
+        .read_only(read_only)
+        .max_dbs(MAX_DBS)
+        .no_sub_dir(no_sub_dir)
+        .durability(Durability::SyncDurable)
+        .open(path)
+        .map(|env| Opened { env, path: path.to_path_buf(), read_only })
+        .map_err(|e| {
+            if !lck_existed {
+                let _ = std::fs::remove_file(&lck);
+            }
+            open_error(path, &e)
+        })
+}
+
+/// Creates a database at `path` (a directory, made if missing) and opens it
+/// read-write.
+pub fn create(path: &Path) -> Result<Opened, String> {
+    if probe(path) == Found::Database {
+        return open(path, false);
+    }
+    std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
+    Env::builder()
+        .max_dbs(MAX_DBS)
+        .durability(Durability::SyncDurable)
+        .open(path)
+        .map(|env| Opened { env, path: path.to_path_buf(), read_only: false })
+        .map_err(|e| format!("{}: cannot create a database: {e}", path.display()))
+}
+
+fn open_error(path: &Path, e: &rdbx::Error) -> String {
+    let p = path.display();
+    match e {
+        rdbx::Error::Busy(m) => format!("{p}: busy: {m}; try again when the other process is done"),
+        rdbx::Error::Invalid(_) => format!("{p}: not an MDBX database ({e})"),
+        rdbx::Error::WannaRecovery => {
+            format!("{p}: {e}; open it read-write (--write) to recover, or run 'rdbx-tools chk'")
+        }
+        rdbx::Error::Corrupted { .. } => format!("{p}: {e}; run 'rdbx-tools chk' for details"),
+        rdbx::Error::Access(_) | rdbx::Error::Io(_) => format!("{p}: cannot open: {e}"),
+        _ => format!("{p}: cannot open: {e}"),
+    }
+}

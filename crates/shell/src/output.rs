@@ -1,0 +1,376 @@
+//! Output formats: boxed tables for people (comfy-table), one JSON object per
+//! line for machines (serde_json), raw bytes, and hex. Commands hand over
+//! cells and rows; this module decides how they look. Listings stream: rows
+//! are written as they come (tables in batches), never collected whole.
+
+use std::io::{self, Write};
+
+use comfy_table::{modifiers, presets, ContentArrangement, Table};
+use serde_json::{Map, Value};
+
+use crate::values::{as_integer, hex, render_item, render_short, ItemKind};
+
+/// How results are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Boxed tables; printable bytes as text, others as hex.
+    #[default]
+    Table,
+    /// One JSON object per line.
+    Json,
+    /// Bytes as stored, fields separated by a tab, one record per line.
+    Raw,
+    /// Keys and values as `0x` hex, fields separated by a tab.
+    Hex,
+}
+
+impl Format {
+    pub const NAMES: [&'static str; 4] = ["table", "json", "raw", "hex"];
+
+    pub fn parse(s: &str) -> Option<Format> {
+        match s.to_ascii_lowercase().as_str() {
+            "table" | "box" => Some(Format::Table),
+            "json" | "jsonl" | "ndjson" => Some(Format::Json),
+            "raw" => Some(Format::Raw),
+            "hex" => Some(Format::Hex),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Raw => "raw",
+            Format::Hex => "hex",
+        }
+    }
+}
+
+/// One field of a result.
+#[derive(Debug, Clone)]
+pub enum Cell {
+    /// A stored key or value.
+    Item(Vec<u8>, ItemKind),
+    /// A count, id or size.
+    Int(u64),
+    /// Words for people (names, flags, states).
+    Text(String),
+    /// Nothing (shown as `-`, JSON null).
+    Absent,
+}
+
+impl Cell {
+    pub fn item(b: &[u8], kind: ItemKind) -> Cell {
+        Cell::Item(b.to_vec(), kind)
+    }
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+    pub fn opt(n: Option<u64>) -> Cell {
+        n.map_or(Cell::Absent, Cell::Int)
+    }
+
+    /// For a table cell (`max`: shorten long items to about that many characters).
+    fn for_table(&self, max: Option<usize>) -> String {
+        match self {
+            Cell::Item(b, k) => match max {
+                Some(m) => render_short(b, *k, m),
+                None => render_item(b, *k),
+            },
+            Cell::Int(n) => n.to_string(),
+            Cell::Text(s) => s.clone(),
+            Cell::Absent => "-".into(),
+        }
+    }
+
+    /// Bytes for raw output.
+    fn raw(&self) -> Vec<u8> {
+        match self {
+            Cell::Item(b, _) => b.clone(),
+            other => other.for_table(None).into_bytes(),
+        }
+    }
+
+    /// Text for hex output.
+    fn hex(&self) -> String {
+        match self {
+            Cell::Item(b, _) => format!("0x{}", hex(b)),
+            other => other.for_table(None),
+        }
+    }
+
+    /// Adds `name: value` to a JSON object. Items that are not UTF-8 go under
+    /// `name_hex` as hex; integer items are numbers.
+    fn to_json(&self, name: &str, obj: &mut Map<String, Value>) {
+        match self {
+            Cell::Item(b, kind) => {
+                if let (ItemKind::Integer, Some(n)) = (kind, as_integer(b)) {
+                    obj.insert(name.into(), Value::from(n));
+                } else if let Ok(s) = std::str::from_utf8(b) {
+                    obj.insert(name.into(), Value::from(s));
+                } else {
+                    obj.insert(format!("{name}_hex"), Value::from(hex(b)));
+                }
+            }
+            Cell::Int(n) => {
+                obj.insert(name.into(), Value::from(*n));
+            }
+            Cell::Text(s) => {
+                obj.insert(name.into(), Value::from(s.as_str()));
+            }
+            Cell::Absent => {
+                obj.insert(name.into(), Value::Null);
+            }
+        }
+    }
+}
+
+/// Characters a table cell of a listing shows before it is shortened.
+pub const CELL_CHARS: usize = 120;
+
+/// The output of a session: standard output in the chosen format.
+pub struct Out {
+    w: Box<dyn Write>,
+    pub format: Format,
+    /// Leave out confirmations of writes and other status lines.
+    pub quiet: bool,
+}
+
+impl Out {
+    pub fn new(w: Box<dyn Write>, format: Format) -> Out {
+        Out { w, format, quiet: false }
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
+    fn table() -> Table {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .apply_modifier(modifiers::UTF8_ROUND_CORNERS)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+        t
+    }
+
+    fn json_line(&mut self, obj: Map<String, Value>) -> io::Result<()> {
+        let s = serde_json::to_string(&Value::Object(obj)).map_err(io::Error::other)?;
+        writeln!(self.w, "{s}")
+    }
+
+    /// A line of text for people (in JSON: `{"message": ...}`).
+    pub fn message(&mut self, text: &str) -> io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        match self.format {
+            Format::Json => {
+                let mut m = Map::new();
+                m.insert("message".into(), Value::from(text));
+                self.json_line(m)
+            }
+            _ => writeln!(self.w, "{text}"),
+        }
+    }
+
+    /// Text written as is, whatever the format (help, dumps).
+    pub fn text(&mut self, text: &str) -> io::Result<()> {
+        self.w.write_all(text.as_bytes())
+    }
+
+    /// Bytes written as is.
+    pub fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.w.write_all(b)
+    }
+
+    /// A writer for output that has its own format (dumps).
+    pub fn writer(&mut self) -> &mut dyn Write {
+        &mut self.w
+    }
+
+    /// One value on its own: a table shows just the value, JSON an object
+    /// with `fields` (context such as the key) and the value under `name`.
+    pub fn value(&mut self, fields: &[(&str, Cell)], name: &str, value: &Cell) -> io::Result<()> {
+        match self.format {
+            Format::Table => writeln!(self.w, "{}", value.for_table(None)),
+            Format::Json => {
+                let mut m = Map::new();
+                for (n, c) in fields {
+                    c.to_json(n, &mut m);
+                }
+                value.to_json(name, &mut m);
+                self.json_line(m)
+            }
+            Format::Raw => {
+                self.w.write_all(&value.raw())?;
+                self.w.write_all(b"\n")
+            }
+            Format::Hex => writeln!(self.w, "{}", value.hex()),
+        }
+    }
+
+    /// A set of named fields (statistics): a two-column table, one JSON
+    /// object, or `name: value` lines.
+    pub fn record(&mut self, fields: &[(&str, Cell)]) -> io::Result<()> {
+        match self.format {
+            Format::Table => {
+                let mut t = Out::table();
+                for (n, c) in fields {
+                    t.add_row(vec![n.to_string(), c.for_table(None)]);
+                }
+                writeln!(self.w, "{t}")
+            }
+            Format::Json => {
+                let mut m = Map::new();
+                for (n, c) in fields {
+                    c.to_json(n, &mut m);
+                }
+                self.json_line(m)
+            }
+            Format::Raw | Format::Hex => {
+                for (n, c) in fields {
+                    let v = if self.format == Format::Raw { c.raw() } else { c.hex().into_bytes() };
+                    self.w.write_all(n.as_bytes())?;
+                    self.w.write_all(b": ")?;
+                    self.w.write_all(&v)?;
+                    self.w.write_all(b"\n")?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A trailing line for people after a listing (tables only).
+    pub fn footer(&mut self, text: &str) -> io::Result<()> {
+        if self.format == Format::Table && !self.quiet {
+            writeln!(self.w, "{text}")?;
+        }
+        Ok(())
+    }
+
+    /// Starts a listing with these columns; table rows are shown in batches of
+    /// `batch` (each batch one box).
+    pub fn listing(&mut self, columns: &[&'static str], batch: usize) -> Listing<'_> {
+        Listing { out: self, columns: columns.to_vec(), rows: Vec::new(), batch: batch.max(1) }
+    }
+}
+
+/// Rows being written (see [`Out::listing`]).
+pub struct Listing<'o> {
+    out: &'o mut Out,
+    columns: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+    batch: usize,
+}
+
+impl Listing<'_> {
+    /// Adds a row (as many cells as columns).
+    pub fn push(&mut self, row: &[Cell]) -> io::Result<()> {
+        match self.out.format {
+            Format::Table => {
+                self.rows.push(row.iter().map(|c| c.for_table(Some(CELL_CHARS))).collect());
+                if self.rows.len() >= self.batch {
+                    self.flush()?;
+                }
+                Ok(())
+            }
+            Format::Json => {
+                let mut m = Map::new();
+                for (n, c) in self.columns.iter().zip(row) {
+                    c.to_json(n, &mut m);
+                }
+                self.out.json_line(m)
+            }
+            Format::Raw | Format::Hex => {
+                let raw = self.out.format == Format::Raw;
+                let mut line = Vec::new();
+                for (i, c) in row.iter().enumerate() {
+                    if i > 0 {
+                        line.push(b'\t');
+                    }
+                    if raw {
+                        line.extend_from_slice(&c.raw());
+                    } else {
+                        line.extend_from_slice(c.hex().as_bytes());
+                    }
+                }
+                line.push(b'\n');
+                self.out.w.write_all(&line)
+            }
+        }
+    }
+
+    /// Writes the rows held back (tables) and flushes.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.rows.is_empty() {
+            let mut t = Out::table();
+            t.set_header(self.columns.clone());
+            for r in self.rows.drain(..) {
+                t.add_row(r);
+            }
+            writeln!(self.out.w, "{t}")?;
+        }
+        self.out.w.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run(format: Format, f: impl FnOnce(&mut Out)) -> String {
+        let buf = Buf::default();
+        let mut out = Out::new(Box::new(buf.clone()), format);
+        f(&mut out);
+        let v = buf.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&v).into_owned()
+    }
+
+    fn rows(out: &mut Out) {
+        let mut l = out.listing(&["key", "value"], 100);
+        l.push(&[Cell::item(b"a", ItemKind::Bytes), Cell::item(&[0, 1], ItemKind::Bytes)]).unwrap();
+        l.push(&[Cell::item(&7u64.to_ne_bytes(), ItemKind::Integer), Cell::item(b"x y", ItemKind::Bytes)]).unwrap();
+        l.flush().unwrap();
+    }
+
+    #[test]
+    fn listing_formats() {
+        assert_eq!(
+            run(Format::Json, rows),
+            "{\"key\":\"a\",\"value_hex\":\"0001\"}\n{\"key\":7,\"value\":\"x y\"}\n"
+        );
+        assert_eq!(run(Format::Hex, rows), format!("0x61\t0x0001\n0x{}\t0x782079\n", hex(&7u64.to_ne_bytes())));
+        let raw = run(Format::Raw, rows);
+        assert!(raw.starts_with("a\t\u{0}\u{1}\n"));
+        let t = run(Format::Table, rows);
+        assert!(t.contains("key") && t.contains("0x0001") && t.contains("x y") && t.contains('7'), "{t}");
+    }
+
+    #[test]
+    fn values_and_records() {
+        let v = Cell::item(b"red", ItemKind::Bytes);
+        assert_eq!(run(Format::Table, |o| o.value(&[], "value", &v).unwrap()), "red\n");
+        assert_eq!(
+            run(Format::Json, |o| o.value(&[("key", Cell::text("k"))], "value", &v).unwrap()),
+            "{\"key\":\"k\",\"value\":\"red\"}\n"
+        );
+        let f = [("entries", Cell::Int(3)), ("txnid", Cell::Absent)];
+        assert_eq!(run(Format::Json, |o| o.record(&f).unwrap()), "{\"entries\":3,\"txnid\":null}\n");
+        assert_eq!(run(Format::Raw, |o| o.record(&f).unwrap()), "entries: 3\ntxnid: -\n");
+        assert_eq!(run(Format::Json, |o| o.message("ok").unwrap()), "{\"message\":\"ok\"}\n");
+    }
+}
