@@ -204,6 +204,9 @@ pub(crate) struct EnvInner {
     pub read_only: bool,
     pub durability: Durability,
     pub max_dbs: u32,
+    /// This process initialised the lock file (no other process had the
+    /// environment open).
+    pub exclusive: bool,
     /// A length the data file is known to have (at least).
     pub file_len: AtomicU64,
     dbs: Mutex<Vec<Option<Vec<u8>>>>,
@@ -267,6 +270,7 @@ impl EnvInner {
         let file = Arc::new(file);
         let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
         let lo = LockFile::open(&lck_path, &file, b.read_only, b.max_readers, lck_mode)?;
+        let lo_exclusive = lo.exclusive;
         let lck = lo.lck;
         if !lo.exclusive && !b.read_only {
             // Processes sharing an environment must agree on its sync mode (§15.8).
@@ -353,6 +357,7 @@ impl EnvInner {
             read_only: b.read_only,
             durability: b.durability,
             max_dbs: b.max_dbs,
+            exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: Mutex::new(vec![None, None]),
             lck,
@@ -627,6 +632,12 @@ impl Env {
     /// Path of the data file.
     pub fn data_path(&self) -> &Path {
         &self.inner.data_path
+    }
+
+    /// Whether this process was the only user when it opened the environment
+    /// (it initialised the lock file).
+    pub fn opened_exclusively(&self) -> bool {
+        self.inner.exclusive
     }
 
     /// Path of the lock file.

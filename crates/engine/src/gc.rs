@@ -110,7 +110,7 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         // In a lazy sync mode the last steady commit holds back reuse: if
         // making the last commit steady would free GC records for reuse, do
         // that before taking fresh pages (libmdbx does the same).
-        if !synced && !txn.saving_gc && !txn.in_reclaim && txn.steady_txnid < txn.base.txnid() && sync_would_help(txn)?
+        if !synced && !txn.saving_gc && !txn.in_reclaim && txn.steady_txnid < txn.base.txnid() && sync_would_help(txn, n)?
         {
             force_steady(txn)?;
             synced = true;
@@ -121,17 +121,29 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     alloc_tail(txn, n)
 }
 
-/// Whether the GC holds records that only the last steady commit keeps from reuse.
-fn sync_would_help(txn: &mut RwTxn<'_>) -> Result<bool> {
+/// Whether making the last commit steady would free enough GC pages for
+/// reuse to be worth a sync: the records that only the last steady commit
+/// holds back must list at least half a growth step (and at least `n`).
+fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let readers = txn.env.lck.oldest_live_reader().unwrap_or(u64::MAX).min(txn.txnid - 1);
     if readers <= txn.steady_txnid {
         return Ok(false);
     }
+    let want = (pv2pages(txn.geo.grow_pv) as usize / 2).max(n).max(1);
+    let mut held = 0usize;
     let mut c = txn.cursor(Db::GC)?;
-    Ok(match c.set_range(&(txn.steady_txnid + 1).to_le_bytes())? {
-        Some((k, _)) => k.len() == 8 && u64::from_le_bytes(k.try_into().expect("8 bytes")) <= readers,
-        None => false,
-    })
+    let mut rec = c.set_range(&(txn.steady_txnid + 1).to_le_bytes())?;
+    while let Some((k, v)) = rec {
+        if k.len() != 8 || u64::from_le_bytes(k.try_into().expect("8 bytes")) > readers || v.len() < 4 {
+            break;
+        }
+        held += u32_at(v, 0) as usize;
+        if held >= want {
+            return Ok(true);
+        }
+        rec = c.next()?;
+    }
+    Ok(false)
 }
 
 /// Flushes the data file and rewrites the transaction's base meta as steady.
