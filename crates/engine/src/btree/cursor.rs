@@ -256,6 +256,16 @@ impl<'t> Cursor<'t> {
         if self.eof {
             return Ok(None);
         }
+        // Fast path: the next entry of the same leaf, on a table without
+        // multi-value keys.
+        if self.dup_cmp.is_none() {
+            if let Some(l) = &mut self.stack[self.depth - 1] {
+                if l.idx + 1 < l.page.num_entries() {
+                    l.idx += 1;
+                    return self.current_pair().map(Some);
+                }
+            }
+        }
         if self.step_dup(true)? || self.step(true)? {
             self.current_pair().map(Some)
         } else {

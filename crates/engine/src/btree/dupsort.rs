@@ -128,7 +128,8 @@ fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
         *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: txn.txnid, ..*nt };
         return Ok(true);
     }
-    let (mut path, exact) = find_path(txn, nt, val, cmp)?;
+    let mut path = Path::new();
+    let exact = find_path(txn, nt, val, cmp, &mut path)?;
     if exact {
         return Ok(false);
     }
@@ -146,7 +147,8 @@ fn nested_delete(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
     if nt.root == P_INVALID {
         return Ok(false);
     }
-    let (mut path, exact) = find_path(txn, nt, val, dup_cmp(t))?;
+    let mut path = Path::new();
+    let exact = find_path(txn, nt, val, dup_cmp(t), &mut path)?;
     if !exact {
         return Ok(false);
     }
@@ -236,7 +238,8 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         tree = Tree { root: pg, height: 1, leaf_pages: tree.leaf_pages + 1, items: 1, ..tree };
         return done(txn, db, tree, &t, val);
     }
-    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    let mut path = Path::new();
+    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
     let (lpg, idx) = path.e[path.leaf()];
     if t.cmp == Cmp::Int {
         let k0 = key_at(Page { buf: txn.pages().get(lpg)? }, 0, lpg)?.len();
@@ -349,7 +352,8 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
         return Ok(false);
     }
     let dcmp = dup_cmp(&t);
-    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    let mut path = Path::new();
+    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
     if !exact {
         return Ok(false);
     }

@@ -57,6 +57,10 @@ pub(crate) struct Path {
 }
 
 impl Path {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Path {
+        Path { e: [(0, 0); MAX_DEPTH], len: 0 }
+    }
     pub fn leaf(&self) -> usize {
         self.len - 1
     }
@@ -122,9 +126,9 @@ fn need(buf: &[u8], key: &[u8], data: &[u8]) -> usize {
 }
 
 /// Descends to the leaf for `key`, recording the path.
-pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
+pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
     let pages = txn.pages();
-    let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
+    path.len = 0;
     let mut pgno = tree.root;
     let mut from = tree.root;
     let mut front = pages.front;
@@ -141,7 +145,7 @@ pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> R
             let (i, exact) = search_leaf(page, key, cmp, pgno)?;
             path.e[path.len] = (pgno, i);
             path.len += 1;
-            return Ok((path, exact));
+            return Ok(exact);
         }
         let i = search_branch(page, key, cmp, pgno)?;
         path.e[path.len] = (pgno, i);
@@ -155,9 +159,9 @@ pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> R
 /// The path to the end of the tree, for APPEND: the last entry of every page,
 /// without binary searches. `Err(KeyMismatch)` when `key` is less than the
 /// last key; `exact` when it equals it.
-fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Result<(Path, bool)> {
+fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
     let pages = txn.pages();
-    let mut path = Path { e: [(0, 0); MAX_DEPTH], len: 0 };
+    path.len = 0;
     let mut pgno = tree.root;
     let mut from = tree.root;
     let mut front = pages.front;
@@ -179,7 +183,7 @@ fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp) -> Resul
             };
             path.e[path.len] = (pgno, idx);
             path.len += 1;
-            return Ok((path, exact));
+            return Ok(exact);
         }
         path.e[path.len] = (pgno, n - 1);
         path.len += 1;
@@ -227,14 +231,14 @@ pub(crate) fn insert_at(
     rightmost: bool,
 ) -> Result<()> {
     let pgno = path.e[level].0;
-    let is_branch = Page { buf: txn.dirty_ref(pgno) }.is_branch();
-    let dupfix_k = Page { buf: txn.dirty_ref(pgno) }
-        .is_dupfix()
-        .then(|| Page { buf: txn.dirty_ref(pgno) }.dupfix_ksize() as usize);
-    if need(txn.dirty_ref(pgno), key, data) <= room(txn.dirty_ref(pgno)) {
-        p_insert(txn.dirty_mut(pgno), idx, key, hdr, flags, data);
+    let buf = txn.dirty_mut(pgno);
+    if need(buf, key, data) <= room(buf) {
+        p_insert(buf, idx, key, hdr, flags, data);
         return Ok(());
     }
+    let page = Page { buf };
+    let is_branch = page.is_branch();
+    let dupfix_k = page.is_dupfix().then(|| page.dupfix_ksize() as usize);
     // Split. Entries move as raw byte ranges of the old page (no decoding);
     // element `j` of the combined sequence is the new entry at `idx`, else
     // old entry `j` or `j - 1`.
@@ -425,8 +429,12 @@ pub(crate) fn put(
         finish(txn, db, tree);
         return if reserve { locate(txn, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
     }
-    let (mut path, exact) =
-        if flags.contains(PutFlags::APPEND) { find_path_append(txn, &tree, key, cmp)? } else { find_path(txn, &tree, key, cmp)? };
+    let mut path = Path::new();
+    let exact = if flags.contains(PutFlags::APPEND) {
+        find_path_append(txn, &tree, key, cmp, &mut path)?
+    } else {
+        find_path(txn, &tree, key, cmp, &mut path)?
+    };
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
     {
@@ -508,7 +516,8 @@ pub(crate) fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
 /// Finds where the value of `key` lives (after a RESERVE put).
 fn locate(txn: &RwTxn<'_>, db: Db, key: &[u8]) -> Result<ValLoc> {
     let t = txn.table(db)?;
-    let (path, exact) = find_path(txn, &t.tree, key, t.cmp)?;
+    let mut path = Path::new();
+    let exact = find_path(txn, &t.tree, key, t.cmp, &mut path)?;
     if !exact {
         return Err(Error::Problem("reserved value vanished".into()));
     }
@@ -531,7 +540,8 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
     if tree.root == P_INVALID {
         return Ok(false);
     }
-    let (mut path, exact) = find_path(txn, &tree, key, t.cmp)?;
+    let mut path = Path::new();
+    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
     if !exact {
         return Ok(false);
     }
