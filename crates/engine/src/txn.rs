@@ -91,7 +91,7 @@ impl<'t> Pages<'t> {
             }
         };
         let p = Page { buf: head };
-        if p.flags() != pflags::LARGE {
+        if p.flags() != pflags::LARGE || p.pgno() != pgno {
             return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
         }
         if p.txnid() > leaf_txnid {

@@ -144,8 +144,8 @@ pub(crate) fn search_branch(page: Page<'_>, key: &[u8], cmp: Cmp, pgno: u32) -> 
 #[inline]
 pub(crate) fn child_at(page: Page<'_>, i: usize, pgno: u32) -> Result<u32> {
     let off = PAGEHDRSZ + page.entry(i);
-    if off + NODESIZE > page.buf.len() {
-        return Err(Error::corrupted(pgno, "node offset outside the page"));
+    if off + NODESIZE > page.buf.len() || off < PAGEHDRSZ + page.upper() || page.buf[off + 4] != 0 {
+        return Err(Error::corrupted(pgno, "bad branch node"));
     }
     Ok(crate::format::u32_at(page.buf, off))
 }
@@ -160,6 +160,9 @@ pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64, from: u32) -> R
     }
     let page = Page { buf: pages.get(pgno)? };
     page.check_tree_page(pgno, front)?;
+    if page.is_branch() && !key_at(page, 0, pgno)?.is_empty() {
+        return Err(Error::corrupted(pgno, "first key of a branch page is not empty"));
+    }
     Ok(page)
 }
 

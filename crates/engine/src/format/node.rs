@@ -56,11 +56,14 @@ impl<'a> Node<'a> {
 pub fn node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<Node<'a>> {
     let buf = page.buf;
     let off = PAGEHDRSZ + page.entry(i);
-    if off + NODESIZE > buf.len() || off < PAGEHDRSZ + page.upper() {
+    if off + NODESIZE > buf.len() || off < PAGEHDRSZ + page.upper() || off & 1 != 0 {
         return Err(Error::corrupted(pgno, "node offset outside the node area"));
     }
     let dsize = u32_at(buf, off);
     let flags = buf[off + 4];
+    if flags & !(N_BIG | N_TREE | N_DUP) != 0 || (page.is_branch() && flags != 0) {
+        return Err(Error::corrupted(pgno, "unknown node flags"));
+    }
     let ksize = u16_at(buf, off + 6) as usize;
     let kstart = off + NODESIZE;
     let kend = kstart + ksize;
