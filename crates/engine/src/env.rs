@@ -467,6 +467,13 @@ impl EnvInner {
         Ok(())
     }
 
+    /// The current 224-byte body of meta slot `i`.
+    pub(crate) fn meta_body(&self, i: usize) -> Result<[u8; META_LEN]> {
+        let mut b = [0u8; META_LEN];
+        file::pread_exact(&self.file, &mut b, (i * self.page_size + META_OFF) as u64)?;
+        Ok(b)
+    }
+
     /// The newest meta.
     pub(crate) fn latest_meta(&self) -> Result<Meta> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();

@@ -544,10 +544,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     if steady {
         txn.env.io.sync_data()?;
     }
-    // 5. The meta, into the tail slot.
-    txn.env.io.write_at(&[&meta.body()], (txn.base_slot * ps + META_OFF) as u64)?;
-    if txn.env.durability == crate::env::Durability::SyncDurable {
-        txn.env.io.sync_data()?;
+    // 5. The meta, into the tail slot. Should that write or its sync fail,
+    // the slot gets its previous contents back, so the last commit stays the
+    // newest (a torn meta is ignored by every reader anyway).
+    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
+    let previous = txn.env.meta_body(txn.base_slot)?;
+    let written = txn.env.io.write_at(&[&meta.body()], slot_off).and_then(|()| {
+        if txn.env.durability == crate::env::Durability::SyncDurable {
+            txn.env.io.sync_data()
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        let _ = txn.env.io.write_at(&[&previous], slot_off);
+        return Err(e.into());
     }
     txn.env.lck.after_commit(meta_txnid, steady);
     if let Some(now) = shrink_to {

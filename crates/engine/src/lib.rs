@@ -54,5 +54,6 @@ pub use copy::{CopyOptions, CopyProgress, CopyStats};
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
+pub use io::IoFaults;
 pub use readers::{GcInfo, ReaderInfo};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};
