@@ -5,7 +5,8 @@ fn main() -> rdbx::Result<()> {
     let lazy = std::env::args().nth(1).is_some();
     let dir = std::env::temp_dir().join(format!("rdbx-growth-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let env = Env::builder().durability(if lazy { Durability::SafeNoSync } else { Durability::SyncDurable }).open(&dir)?;
+    let env =
+        Env::builder().durability(if lazy { Durability::SafeNoSync } else { Durability::SyncDurable }).open(&dir)?;
     let n = 300_000u64;
     let mut txn = env.begin_rw_txn()?;
     for i in 0..n {
@@ -24,7 +25,12 @@ fn main() -> rdbx::Result<()> {
         txn.commit()?;
         if t % 10 == 0 {
             let i = env.info()?;
-            println!("txn {t}: first_unallocated {} now {} pages, metas {:?}", i.first_unallocated, i.size_now / 4096, i.metas);
+            println!(
+                "txn {t}: first_unallocated {} now {} pages, metas {:?}",
+                i.first_unallocated,
+                i.size_now / 4096,
+                i.metas
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -110,7 +110,11 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         // In a lazy sync mode the last steady commit holds back reuse: if
         // making the last commit steady would free GC records for reuse, do
         // that before taking fresh pages (libmdbx does the same).
-        if !synced && !txn.saving_gc && !txn.in_reclaim && txn.steady_txnid < txn.base.txnid() && sync_would_help(txn, n)?
+        if !synced
+            && !txn.saving_gc
+            && !txn.in_reclaim
+            && txn.steady_txnid < txn.base.txnid()
+            && sync_would_help(txn, n)?
         {
             force_steady(txn)?;
             synced = true;
@@ -404,7 +408,7 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     let mut last_key = t;
     for (lists, own) in [(&retired, true), (&reclaimed, false)] {
         let mut recs: Vec<&(u64, usize, usize)> = layout.iter().filter(|p| (p.0 >= t) == own).collect();
-        recs.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        recs.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
         let mut at = 0;
         for &&(k, bytes, count) in &recs {
             let bytes_v = pnl_bytes(&lists[at..at + count], bytes);
@@ -455,7 +459,13 @@ fn plan_gc(
     }
     let l = txn.reclaimed.len();
     let had = prev.iter().filter(|p| p.0 < t).count();
-    let want = if l == 0 { 0 } else if l <= inline_cap { 1 } else { l.div_ceil(page_cap) };
+    let want = if l == 0 {
+        0
+    } else if l <= inline_cap {
+        1
+    } else {
+        l.div_ceil(page_cap)
+    };
     let recs = want.max(had).min(l).min(spare.len());
     let mut rest = l;
     for (i, &k) in spare.iter().take(recs).enumerate() {

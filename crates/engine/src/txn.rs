@@ -664,7 +664,10 @@ impl<'env> RwTxn<'env> {
             return Err(Error::Incompatible("MULTIPLE needs a DUP_FIXED table".into()));
         }
         if size == 0 || !values.len().is_multiple_of(size) {
-            return Err(Error::BadValSize(format!("{} bytes are not a whole number of {size}-byte values", values.len())));
+            return Err(Error::BadValSize(format!(
+                "{} bytes are not a whole number of {size}-byte values",
+                values.len()
+            )));
         }
         let flags = flags - PutFlags::MULTIPLE;
         let mut n = 0;
@@ -691,7 +694,11 @@ impl<'env> RwTxn<'env> {
         match new {
             Some(v) => {
                 // A multimap key ends up with exactly this one value.
-                let f = if t.flags.contains(DbFlags::DUP_SORT) { flags | PutFlags::ALL_DUPS } else { flags - PutFlags::ALL_DUPS };
+                let f = if t.flags.contains(DbFlags::DUP_SORT) {
+                    flags | PutFlags::ALL_DUPS
+                } else {
+                    flags - PutFlags::ALL_DUPS
+                };
                 self.put(db, key, v, f)?;
             }
             None => {

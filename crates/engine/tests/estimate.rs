@@ -45,7 +45,8 @@ fn check(ps: usize, n: u64, random_order: bool, value_len: usize) {
     let r = env.begin_ro_txn().unwrap();
     let st = r.db_stat(Db::MAIN).unwrap();
     let k = |v: u64| format!("{v:08}").into_bytes();
-    let cases: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = vec![
+    type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let cases: Vec<Bounds> = vec![
         (None, None),
         (Some(k(0)), Some(k(2000))),
         (Some(k(n / 2)), Some(k(n + n / 2))),

@@ -51,7 +51,12 @@ fn contents(env: &Env) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn fill(env: &Env, from: u32, n: u32) -> rdbx::Result<()> {
     let mut txn = env.begin_rw_txn()?;
     for i in from..from + n {
-        txn.put(Db::MAIN, format!("key{i:06}").as_bytes(), &vec![i as u8; 100 + (i % 300) as usize], PutFlags::empty())?;
+        txn.put(
+            Db::MAIN,
+            format!("key{i:06}").as_bytes(),
+            &vec![i as u8; 100 + (i % 300) as usize],
+            PutFlags::empty(),
+        )?;
     }
     txn.commit()
 }
@@ -74,7 +79,11 @@ fn every_failing_write_or_sync_of_a_commit_keeps_the_last_commit() {
                 faults.fail_write_at.store(w0 + k, Ordering::SeqCst);
             }
             let r = fill(&env, 1000, 3000);
-            let fired = if fail_sync { faults.syncs.load(Ordering::SeqCst) >= s0 + k } else { faults.writes.load(Ordering::SeqCst) >= w0 + k };
+            let fired = if fail_sync {
+                faults.syncs.load(Ordering::SeqCst) >= s0 + k
+            } else {
+                faults.writes.load(Ordering::SeqCst) >= w0 + k
+            };
             if !fired {
                 r.unwrap();
                 break; // past the last write/sync of the commit

@@ -31,7 +31,7 @@ fn ops(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, n: usize) {
     let db = txn.open_db(Some("t")).unwrap();
     for _ in 0..n {
         let k = format!("{:05}", rng.next() % 3000).into_bytes();
-        if rng.next() % 3 == 0 {
+        if rng.next().is_multiple_of(3) {
             assert_eq!(txn.del(db, &k, None).unwrap(), model.remove(&k).is_some());
         } else {
             let v = vec![(rng.next() % 256) as u8; (rng.next() % 700) as usize];
@@ -49,10 +49,10 @@ fn nest(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, depth: usize) {
             let mut child = txn.begin_nested_txn().unwrap();
             nest(&mut child, &mut child_model, rng, depth + 1);
             assert_eq!(contents(&child), child_model);
-            if rng.next() % 2 == 0 {
+            if rng.next().is_multiple_of(2) {
                 child.commit().unwrap();
                 *model = child_model;
-            } else if rng.next() % 2 == 0 {
+            } else if rng.next().is_multiple_of(2) {
                 child.abort();
             } else {
                 drop(child);

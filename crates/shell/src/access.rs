@@ -13,7 +13,6 @@ pub trait ReadTxn {
     fn stat(&self, db: Db) -> rdbx::Result<Stat>;
     fn sequence(&self, db: Db) -> rdbx::Result<u64>;
     fn cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>>;
-    fn get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<&[u8]>>;
     fn names(&self) -> rdbx::Result<Vec<Vec<u8>>>;
     fn estimate(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> rdbx::Result<u64>;
 }
@@ -35,9 +34,6 @@ macro_rules! impl_read {
             }
             fn cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>> {
                 <$t>::cursor(self, db)
-            }
-            fn get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<&[u8]>> {
-                <$t>::get(self, db, key)
             }
             fn names(&self) -> rdbx::Result<Vec<Vec<u8>>> {
                 self.table_names()

@@ -65,7 +65,9 @@ pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
     let shown = path.display();
     match probe(path) {
         Found::Nothing => {
-            return Err(format!("{shown}: no such file or directory (use --create, or 'open PATH --create', to make a new database)"))
+            return Err(format!(
+                "{shown}: no such file or directory (use --create, or 'open PATH --create', to make a new database)"
+            ))
         }
         Found::EmptyDir => {
             return Err(format!("{shown}: no database in this directory (mdbx.dat is missing; --create makes one)"))

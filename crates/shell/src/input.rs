@@ -57,6 +57,10 @@ pub trait Source {
     fn page_rows(&mut self) -> usize {
         0
     }
+    /// Width of the terminal (None: not a terminal).
+    fn width(&mut self) -> Option<u16> {
+        None
+    }
     /// Drops the commands still pending from the current line.
     fn skip_rest(&mut self) -> usize {
         0
@@ -226,6 +230,6 @@ mod tests {
         let mut a = Args::new(vec!["tables; get a".into(), "scan\nstat".into()]);
         assert_eq!(drain(&mut a), vec!["command 1: tables", "command 2: get", "command 3: scan", "command 4: stat"]);
         let mut a = Args::new(vec!["get a; get \"b".into()]);
-        assert_eq!(drain(&mut a), vec!["command 2: error unterminated double quote (opened at column 8)"]);
+        assert_eq!(drain(&mut a), vec!["command 1: error unterminated double quote (opened at column 12)"]);
     }
 }

@@ -1,519 +1,301 @@
-//! `rdbx` — a minimal, read-only interactive shell for MDBX/rdbx databases.
+//! `rdbx` — an interactive, scriptable shell for MDBX/rdbx databases.
 //!
 //! ```text
-//! rdbx PATH                 read commands from stdin
-//! rdbx PATH -c "cmd; cmd"   run the given commands and exit
-//! rdbx --create-demo PATH   create (or refresh) a small demo database
+//! rdbx PATH                    interactive shell (a script when stdin is not a terminal)
+//! rdbx PATH -c "cmd; cmd"      run the commands and exit
+//! rdbx --create-demo PATH      create (or refresh) a small demo database
 //! ```
 //!
-//! Commands: `tables`, `get TABLE KEY`, `scan TABLE [LIMIT]`, `stat TABLE`,
-//! `help`, `quit`. This is the first cut: the full shell (writes, ranges,
-//! transactions, ...) is planned.
+//! Modules, one concern each: `values` (words, key/value notations,
+//! rendering), `output` (formats), `spec` (the commands and their help),
+//! `access` (reading through either transaction kind), `db` (opening),
+//! `input` / `repl` / `complete` (where commands come from), `session` (the
+//! command loop and transactions), `commands` (what each command does),
+//! `demo` (the demo database).
 
-use std::io::{self, BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+mod access;
+mod commands;
+mod complete;
+mod db;
+mod demo;
+mod input;
+mod output;
+mod repl;
+mod session;
+mod spec;
+mod values;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-use rdbx::{Db, DbFlags, Env, PutFlags, RoTxn};
+use db::Found;
+use input::Source;
+use output::{Format, Out};
+use session::Session;
 
 const PROG: &str = "rdbx";
-/// Table handles the read-only shell can hold at once.
-const MAX_DBS: u32 = 1024;
-/// The pseudo table name of the main (unnamed) table, as the mdbx tools spell it.
-const MAIN: &str = "@MAIN";
 
 const USAGE: &str = "\
-rdbx — a read-only shell for MDBX/rdbx databases (first cut)
+rdbx — an interactive shell for MDBX/rdbx databases
 
 USAGE:
-    rdbx [-c \"CMD; CMD ...\"] PATH
+    rdbx [OPTIONS] [PATH]
+    rdbx [OPTIONS] PATH -c \"CMD; CMD ...\"
     rdbx --create-demo PATH
-    rdbx -h | --help
-    rdbx -V | --version
 
-PATH is a database directory (holding mdbx.dat) or a data file. The database
-is opened read-only. Without -c, commands are read from standard input, one
-or more per line (separated by ';').
+PATH is a database directory (holding mdbx.dat) or a data file. It is opened
+read-only unless --write is given. In a terminal, rdbx starts an interactive
+shell (history, tab completion, Ctrl-C cancels, Ctrl-D quits); with -c it
+runs the commands and exits; otherwise it reads commands from standard input,
+one or more per line (separated by ';').
 
 OPTIONS:
-    -c CMDS              run the ';'-separated commands CMDS, then exit
-    --create-demo PATH   create (or refresh) a small demo database at PATH
-                         (tables: fruit, numbers [INTEGER_KEY],
-                         domains [REVERSE_KEY], blobs), then exit
+    -c, --command CMDS   run the ';'-separated commands CMDS, then exit
+                         (may be given more than once)
+    -w, --write          open the database read-write
+        --create         create the database if PATH does not exist
+                         (it is then opened read-write)
+    -f, --format FMT     output format: table (default), json, raw, hex
+    -k, --keep-going     in scripts, go on after a failed command
+    -q, --quiet          leave out status lines (\"loaded N records\", ...)
+        --create-demo PATH
+                         create (or refresh) a small demo database at PATH
+                         (tables fruit, numbers [integerkey], domains
+                         [reversekey], blobs, by-color [dupsort]), then exit
     -h, --help           print this help
     -V, --version        print the version
 
-COMMANDS:
-    tables               list the named tables
-    get TABLE KEY        print the value stored under KEY
-    scan TABLE [LIMIT]   print the records of TABLE in key order (all, or
-                         the first LIMIT)
-    stat TABLE           print the table's statistics (mdbx_stat layout)
-    help                 print the list of commands
-    quit                 leave the shell (also: exit, end of input)
+COMMANDS (type 'help' in the shell, or 'help COMMAND'):
+    open close tables use create drop put get del scan count estimate-range
+    readers geometry stat info begin commit abort check copy dump load
+    history format pager help quit
 
-TABLE is a table name, or @MAIN for the main (unnamed) table.
-KEY is UTF-8 text, or 0x followed by hex digits for binary keys; on an
-INTEGER_KEY table a decimal number is taken as the integer key. Use double
-quotes for text with spaces or ';' (\\\" and \\\\ escape inside quotes).
-Values are printed as text when printable, otherwise as 0x-hex.
+KEYS AND VALUES:
+    text as is; 0xHEX for bytes; u32:N / u64:N native-endian integers (as
+    integerkey tables store them); i32:N i64:N f64:X (libmdbx's order-
+    preserving encodings); \"double quotes\" with \\n \\t \\xNN escapes, or
+    'single quotes'. On integerkey tables a plain number is the key. Output
+    shows printable text as text and everything else as 0x hex.
 
-Not available yet (planned): writing commands (put, del, drop), cursor
-navigation, transactions, ranges, output formats.
+ENVIRONMENT:
+    RDBX_HISTORY         the history file (default: rdbx/history under the
+                         user's data directory; empty: no history file)
 
 EXIT STATUS:
-    0 all commands succeeded; 1 the database could not be opened or a
-    command failed; 2 usage error.
+    0 success; 1 the database could not be opened, or a command of a
+    script failed (scripts stop at the first failure unless --keep-going,
+    and the message names the line); 2 usage error.
 ";
 
-const COMMANDS_HELP: &str = "\
-commands:
-  tables               list the named tables
-  get TABLE KEY        print the value stored under KEY
-  scan TABLE [LIMIT]   print the records of TABLE in key order
-  stat TABLE           print the table's statistics
-  help                 this list
-  quit                 leave the shell
-TABLE: a table name or @MAIN; KEY: text, 0xHEX, or a number on INTEGER_KEY tables";
+/// What the command line asks for.
+#[derive(Debug, Default)]
+struct Cli {
+    path: Option<PathBuf>,
+    commands: Vec<String>,
+    write: bool,
+    create: bool,
+    format: Format,
+    keep_going: bool,
+    quiet: bool,
+    demo: Option<PathBuf>,
+    help: bool,
+    version: bool,
+}
+
+fn parse_args(args: &[OsString]) -> Result<Cli, String> {
+    let mut cli = Cli::default();
+    let mut it = args.iter();
+    let mut only_path = false;
+    while let Some(os) = it.next() {
+        // Paths may be any bytes; everything else must be UTF-8.
+        let Some(a) = os.to_str().filter(|_| !only_path) else {
+            set_path(&mut cli, os)?;
+            continue;
+        };
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(OsString::from(v))),
+            _ => (a, None),
+        };
+        let mut value = |what: &str| -> Result<OsString, String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it.next().cloned().ok_or_else(|| format!("{name} needs {what}")),
+            }
+        };
+        let text = |v: OsString, what: &str| -> Result<String, String> {
+            v.into_string().map_err(|_| format!("the {what} is not valid UTF-8 (write binary data as 0x hex)"))
+        };
+        match name {
+            "--" => only_path = true,
+            "-h" | "--help" => cli.help = true,
+            "-V" | "--version" => cli.version = true,
+            "-c" | "--command" => cli.commands.push(text(value("the commands to run")?, "-c text")?),
+            "-w" | "--write" => cli.write = true,
+            "--create" => cli.create = true,
+            "-k" | "--keep-going" => cli.keep_going = true,
+            "-q" | "--quiet" => cli.quiet = true,
+            "-f" | "--format" => {
+                let v = text(value("a format")?, "format")?;
+                cli.format = Format::parse(&v)
+                    .ok_or_else(|| format!("unknown format '{v}' (use {})", Format::NAMES.join(", ")))?;
+            }
+            "--create-demo" => cli.demo = Some(PathBuf::from(value("a PATH")?)),
+            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option '{s}'")),
+            _ => set_path(&mut cli, os)?,
+        }
+    }
+    if cli.demo.is_some() && (cli.path.is_some() || !cli.commands.is_empty()) {
+        return Err("--create-demo takes only a PATH".into());
+    }
+    Ok(cli)
+}
+
+fn set_path(cli: &mut Cli, a: &OsStr) -> Result<(), String> {
+    if cli.path.is_some() {
+        return Err(format!("unexpected extra argument '{}' (one PATH; quote commands after -c)", a.to_string_lossy()));
+    }
+    cli.path = Some(PathBuf::from(a));
+    Ok(())
+}
+
+/// Writes to standard output; a closed output is not an error worth a panic.
+fn say(text: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("{PROG}: {msg}");
+    eprintln!("usage: {PROG} [OPTIONS] [PATH] [-c \"CMD; CMD\"] | --create-demo PATH | --help");
+    ExitCode::from(2)
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match parse_args(&args) {
-        Ok(Mode::Help) => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        Ok(Mode::Version) => {
-            println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        Ok(Mode::CreateDemo(path)) => match create_demo(&path) {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let cli = match parse_args(&args) {
+        Ok(c) => c,
+        Err(msg) => return usage_error(&msg),
+    };
+    if cli.help {
+        say(USAGE);
+        return ExitCode::SUCCESS;
+    }
+    if cli.version {
+        say(&format!("{PROG} {}\n", env!("CARGO_PKG_VERSION")));
+        return ExitCode::SUCCESS;
+    }
+    if let Some(path) = &cli.demo {
+        return match demo::create(path) {
             Ok(summary) => {
-                println!("created demo database {}: {summary}", path.display());
-                println!("try: {PROG} {} -c \"tables; scan fruit; get numbers 7; stat blobs\"", path.display());
+                say(&format!("created demo database {}: {summary}\n", path.display()));
+                say(&format!("try: {PROG} {}   (then: tables; use fruit; scan; help)\n", path.display()));
                 ExitCode::SUCCESS
             }
             Err(e) => {
                 eprintln!("{PROG}: {}: cannot create the demo database: {e}", path.display());
                 ExitCode::from(1)
             }
-        },
-        Ok(Mode::Shell { path, commands }) => run_shell(&path, commands.as_deref()),
-        Err(msg) => {
-            eprintln!("{PROG}: {msg}");
-            eprintln!("usage: {PROG} [-c \"CMD; CMD\"] PATH | --create-demo PATH | --help");
-            ExitCode::from(2)
-        }
+        };
     }
-}
+    let interactive = cli.commands.is_empty() && io::stdin().is_terminal();
+    if cli.path.is_none() && !interactive && cli.commands.is_empty() {
+        return usage_error("missing PATH");
+    }
 
-enum Mode {
-    Help,
-    Version,
-    CreateDemo(PathBuf),
-    Shell { path: PathBuf, commands: Option<String> },
-}
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let mut src: Box<dyn Source> = if !cli.commands.is_empty() {
+        Box::new(input::Args::new(cli.commands.clone()))
+    } else if interactive {
+        match repl::Interactive::new(repl::history_file()) {
+            Ok(i) => {
+                repl::catch_interrupts(&interrupt);
+                Box::new(i)
+            }
+            Err(e) => {
+                eprintln!("{PROG}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        Box::new(input::Script::new(io::stdin().lock()))
+    };
 
-fn parse_args(args: &[String]) -> Result<Mode, String> {
-    let mut path: Option<PathBuf> = None;
-    let mut commands: Option<String> = None;
-    let mut demo: Option<PathBuf> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => return Ok(Mode::Help),
-            "-V" | "--version" => return Ok(Mode::Version),
-            "-c" => {
-                let c = it.next().ok_or("-c needs an argument (the commands)")?;
-                commands = Some(c.clone());
+    let mut out = Out::new(Box::new(BufWriter::new(io::stdout())), cli.format);
+    out.quiet = cli.quiet;
+    let mut session = Session::new(out, interactive, interrupt);
+    session.keep_going = cli.keep_going;
+
+    if interactive {
+        say(&format!("{PROG} {} — 'help' lists the commands, Ctrl-D quits\n", env!("CARGO_PKG_VERSION")));
+    }
+    let db = match &cli.path {
+        None => {
+            if interactive {
+                say("no database is open: 'open PATH' opens one\n");
             }
-            "--create-demo" => {
-                let p = it.next().ok_or("--create-demo needs a PATH")?;
-                demo = Some(PathBuf::from(p));
-            }
-            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option '{s}'")),
-            s => {
-                if path.is_some() {
-                    return Err(format!("unexpected extra argument '{s}'"));
+            None
+        }
+        Some(path) => {
+            let found = db::probe(path);
+            let create = found != Found::Database
+                && (cli.create
+                    || (interactive
+                        && src.confirm(&format!("{} does not exist. Create a new database there?", path.display()))));
+            let r = if create { db::create(path) } else { db::open(path, !cli.write) };
+            match r {
+                Ok(o) => {
+                    if interactive {
+                        let how = match (create, o.read_only) {
+                            (true, _) => "created a new database, open read-write",
+                            (false, true) => "open read-only ('open rw' to write)",
+                            (false, false) => "open read-write",
+                        };
+                        say(&format!("{}: {how}\n", path.display()));
+                    }
+                    Some(o)
                 }
-                path = Some(PathBuf::from(s));
+                Err(msg) => {
+                    eprintln!("{PROG}: {msg}");
+                    return ExitCode::from(1);
+                }
             }
-        }
-    }
-    match (demo, path) {
-        (Some(d), None) if commands.is_none() => Ok(Mode::CreateDemo(d)),
-        (Some(_), _) => Err("--create-demo takes only a PATH".into()),
-        (None, Some(path)) => Ok(Mode::Shell { path, commands }),
-        (None, None) => Err("missing PATH".into()),
-    }
-}
-
-fn open_read_only(path: &Path) -> Result<Env, String> {
-    // Check first so that a read-only open never creates anything.
-    if !path.exists() {
-        return Err(format!("{}: No such file or directory", path.display()));
-    }
-    Env::builder()
-        .read_only(true)
-        .max_dbs(MAX_DBS)
-        .open(path)
-        .map_err(|e| format!("{}: cannot open: {e}", path.display()))
-}
-
-fn run_shell(path: &Path, commands: Option<&str>) -> ExitCode {
-    let env = match open_read_only(path) {
-        Ok(env) => env,
-        Err(msg) => {
-            eprintln!("{PROG}: {msg}");
-            return ExitCode::from(1);
         }
     };
-    let mut shell = Shell { env: &env, path, failed: false };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    match commands {
-        Some(cmds) => {
-            shell.run_line(cmds, &mut out);
-        }
-        None => {
-            let interactive = io::stdin().is_terminal();
-            let stdin = io::stdin();
-            let mut lines = stdin.lock().lines();
-            loop {
-                if interactive {
-                    let _ = write!(out, "rdbx> ");
-                    let _ = out.flush();
-                }
-                let line = match lines.next() {
-                    None => break,
-                    Some(Ok(l)) => l,
-                    Some(Err(e)) => {
-                        eprintln!("{PROG}: reading standard input: {e}");
-                        shell.failed = true;
-                        break;
-                    }
-                };
-                if shell.run_line(&line, &mut out) == Flow::Quit {
-                    break;
-                }
-            }
-        }
-    }
-    let _ = out.flush();
-    if shell.failed {
+    session.run(db, src.as_mut());
+    if session.failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
 }
 
-#[derive(PartialEq, Eq)]
-enum Flow {
-    Continue,
-    Quit,
-}
-
-struct Shell<'a> {
-    env: &'a Env,
-    path: &'a Path,
-    failed: bool,
-}
-
-impl Shell<'_> {
-    fn run_line(&mut self, line: &str, out: &mut impl Write) -> Flow {
-        let commands = match tokenize(line) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("{PROG}: {e}");
-                self.failed = true;
-                return Flow::Continue;
-            }
-        };
-        for words in commands {
-            if words.is_empty() {
-                continue;
-            }
-            match self.run(&words, out) {
-                Ok(Flow::Quit) => return Flow::Quit,
-                Ok(Flow::Continue) => {}
-                Err(e) => {
-                    eprintln!("{PROG}: {}: {}: {e}", self.path.display(), words[0]);
-                    self.failed = true;
-                }
-            }
-        }
-        Flow::Continue
-    }
-
-    fn run(&mut self, words: &[String], out: &mut impl Write) -> Result<Flow, String> {
-        let w = |e: io::Error| e.to_string();
-        let args = &words[1..];
-        match (words[0].as_str(), args.len()) {
-            ("quit" | "exit" | "q", 0) => return Ok(Flow::Quit),
-            ("help" | "?", 0) => writeln!(out, "{COMMANDS_HELP}").map_err(w)?,
-            ("tables", 0) => {
-                let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
-                for name in txn.table_names().map_err(|e| e.to_string())? {
-                    writeln!(out, "{}", render(&name)).map_err(w)?;
-                }
-            }
-            ("get", 2) => {
-                let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
-                let (db, flags) = open_table(&txn, &args[0])?;
-                let key = parse_key(&txn, db, flags, &args[1])?;
-                match txn.get(db, &key).map_err(|e| e.to_string())? {
-                    Some(v) => writeln!(out, "{}", render(v)).map_err(w)?,
-                    None => return Err(format!("key {} not found in table {}", args[1], args[0])),
-                }
-            }
-            ("scan", 1 | 2) => {
-                let limit = match args.get(1) {
-                    None => u64::MAX,
-                    Some(l) => l.parse::<u64>().map_err(|_| format!("bad LIMIT '{l}'"))?,
-                };
-                let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
-                let (db, flags) = open_table(&txn, &args[0])?;
-                let mut cursor = txn.cursor(db).map_err(|e| e.to_string())?;
-                let mut n = 0u64;
-                while n < limit {
-                    match cursor.next().map_err(|e| e.to_string())? {
-                        Some((k, v)) => writeln!(out, "{}: {}", render_key(k, flags), render(v)).map_err(w)?,
-                        None => break,
-                    }
-                    n += 1;
-                }
-            }
-            ("stat", 1) => {
-                let txn = self.env.begin_ro_txn().map_err(|e| e.to_string())?;
-                let (db, _) = open_table(&txn, &args[0])?;
-                let st = txn.db_stat(db).map_err(|e| e.to_string())?;
-                let title = if args[0] == MAIN { "Main DB" } else { args[0].as_str() };
-                writeln!(out, "Status of {title}").map_err(w)?;
-                writeln!(out, "  Pagesize: {}", st.page_size).map_err(w)?;
-                writeln!(out, "  Tree depth: {}", st.depth).map_err(w)?;
-                writeln!(out, "  Branch pages: {}", st.branch_pages).map_err(w)?;
-                writeln!(out, "  Leaf pages: {}", st.leaf_pages).map_err(w)?;
-                writeln!(out, "  Large/Overflow pages: {}", st.overflow_pages).map_err(w)?;
-                writeln!(out, "  Entries: {}", st.entries).map_err(w)?;
-            }
-            (cmd @ ("quit" | "exit" | "q" | "help" | "?" | "tables" | "get" | "scan" | "stat"), _) => {
-                return Err(format!("wrong number of arguments (try 'help'): {cmd}"));
-            }
-            (cmd, _) => return Err(format!("unknown command '{cmd}' (try 'help')")),
-        }
-        Ok(Flow::Continue)
-    }
-}
-
-/// Opens `name` (`@MAIN` = the main table) and returns the handle and its flags.
-fn open_table(txn: &RoTxn<'_>, name: &str) -> Result<(Db, DbFlags), String> {
-    let db = if name == MAIN { txn.open_db(None) } else { txn.open_db_bytes(Some(&parse_bytes(name)?)) };
-    let db = db.map_err(|e| match e {
-        rdbx::Error::NotFound => format!("no table named '{name}'"),
-        e => format!("table '{name}': {e}"),
-    })?;
-    let flags = txn.db_flags(db).map_err(|e| e.to_string())?;
-    Ok((db, flags))
-}
-
-/// `0x...` is hex, anything else is the UTF-8 bytes of the text.
-fn parse_bytes(s: &str) -> Result<Vec<u8>, String> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => parse_hex(hex).ok_or_else(|| format!("bad hex '{s}'")),
-        None => Ok(s.as_bytes().to_vec()),
-    }
-}
-
-fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() & 1 != 0 {
-        return None;
-    }
-    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
-}
-
-/// On an INTEGER_KEY table a decimal number becomes a native-endian integer of
-/// the width the table uses (looked up from its first key; 8 bytes if empty).
-fn parse_key(txn: &RoTxn<'_>, db: Db, flags: DbFlags, s: &str) -> Result<Vec<u8>, String> {
-    if flags.contains(DbFlags::INTEGER_KEY) {
-        if let Ok(n) = s.parse::<u64>() {
-            let mut c = txn.cursor(db).map_err(|e| e.to_string())?;
-            let width = match c.first().map_err(|e| e.to_string())? {
-                Some((k, _)) => k.len(),
-                None => 8,
-            };
-            return if width == 4 {
-                u32::try_from(n)
-                    .map(|n| n.to_ne_bytes().to_vec())
-                    .map_err(|_| format!("{n} does not fit the table's 4-byte keys"))
-            } else {
-                Ok(n.to_ne_bytes().to_vec())
-            };
-        }
-    }
-    parse_bytes(s)
-}
-
-fn render_key(k: &[u8], flags: DbFlags) -> String {
-    if flags.contains(DbFlags::INTEGER_KEY) {
-        if let Ok(b) = <[u8; 8]>::try_from(k) {
-            return u64::from_ne_bytes(b).to_string();
-        }
-        if let Ok(b) = <[u8; 4]>::try_from(k) {
-            return u32::from_ne_bytes(b).to_string();
-        }
-    }
-    render(k)
-}
-
-/// Printable UTF-8 as text, anything else as `0x` hex; empty as `""`.
-fn render(b: &[u8]) -> String {
-    if b.is_empty() {
-        return "\"\"".to_string();
-    }
-    match std::str::from_utf8(b) {
-        Ok(s) if !s.starts_with("0x") && s.chars().all(|c| !c.is_control()) => s.to_string(),
-        _ => {
-            let mut out = String::with_capacity(2 + 2 * b.len());
-            out.push_str("0x");
-            for byte in b {
-                out.push_str(&format!("{byte:02x}"));
-            }
-            out
-        }
-    }
-}
-
-/// Splits a line into commands (at `;` outside quotes) made of words
-/// (whitespace-separated; double quotes group, with `\"` and `\\` escapes).
-fn tokenize(line: &str) -> Result<Vec<Vec<String>>, String> {
-    let mut commands = vec![Vec::new()];
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        None => return Err("unterminated quote".into()),
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(e @ ('"' | '\\')) => w.push(e),
-                            Some(e) => {
-                                w.push('\\');
-                                w.push(e);
-                            }
-                            None => return Err("unterminated quote".into()),
-                        },
-                        Some(o) => w.push(o),
-                    }
-                }
-            }
-            ';' => {
-                if let Some(w) = word.take() {
-                    commands.last_mut().expect("never empty").push(w);
-                }
-                commands.push(Vec::new());
-            }
-            c if c.is_whitespace() => {
-                if let Some(w) = word.take() {
-                    commands.last_mut().expect("never empty").push(w);
-                }
-            }
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    if let Some(w) = word.take() {
-        commands.last_mut().expect("never empty").push(w);
-    }
-    Ok(commands)
-}
-
-/// Creates (or refreshes: records are upserted) the demo database.
-fn create_demo(path: &Path) -> Result<String, String> {
-    if !path.exists() {
-        std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
-    }
-    let env = Env::builder().max_dbs(16).open(path).map_err(|e| e.to_string())?;
-    let mut txn = env.begin_rw_txn().map_err(|e| e.to_string())?;
-    let e = |e: rdbx::Error| e.to_string();
-    let none = PutFlags::empty();
-
-    let fruit = txn.create_db(Some("fruit"), DbFlags::empty()).map_err(e)?;
-    let fruits: &[(&str, &str)] = &[
-        ("apple", "red"),
-        ("banana", "yellow"),
-        ("cherry", "dark red"),
-        ("grape", "purple"),
-        ("kiwi", "green"),
-        ("lemon", "yellow"),
-        ("orange", "orange"),
-        ("plum", "violet"),
-    ];
-    for (k, v) in fruits {
-        txn.put(fruit, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
-    }
-
-    let numbers = txn.create_db(Some("numbers"), DbFlags::INTEGER_KEY).map_err(e)?;
-    for n in 1u64..=50 {
-        let v = format!("{n} squared is {}", n * n);
-        txn.put(numbers, &n.to_ne_bytes(), v.as_bytes(), none).map_err(e)?;
-    }
-
-    let domains = txn.create_db(Some("domains"), DbFlags::REVERSE_KEY).map_err(e)?;
-    let hosts: &[(&str, &str)] = &[
-        ("www.example.com", "93.184.215.14"),
-        ("mail.example.com", "93.184.215.25"),
-        ("example.org", "93.184.215.34"),
-        ("docs.rs", "18.244.28.43"),
-        ("crates.io", "18.244.28.10"),
-        ("www.rust-lang.org", "18.244.28.2"),
-    ];
-    for (k, v) in hosts {
-        txn.put(domains, k.as_bytes(), v.as_bytes(), none).map_err(e)?;
-    }
-
-    let blobs = txn.create_db(Some("blobs"), DbFlags::empty()).map_err(e)?;
-    for i in 0u8..8 {
-        let v: Vec<u8> = (0..16).map(|j| i.wrapping_mul(31).wrapping_add(j * 7)).collect();
-        txn.put(blobs, format!("bytes-{i}").as_bytes(), &v, none).map_err(e)?;
-    }
-    let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
-    txn.put(blobs, b"big", &big, none).map_err(e)?;
-    txn.put(blobs, &[0x00, 0xff, 0x10], b"a binary key", none).map_err(e)?;
-
-    txn.commit().map_err(e)?;
-    Ok(format!(
-        "tables fruit ({} records), numbers ({} records, INTEGER_KEY), domains ({} records, \
-         REVERSE_KEY), blobs (10 records, one of 20000 bytes)",
-        fruits.len(),
-        50,
-        hosts.len()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn tokenizer() {
-        let c = tokenize(r#"get fruit "a b;c" ; scan x 3;;"#).unwrap();
-        assert_eq!(c[0], vec!["get", "fruit", "a b;c"]);
-        assert_eq!(c[1], vec!["scan", "x", "3"]);
-        assert!(c[2].is_empty() && c[3].is_empty());
-        assert_eq!(tokenize(r#"get t "q\"\\""#).unwrap()[0][2], "q\"\\");
-        assert!(tokenize("get \"x").is_err());
+    fn parse(a: &[&str]) -> Result<Cli, String> {
+        parse_args(&a.iter().map(OsString::from).collect::<Vec<_>>())
     }
 
     #[test]
-    fn bytes_and_rendering() {
-        assert_eq!(parse_bytes("0x00ff").unwrap(), vec![0, 255]);
-        assert_eq!(parse_bytes("abc").unwrap(), b"abc".to_vec());
-        assert!(parse_bytes("0xabc").is_err());
-        assert_eq!(render(b"hello world"), "hello world");
-        assert_eq!(render(&[0, 1]), "0x0001");
-        assert_eq!(render(b"0x12"), "0x30783132");
-        assert_eq!(render(b""), "\"\"");
+    fn command_line() {
+        let c = parse(&["db", "-c", "tables", "--command=get a", "-w", "--format", "json", "-k"]).unwrap();
+        assert_eq!(c.path, Some(PathBuf::from("db")));
+        assert_eq!(c.commands, vec!["tables", "get a"]);
+        assert!(c.write && c.keep_going && c.format == Format::Json);
+        assert!(parse(&["--bogus"]).unwrap_err().contains("unknown option"));
+        assert!(parse(&["a", "b"]).unwrap_err().contains("extra argument"));
+        assert!(parse(&["-c"]).unwrap_err().contains("needs"));
+        assert!(parse(&["--format", "xml"]).unwrap_err().contains("unknown format"));
+        assert_eq!(parse(&["--", "-odd"]).unwrap().path, Some(PathBuf::from("-odd")));
+        assert!(parse(&["--create-demo", "x", "y"]).is_err());
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(b"db\xff".to_vec());
+        assert_eq!(parse_args(std::slice::from_ref(&odd)).unwrap().path, Some(PathBuf::from(odd.clone())));
+        assert!(parse_args(&["-c".into(), odd]).unwrap_err().contains("not valid UTF-8"));
     }
 }

@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use comfy_table::{modifiers, presets, ContentArrangement, Table};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::values::{as_integer, hex, render_item, render_short, ItemKind};
 
@@ -47,13 +47,25 @@ impl Format {
     }
 }
 
+/// A JSON object whose fields keep their order.
+#[derive(Default)]
+struct Obj(Vec<(String, Value)>);
+
+impl Obj {
+    fn insert(&mut self, k: String, v: Value) {
+        self.0.push((k, v));
+    }
+}
+
 /// One field of a result.
 #[derive(Debug, Clone)]
 pub enum Cell {
     /// A stored key or value.
     Item(Vec<u8>, ItemKind),
-    /// A count, id or size.
+    /// A count or id.
     Int(u64),
+    /// A number of bytes (shown with its unit to people).
+    Size(u64),
     /// Words for people (names, flags, states).
     Text(String),
     /// Nothing (shown as `-`, JSON null).
@@ -79,6 +91,7 @@ impl Cell {
                 None => render_item(b, *k),
             },
             Cell::Int(n) => n.to_string(),
+            Cell::Size(n) => crate::values::human_size(*n),
             Cell::Text(s) => s.clone(),
             Cell::Absent => "-".into(),
         }
@@ -88,6 +101,7 @@ impl Cell {
     fn raw(&self) -> Vec<u8> {
         match self {
             Cell::Item(b, _) => b.clone(),
+            Cell::Size(n) => n.to_string().into_bytes(),
             other => other.for_table(None).into_bytes(),
         }
     }
@@ -96,24 +110,25 @@ impl Cell {
     fn hex(&self) -> String {
         match self {
             Cell::Item(b, _) => format!("0x{}", hex(b)),
+            Cell::Size(n) => n.to_string(),
             other => other.for_table(None),
         }
     }
 
     /// Adds `name: value` to a JSON object. Items that are not UTF-8 go under
     /// `name_hex` as hex; integer items are numbers.
-    fn to_json(&self, name: &str, obj: &mut Map<String, Value>) {
+    fn to_json(&self, name: &str, obj: &mut Obj) {
         match self {
             Cell::Item(b, kind) => {
                 if let (ItemKind::Integer, Some(n)) = (kind, as_integer(b)) {
                     obj.insert(name.into(), Value::from(n));
-                } else if let Ok(s) = std::str::from_utf8(b) {
+                } else if let Some(s) = json_text(b) {
                     obj.insert(name.into(), Value::from(s));
                 } else {
                     obj.insert(format!("{name}_hex"), Value::from(hex(b)));
                 }
             }
-            Cell::Int(n) => {
+            Cell::Int(n) | Cell::Size(n) => {
                 obj.insert(name.into(), Value::from(*n));
             }
             Cell::Text(s) => {
@@ -126,6 +141,13 @@ impl Cell {
     }
 }
 
+/// Bytes that read as text: UTF-8 without control characters other than
+/// line breaks and tabs.
+fn json_text(b: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(b).ok()?;
+    s.chars().all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')).then_some(s)
+}
+
 /// Characters a table cell of a listing shows before it is shortened.
 pub const CELL_CHARS: usize = 120;
 
@@ -135,27 +157,40 @@ pub struct Out {
     pub format: Format,
     /// Leave out confirmations of writes and other status lines.
     pub quiet: bool,
+    /// Terminal width tables are fitted to (None: tables are not wrapped).
+    pub width: Option<u16>,
 }
 
 impl Out {
     pub fn new(w: Box<dyn Write>, format: Format) -> Out {
-        Out { w, format, quiet: false }
+        Out { w, format, quiet: false, width: None }
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
     }
 
-    fn table() -> Table {
+    fn table(&self) -> Table {
         let mut t = Table::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED)
-            .apply_modifier(modifiers::UTF8_ROUND_CORNERS)
-            .set_content_arrangement(ContentArrangement::Dynamic);
+        t.load_preset(presets::UTF8_FULL_CONDENSED).apply_modifier(modifiers::UTF8_ROUND_CORNERS);
+        match self.width.filter(|w| *w >= 20) {
+            Some(w) => t.set_content_arrangement(ContentArrangement::Dynamic).set_width(w),
+            None => t.force_no_tty().set_content_arrangement(ContentArrangement::Disabled),
+        };
         t
     }
 
-    fn json_line(&mut self, obj: Map<String, Value>) -> io::Result<()> {
-        let s = serde_json::to_string(&Value::Object(obj)).map_err(io::Error::other)?;
+    fn json_line(&mut self, obj: Obj) -> io::Result<()> {
+        let mut s = String::from("{");
+        for (i, (k, v)) in obj.0.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&Value::from(k.as_str()).to_string());
+            s.push(':');
+            s.push_str(&v.to_string());
+        }
+        s.push('}');
         writeln!(self.w, "{s}")
     }
 
@@ -166,7 +201,7 @@ impl Out {
         }
         match self.format {
             Format::Json => {
-                let mut m = Map::new();
+                let mut m = Obj::default();
                 m.insert("message".into(), Value::from(text));
                 self.json_line(m)
             }
@@ -177,11 +212,6 @@ impl Out {
     /// Text written as is, whatever the format (help, dumps).
     pub fn text(&mut self, text: &str) -> io::Result<()> {
         self.w.write_all(text.as_bytes())
-    }
-
-    /// Bytes written as is.
-    pub fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
-        self.w.write_all(b)
     }
 
     /// A writer for output that has its own format (dumps).
@@ -195,7 +225,7 @@ impl Out {
         match self.format {
             Format::Table => writeln!(self.w, "{}", value.for_table(None)),
             Format::Json => {
-                let mut m = Map::new();
+                let mut m = Obj::default();
                 for (n, c) in fields {
                     c.to_json(n, &mut m);
                 }
@@ -215,14 +245,14 @@ impl Out {
     pub fn record(&mut self, fields: &[(&str, Cell)]) -> io::Result<()> {
         match self.format {
             Format::Table => {
-                let mut t = Out::table();
+                let mut t = self.table();
                 for (n, c) in fields {
                     t.add_row(vec![n.to_string(), c.for_table(None)]);
                 }
                 writeln!(self.w, "{t}")
             }
             Format::Json => {
-                let mut m = Map::new();
+                let mut m = Obj::default();
                 for (n, c) in fields {
                     c.to_json(n, &mut m);
                 }
@@ -276,7 +306,7 @@ impl Listing<'_> {
                 Ok(())
             }
             Format::Json => {
-                let mut m = Map::new();
+                let mut m = Obj::default();
                 for (n, c) in self.columns.iter().zip(row) {
                     c.to_json(n, &mut m);
                 }
@@ -304,7 +334,7 @@ impl Listing<'_> {
     /// Writes the rows held back (tables) and flushes.
     pub fn flush(&mut self) -> io::Result<()> {
         if !self.rows.is_empty() {
-            let mut t = Out::table();
+            let mut t = self.out.table();
             t.set_header(self.columns.clone());
             for r in self.rows.drain(..) {
                 t.add_row(r);
@@ -342,22 +372,19 @@ mod tests {
 
     fn rows(out: &mut Out) {
         let mut l = out.listing(&["key", "value"], 100);
-        l.push(&[Cell::item(b"a", ItemKind::Bytes), Cell::item(&[0, 1], ItemKind::Bytes)]).unwrap();
+        l.push(&[Cell::item(b"a", ItemKind::Bytes), Cell::item(&[0, 0xff], ItemKind::Bytes)]).unwrap();
         l.push(&[Cell::item(&7u64.to_ne_bytes(), ItemKind::Integer), Cell::item(b"x y", ItemKind::Bytes)]).unwrap();
         l.flush().unwrap();
     }
 
     #[test]
     fn listing_formats() {
-        assert_eq!(
-            run(Format::Json, rows),
-            "{\"key\":\"a\",\"value_hex\":\"0001\"}\n{\"key\":7,\"value\":\"x y\"}\n"
-        );
-        assert_eq!(run(Format::Hex, rows), format!("0x61\t0x0001\n0x{}\t0x782079\n", hex(&7u64.to_ne_bytes())));
+        assert_eq!(run(Format::Json, rows), "{\"key\":\"a\",\"value_hex\":\"00ff\"}\n{\"key\":7,\"value\":\"x y\"}\n");
+        assert_eq!(run(Format::Hex, rows), format!("0x61\t0x00ff\n0x{}\t0x782079\n", hex(&7u64.to_ne_bytes())));
         let raw = run(Format::Raw, rows);
-        assert!(raw.starts_with("a\t\u{0}\u{1}\n"));
+        assert!(raw.starts_with("a\t\u{0}\u{fffd}\n"));
         let t = run(Format::Table, rows);
-        assert!(t.contains("key") && t.contains("0x0001") && t.contains("x y") && t.contains('7'), "{t}");
+        assert!(t.contains("key") && t.contains("0x00ff") && t.contains("x y") && t.contains('7'), "{t}");
     }
 
     #[test]

@@ -135,9 +135,15 @@ impl Source for Interactive {
 
     fn page_rows(&mut self) -> usize {
         match self.editor.dimensions() {
-            Some((_, rows)) => rows.saturating_sub(6).max(5),
+            // A terminal of unknown height (rustyline says "infinite").
+            Some((_, u16::MAX)) => 40,
+            Some((_, rows)) => (rows as usize).saturating_sub(6).max(5),
             None => 0,
         }
+    }
+
+    fn width(&mut self) -> Option<u16> {
+        self.editor.dimensions().map(|(cols, _)| cols)
     }
 
     fn skip_rest(&mut self) -> usize {

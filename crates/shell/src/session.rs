@@ -63,15 +63,7 @@ pub struct Session {
 
 impl Session {
     pub fn new(out: Out, interactive: bool, interrupt: Arc<AtomicBool>) -> Session {
-        Session {
-            out,
-            table: None,
-            keep_going: false,
-            pager: Pager::Auto,
-            interrupt,
-            failed: false,
-            interactive,
-        }
+        Session { out, table: None, keep_going: false, pager: Pager::Auto, interrupt, failed: false, interactive }
     }
 
     /// Whether Ctrl-C was pressed since the command started.
@@ -93,11 +85,9 @@ impl Session {
         eprintln!("rdbx: warning: {text}");
     }
 
-    /// Rows per page for a listing now (0: no paging).
+    /// Rows per page for a listing now (0: no paging). Scripts page only
+    /// when told to (`pager N`), and do not pause.
     pub fn page_rows(&self, src: &mut dyn Source) -> usize {
-        if !src.interactive() {
-            return 0;
-        }
         match self.pager {
             Pager::Off => 0,
             Pager::Rows(n) => n,
@@ -203,8 +193,9 @@ impl Session {
                 Input::Command(w, l) => (w, l),
             };
             self.interrupt.store(false, Ordering::SeqCst);
+            self.out.width = src.width();
             let name = spec::find(&words[0].text()).map(|s| s.name);
-            let r = commands::execute(self, db, txn.as_deref_mut(), depth, &words, src);
+            let r = commands::execute(self, db, txn.as_deref_mut(), &words, src);
             let flushed = self.out.flush();
             match r {
                 Ok(Action::Done) => {}
@@ -256,9 +247,7 @@ impl Session {
                     }
                 };
                 let id = t.id();
-                let _ = self.note(&format!(
-                    "transaction {id} started: 'commit' keeps the changes, 'abort' drops them (other writers wait meanwhile)"
-                ));
+                let _ = self.note(&format!("transaction {id} started (commit or abort it; other writers wait)"));
                 let end = self.command_loop(Some(db), Some(&mut t), level, src);
                 match end {
                     End::Commit => match t.commit() {
@@ -274,6 +263,9 @@ impl Session {
                     End::Abort => {
                         t.abort();
                         let _ = self.note(&format!("aborted transaction {id}: its changes are discarded"));
+                        if let Ok(r) = db.env.begin_ro_txn() {
+                            self.forget_missing_table(&r);
+                        }
                         None
                     }
                     other => {
@@ -306,6 +298,7 @@ impl Session {
                     End::Abort => {
                         child.abort();
                         let _ = self.note(&format!("nested transaction aborted; back at level {depth}"));
+                        self.forget_missing_table(&*p);
                         None
                     }
                     other => {
@@ -313,6 +306,17 @@ impl Session {
                         Some(other)
                     }
                 }
+            }
+        }
+    }
+
+    /// After an abort the current table may be gone (created in the
+    /// transaction): the main table becomes current then.
+    fn forget_missing_table(&mut self, r: &dyn ReadTxn) {
+        if let Some(name) = &self.table {
+            if r.open_db(Some(name)).is_err() {
+                self.table = None;
+                let _ = self.note("the current table is gone with the transaction: the current table is now @MAIN");
             }
         }
     }

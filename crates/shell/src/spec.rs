@@ -248,10 +248,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         args: &[("DEST", Kind::Path)],
         min: 1,
-        opts: &[
-            opt!("compact", "leave out free pages (renumbers pages)"),
-            opt!("force", "replace DEST if it exists"),
-        ],
+        opts: &[opt!("compact", "leave out free pages (renumbers pages)"), opt!("force", "replace DEST if it exists")],
         outside_txn: true,
         details: "Writes a consistent copy of the newest snapshot to the data file DEST (into DEST/mdbx.dat when \
                   DEST is a directory). Writers may go on meanwhile.",
@@ -288,7 +285,8 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
-        details: "The last N (default 20) commands entered.",
+        details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \
+                  user's data directory ($RDBX_HISTORY overrides it); a line typed with a leading space is not kept.",
         ..cmd("history", "show the command history")
     },
     Spec {
@@ -302,8 +300,9 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         args: &[("ROWS", Kind::Number)],
         needs_db: false,
-        details: "Rows per page of listings in the interactive shell: a number, 'auto' (the terminal height) or \
-                  'off' (no pauses).",
+        details: "Rows per page of listings: a number, 'auto' (the terminal height; no pages in scripts) or \
+                  'off'. The interactive shell pauses after each page. Each page is read from a fresh snapshot, so \
+                  no snapshot is held while the shell waits.",
         ..cmd("pager", "set the rows per page of listings")
     },
     Spec { aliases: &["exit", "q", ".quit", ".exit"], needs_db: false, ..cmd("quit", "leave the shell") },
@@ -457,12 +456,13 @@ pub fn parse(words: &[Word]) -> Result<Invocation, String> {
     }
     if args.len() < spec.min || args.len() > spec.args.len() {
         let n = args.len();
-        let want = if spec.min == spec.args.len() {
-            format!("{}", spec.min)
-        } else {
-            format!("{} to {}", spec.min, spec.args.len())
+        let want = match (spec.min, spec.args.len()) {
+            (0, 0) => "no arguments".to_string(),
+            (a, b) if a == b => format!("{a} argument(s)"),
+            (0, b) => format!("at most {b} argument(s)"),
+            (a, b) => format!("{a} to {b} arguments"),
         };
-        return Err(format!("expected {want} argument(s), got {n}; usage: {}", spec.usage()));
+        return Err(format!("expected {want}, got {n}; usage: {}", spec.usage()));
     }
     Ok(Invocation { spec, args, opts })
 }

@@ -196,7 +196,7 @@ fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
     if let Some(bad) = hex.chars().find(|c| !c.is_ascii_hexdigit()) {
         return Err(format!("'{bad}' is not a hex digit"));
     }
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("odd number of hex digits (write two digits per byte)".into());
     }
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|e| e.to_string())).collect()
@@ -244,9 +244,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "t" | "tb" | "tib" => 1 << 40,
         _ => return Err(format!("bad size unit in '{s}' (use K, M, G or T)")),
     };
-    n.checked_mul(mult)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| format!("size '{s}' is too large"))
+    n.checked_mul(mult).and_then(|b| usize::try_from(b).ok()).ok_or_else(|| format!("size '{s}' is too large"))
 }
 
 /// A byte count for people: `4096 (4 KiB)`.
@@ -342,6 +340,15 @@ pub fn render(b: &[u8]) -> String {
 pub fn render_item(b: &[u8], kind: ItemKind) -> String {
     match (kind, as_integer(b)) {
         (ItemKind::Integer, Some(n)) => n.to_string(),
+        _ => render(b),
+    }
+}
+
+/// An item in a message: text in quotes, numbers and hex as they are.
+pub fn quoted_item(b: &[u8], kind: ItemKind) -> String {
+    match (kind, as_integer(b)) {
+        (ItemKind::Integer, Some(n)) => n.to_string(),
+        _ if is_plain_text(b) => format!("'{}'", String::from_utf8_lossy(b)),
         _ => render(b),
     }
 }

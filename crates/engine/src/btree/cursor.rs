@@ -123,7 +123,9 @@ impl<'t> Cursor<'t> {
             if t.root == P_INVALID || t.height == 0 {
                 return Err(Error::corrupted(l.pgno, "empty nested tree"));
             }
-            if t.root < crate::format::NUM_METAS || t.root >= self.pages.valid && !self.pages.dirty.is_some_and(|d| d.contains_key(&t.root)) {
+            if t.root < crate::format::NUM_METAS
+                || t.root >= self.pages.valid && !self.pages.dirty.is_some_and(|d| d.contains_key(&t.root))
+            {
                 return Err(Error::corrupted(l.pgno, "nested tree root outside the allocated pages"));
             }
             let mut c = Cursor::new(self.pages, t.root, t.height, dcmp);
@@ -539,7 +541,11 @@ impl<'t> Cursor<'t> {
                 }
                 let k = l.page.dupfix_ksize() as usize;
                 let n = l.page.num_entries();
-                let bytes = l.page.buf.get(PAGEHDRSZ..PAGEHDRSZ + n * k).ok_or_else(|| Error::corrupted(l.pgno, "DUPFIX items outside the page"))?;
+                let bytes = l
+                    .page
+                    .buf
+                    .get(PAGEHDRSZ..PAGEHDRSZ + n * k)
+                    .ok_or_else(|| Error::corrupted(l.pgno, "DUPFIX items outside the page"))?;
                 let depth = d.depth;
                 d.stack[depth - 1] = Some(Level { idx: n - 1, ..l });
                 Ok(Some(bytes))

@@ -291,28 +291,9 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
             }
         }
     };
-    match repr {
-        Repr::Plain(old) => {
-            let mut vals = vec![old];
-            let Some(pos) = exists_or_append(&vals)? else {
-                return Ok(());
-            };
-            vals.insert(pos, val.to_vec());
-            touch_path(txn, &mut tree, &mut path)?;
-            let lpg = path.e[path.leaf()].0;
-            let c = content_for(txn, &t, &mut tree, key, &vals, lpg)?;
-            replace_node(txn, &mut tree, &path, key, c)?;
-        }
-        Repr::Sub(mut vals) => {
-            let Some(pos) = exists_or_append(&vals)? else {
-                return Ok(());
-            };
-            vals.insert(pos, val.to_vec());
-            touch_path(txn, &mut tree, &mut path)?;
-            let lpg = path.e[path.leaf()].0;
-            let c = content_for(txn, &t, &mut tree, key, &vals, lpg)?;
-            replace_node(txn, &mut tree, &path, key, c)?;
-        }
+    let added = match repr {
+        Repr::Plain(old) => add_to_list(txn, &t, &mut tree, &mut path, key, vec![old], val, &exists_or_append)?,
+        Repr::Sub(vals) => add_to_list(txn, &t, &mut tree, &mut path, key, vals, val, &exists_or_append)?,
         Repr::Nested(mut nt) => {
             if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
                 return if flags.contains(PutFlags::NO_DUP_DATA) { Err(Error::KeyExist) } else { Ok(()) };
@@ -330,10 +311,40 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
             tree.branch_pages = tree.branch_pages + nt.branch_pages - b0;
             tree.leaf_pages = tree.leaf_pages + nt.leaf_pages - l0;
             store_nested(txn, &path, &nt);
+            true
         }
+    };
+    if !added {
+        return Ok(());
     }
     tree.items += 1;
     done(txn, db, tree, &t, val)
+}
+
+/// Where a new value goes among a key's sorted values (`None`: it is there).
+type Position<'a> = dyn Fn(&[Vec<u8>]) -> Result<Option<usize>> + 'a;
+
+/// Adds `val` to a key whose values are a plain node or a sub-page (`vals`),
+/// rebuilding its node (a bigger sub-page, or a nested tree past the limit).
+/// Returns false when the value was already there.
+#[allow(clippy::too_many_arguments)]
+fn add_to_list(
+    txn: &mut RwTxn<'_>,
+    t: &View,
+    tree: &mut Tree,
+    path: &mut Path,
+    key: &[u8],
+    mut vals: Vec<Vec<u8>>,
+    val: &[u8],
+    position: &Position<'_>,
+) -> Result<bool> {
+    let Some(pos) = position(&vals)? else { return Ok(false) };
+    vals.insert(pos, val.to_vec());
+    touch_path(txn, tree, path)?;
+    let lpg = path.e[path.leaf()].0;
+    let c = content_for(txn, t, tree, key, &vals, lpg)?;
+    replace_node(txn, tree, path, key, c)?;
+    Ok(true)
 }
 
 fn done(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {

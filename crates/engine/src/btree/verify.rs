@@ -95,7 +95,19 @@ fn walk(
         for i in 0..n {
             let child_lo = if i == 0 { lo } else { Some(key_at(p, i, pgno)?) };
             let child_hi = if i + 1 < n { Some(key_at(p, i + 1, pgno)?) } else { hi };
-            walk(pages, child_at(p, i, pgno)?, pgno, p.txnid(), depth + 1, height, child_lo, child_hi, cmp, dup_cmp, c)?;
+            walk(
+                pages,
+                child_at(p, i, pgno)?,
+                pgno,
+                p.txnid(),
+                depth + 1,
+                height,
+                child_lo,
+                child_hi,
+                cmp,
+                dup_cmp,
+                c,
+            )?;
         }
         return Ok(());
     }

@@ -91,7 +91,8 @@ fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
 fn raw_node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
     let n = node::node(page, i, pgno)?;
     let off = PAGEHDRSZ + page.entry(i);
-    let len = if page.is_branch() { node::branch_size(n.key.len()) } else { node::leaf_size(n.key.len(), n.data.len()) };
+    let len =
+        if page.is_branch() { node::branch_size(n.key.len()) } else { node::leaf_size(n.key.len(), n.data.len()) };
     page.buf.get(off..off + len).ok_or_else(|| Error::corrupted(pgno, "node overruns the page"))
 }
 
@@ -125,8 +126,14 @@ fn need(buf: &[u8], key: &[u8], data: &[u8]) -> usize {
     }
 }
 
-/// Descends to the leaf for `key`, recording the path.
-pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
+/// Descends from the root recording the path; `pick` chooses the entry of
+/// each page (`Ok((index, exact))`; `exact` only matters at the leaf).
+fn walk_path(
+    txn: &RwTxn<'_>,
+    tree: &Tree,
+    path: &mut Path,
+    mut pick: impl FnMut(Page<'_>, u32) -> Result<(usize, bool)>,
+) -> Result<bool> {
     let pages = txn.pages();
     path.len = 0;
     let mut pgno = tree.root;
@@ -137,60 +144,47 @@ pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path
             return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
         }
         let page = load(&pages, pgno, front, from)?;
-        let last = path.len + 1 == tree.height as usize;
-        if page.is_leaf() != last {
+        if page.is_leaf() != (path.len + 1 == tree.height as usize) {
             return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
         }
-        if page.is_leaf() {
-            let (i, exact) = search_leaf(page, key, cmp, pgno)?;
-            path.e[path.len] = (pgno, i);
-            path.len += 1;
-            return Ok(exact);
-        }
-        let i = search_branch(page, key, cmp, pgno)?;
+        let (i, exact) = pick(page, pgno)?;
         path.e[path.len] = (pgno, i);
         path.len += 1;
+        if page.is_leaf() {
+            return Ok(exact);
+        }
         front = page.txnid();
         from = pgno;
         pgno = child_at(page, i, pgno)?;
     }
 }
 
+/// Descends to the leaf for `key`, recording the path; whether `key` is there.
+pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
+    walk_path(txn, tree, path, |page, pgno| {
+        if page.is_leaf() {
+            search_leaf(page, key, cmp, pgno)
+        } else {
+            Ok((search_branch(page, key, cmp, pgno)?, false))
+        }
+    })
+}
+
 /// The path to the end of the tree, for APPEND: the last entry of every page,
 /// without binary searches. `Err(KeyMismatch)` when `key` is less than the
 /// last key; `exact` when it equals it.
 fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
-    let pages = txn.pages();
-    path.len = 0;
-    let mut pgno = tree.root;
-    let mut from = tree.root;
-    let mut front = pages.front;
-    loop {
-        if path.len >= MAX_DEPTH || path.len >= tree.height as usize {
-            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
-        }
-        let page = load(&pages, pgno, front, from)?;
-        let last = path.len + 1 == tree.height as usize;
-        if page.is_leaf() != last {
-            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
-        }
+    walk_path(txn, tree, path, |page, pgno| {
         let n = page.num_entries();
-        if page.is_leaf() {
-            let (idx, exact) = match cmp.cmp(key_at(page, n - 1, pgno)?, key) {
-                std::cmp::Ordering::Less => (n, false),
-                std::cmp::Ordering::Equal => (n - 1, true),
-                std::cmp::Ordering::Greater => return Err(Error::KeyMismatch("APPEND with a key less than the last key")),
-            };
-            path.e[path.len] = (pgno, idx);
-            path.len += 1;
-            return Ok(exact);
+        if !page.is_leaf() {
+            return Ok((n - 1, false));
         }
-        path.e[path.len] = (pgno, n - 1);
-        path.len += 1;
-        front = page.txnid();
-        from = pgno;
-        pgno = child_at(page, n - 1, pgno)?;
-    }
+        match cmp.cmp(key_at(page, n - 1, pgno)?, key) {
+            std::cmp::Ordering::Less => Ok((n, false)),
+            std::cmp::Ordering::Equal => Ok((n - 1, true)),
+            std::cmp::Ordering::Greater => Err(Error::KeyMismatch("APPEND with a key less than the last key")),
+        }
+    })
 }
 
 /// Copies every page of the path on write and links the copies.
@@ -259,9 +253,8 @@ pub(crate) fn insert_at(
             })
         })
         .collect::<Result<_>>()?;
-    let key_len = |j: usize| -> Result<usize> {
-        Ok(if j == idx { key.len() } else { key_at(op, old_of(j), pgno)?.len() })
-    };
+    let key_len =
+        |j: usize| -> Result<usize> { Ok(if j == idx { key.len() } else { key_at(op, old_of(j), pgno)?.len() }) };
     let fits = |sp: usize| -> Result<bool> {
         let left: usize = sizes[..sp].iter().sum();
         let mut right: usize = sizes[sp..].iter().sum();
@@ -765,7 +758,16 @@ pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
     for (pg, n) in runs {
         gc::free(txn, pg, n);
     }
-    let tree = Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, sequence: 0, ..t.tree };
+    let tree = Tree {
+        root: P_INVALID,
+        height: 0,
+        branch_pages: 0,
+        leaf_pages: 0,
+        large_pages: 0,
+        items: 0,
+        sequence: 0,
+        ..t.tree
+    };
     finish(txn, db, tree);
     Ok(())
 }

@@ -9,8 +9,9 @@ use super::{table_cell, Action, Ctx, Fail, Result};
 use crate::access::{key_width, open_table, value_width, ReadTxn, TableRef};
 use crate::db::Opened;
 use crate::output::{Cell, Format};
+use crate::session::Session;
 use crate::spec::Invocation;
-use crate::values::{compare_keys, parse_item, render, render_item, Word};
+use crate::values::{compare_keys, parse_item, quoted_item, Word};
 
 /// Checks a key against what the table accepts, with a message saying what fits.
 fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
@@ -64,7 +65,7 @@ fn value_of(r: &dyn ReadTxn, t: &TableRef, w: &Word) -> Result<Vec<u8>> {
 }
 
 fn not_found(t: &TableRef, key: &[u8]) -> Fail {
-    format!("key {} not found in table {}", render_item(key, t.key_kind()), t.label()).into()
+    format!("key {} not found in table {}", quoted_item(key, t.key_kind()), t.label()).into()
 }
 
 pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
@@ -118,13 +119,16 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         }
         txn.put(t.db, &key, &val, f).map_err(|e| -> Fail {
             match e {
-                rdbx::Error::KeyExist if t.dupsort() && inv.flag("no-dup") => {
-                    format!("the pair {} = {} already exists in table {}", render(&key), render(&val), t.label())
-                        .into()
-                }
+                rdbx::Error::KeyExist if t.dupsort() && inv.flag("no-dup") => format!(
+                    "the pair {} = {} already exists in table {}",
+                    quoted_item(&key, t.key_kind()),
+                    quoted_item(&val, t.value_kind()),
+                    t.label()
+                )
+                .into(),
                 rdbx::Error::KeyExist => format!(
                     "key {} already exists in table {} (--no-overwrite keeps it)",
-                    render_item(&key, t.key_kind()),
+                    quoted_item(&key, t.key_kind()),
                     t.label()
                 )
                 .into(),
@@ -134,7 +138,7 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
                 e => e.into(),
             }
         })?;
-        Ok(format!("stored {} in {}", render_item(&key, t.key_kind()), t.label()))
+        Ok(format!("stored {} in {}", quoted_item(&key, t.key_kind()), t.label()))
     })?;
     cx.s.note(&msg)?;
     Ok(Action::Done)
@@ -167,15 +171,15 @@ pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             return Err(match &val {
                 Some(v) => format!(
                     "no pair {} = {} in table {}",
-                    render_item(&key, t.key_kind()),
-                    render_item(v, t.value_kind()),
+                    quoted_item(&key, t.key_kind()),
+                    quoted_item(v, t.value_kind()),
                     t.label()
                 )
                 .into(),
                 None => not_found(&t, &key),
             });
         }
-        let shown = render_item(&key, t.key_kind());
+        let shown = quoted_item(&key, t.key_kind());
         Ok(if values > 1 { format!("deleted {shown} ({values} values)") } else { format!("deleted {shown}") })
     })?;
     cx.s.note(&msg)?;
@@ -300,14 +304,7 @@ fn range_of(r: &dyn ReadTxn, t: &TableRef, inv: &Invocation, reverse: bool, dist
         }
         None => None,
     };
-    Ok(Range {
-        lo: bound(r, t, inv.arg(0))?,
-        hi: bound(r, t, inv.arg(1))?,
-        prefix,
-        flags: t.flags,
-        reverse,
-        distinct,
-    })
+    Ok(Range { lo: bound(r, t, inv.arg(0))?, hi: bound(r, t, inv.arg(1))?, prefix, flags: t.flags, reverse, distinct })
 }
 
 /// Why a listing ended early.
@@ -317,84 +314,190 @@ enum Cut {
     Stopped,
 }
 
+/// How one page of a scan ended.
+enum PageEnd {
+    /// The range is done (or the scan was cut).
+    Done(Option<Cut>),
+    /// The page is full and more records follow this one (the last shown).
+    Full(Vec<u8>, Vec<u8>),
+}
+
+impl Range {
+    /// Positions `c` just past the record (`key`, `val`) shown last, in the
+    /// direction of the walk, in a snapshot that may have changed since.
+    fn resume<'t>(&self, c: &mut Cursor<'t>, key: &[u8], val: &[u8], dupsort: bool) -> rdbx::Result<Option<Pair<'t>>> {
+        let all_pairs = dupsort && !self.distinct;
+        if !self.reverse {
+            if !all_pairs {
+                return match c.set_range(key)? {
+                    Some((k, _)) if k == key => self.step(c),
+                    other => Ok(other),
+                };
+            }
+            return match c.get_both_range(key, val)? {
+                Some((_, v)) if v == val => c.next(),
+                Some(p) => Ok(Some(p)),
+                None => match c.set_range(key)? {
+                    Some((k, _)) if k == key => c.next_nodup(),
+                    other => Ok(other),
+                },
+            };
+        }
+        if !all_pairs {
+            return match c.set_range(key)? {
+                Some(_) => self.step(c),
+                None => c.last(),
+            };
+        }
+        match c.get_both_range(key, val)? {
+            Some(_) => c.prev(),
+            None => match c.set_range(key)? {
+                Some((k, _)) if k == key => c.last_dup(),
+                Some(_) => c.prev(),
+                None => c.last(),
+            },
+        }
+    }
+}
+
+/// Settings of a scan that stay the same from page to page.
+struct ScanOpts {
+    limit: Option<u64>,
+    keys_only: bool,
+    reverse: bool,
+    /// Rows per page (0: no pages).
+    page: usize,
+}
+
+/// Shows one page of a scan (all of it without pages) from a snapshot of its
+/// own, starting after `after`. `n` counts the records shown so far.
+fn scan_page(
+    s: &mut Session,
+    r: &dyn ReadTxn,
+    name: Option<&[u8]>,
+    inv: &Invocation,
+    o: &ScanOpts,
+    after: Option<&(Vec<u8>, Vec<u8>)>,
+    n: &mut u64,
+) -> Result<PageEnd> {
+    let t = open_table(r, name)?;
+    let range = range_of(r, &t, inv, o.reverse, o.keys_only && t.dupsort())?;
+    let batch = if o.page > 0 {
+        o.page
+    } else if s.out.format == Format::Table {
+        1000
+    } else {
+        1
+    };
+    let interrupt = s.interrupt.clone();
+    let columns: &[&str] = if o.keys_only { &["key"] } else { &["key", "value"] };
+    let mut listing = s.out.listing(columns, batch);
+    let mut c = r.cursor(t.db)?;
+    let mut rec = match after {
+        None => range.start(&mut c)?,
+        Some((k, v)) => range.resume(&mut c, k, v, t.dupsort())?,
+    };
+    let mut shown = 0usize;
+    let mut end = PageEnd::Done(None);
+    while let Some((k, v)) = rec {
+        match range.judge(k) {
+            Verdict::Stop => break,
+            Verdict::Skip => {
+                rec = range.step(&mut c)?;
+                continue;
+            }
+            Verdict::Take => {}
+        }
+        if o.limit.is_some_and(|l| *n >= l) {
+            end = PageEnd::Done(Some(Cut::Limit));
+            break;
+        }
+        if interrupt.load(AtomicOrdering::Relaxed) {
+            end = PageEnd::Done(Some(Cut::Interrupted));
+            break;
+        }
+        if o.page > 0 && shown == o.page {
+            end = PageEnd::Full(Vec::new(), Vec::new());
+            break;
+        }
+        let key = Cell::item(k, t.key_kind());
+        if o.keys_only {
+            listing.push(&[key])?;
+        } else {
+            listing.push(&[key, Cell::item(v, t.value_kind())])?;
+        }
+        shown += 1;
+        *n += 1;
+        rec = range.step(&mut c)?;
+    }
+    listing.flush()?;
+    // The cursor stands on the first record not shown: the next page resumes
+    // after the one before it (the last one shown or skipped).
+    if let PageEnd::Full(..) = end {
+        end = match range_step_back(&range, &mut c)? {
+            Some((k, v)) => PageEnd::Full(k.to_vec(), v.to_vec()),
+            None => PageEnd::Done(None),
+        };
+    }
+    Ok(end)
+}
+
+/// Moves the cursor one record against the walk (to the last record shown).
+fn range_step_back<'t>(range: &Range, c: &mut Cursor<'t>) -> rdbx::Result<Option<Pair<'t>>> {
+    match (range.reverse, range.distinct) {
+        (false, false) => c.prev(),
+        (false, true) => c.prev_nodup(),
+        (true, false) => c.next(),
+        (true, true) => c.next_nodup(),
+    }
+}
+
 pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let name = cx.target(inv)?;
     let limit = match inv.value("limit") {
         Some(w) => Some(w.text().parse::<u64>().map_err(|_| format!("bad --limit '{}': give a number", w.text()))?),
         None => None,
     };
-    let keys_only = inv.flag("keys-only");
-    let reverse = inv.flag("reverse");
-    let interrupt = cx.s.interrupt.clone();
-    cx.read(|s, r, src| {
-        let t = open_table(r, name.as_deref())?;
-        let range = range_of(r, &t, inv, reverse, keys_only && t.dupsort())?;
-        let page = s.page_rows(src);
-        let batch = if page > 0 {
-            page
-        } else if s.out.format == Format::Table {
-            1000
-        } else {
-            1
-        };
-        let table_format = s.out.format == Format::Table;
-        let columns: &[&str] = if keys_only { &["key"] } else { &["key", "value"] };
-        let mut listing = s.out.listing(columns, batch);
-        let mut c = r.cursor(t.db)?;
-        let mut n = 0u64;
-        let mut cut = None;
-        let mut rec = range.start(&mut c)?;
-        while let Some((k, v)) = rec {
-            match range.judge(k) {
-                Verdict::Stop => break,
-                Verdict::Skip => {
-                    rec = range.step(&mut c)?;
-                    continue;
+    let o = ScanOpts {
+        limit,
+        keys_only: inv.flag("keys-only"),
+        reverse: inv.flag("reverse"),
+        page: cx.s.page_rows(cx.src),
+    };
+    let mut n = 0u64;
+    let mut after: Option<(Vec<u8>, Vec<u8>)> = None;
+    // Each page is read from a snapshot of its own, so no snapshot is held
+    // while the shell waits at the "more" prompt.
+    let cut = loop {
+        let end = cx.read(|s, r, _| scan_page(s, r, name.as_deref(), inv, &o, after.as_ref(), &mut n))?;
+        match end {
+            PageEnd::Done(cut) => break cut,
+            PageEnd::Full(k, v) => {
+                if !cx.src.more() {
+                    break Some(Cut::Stopped);
                 }
-                Verdict::Take => {}
-            }
-            if limit.is_some_and(|l| n >= l) {
-                cut = Some(Cut::Limit);
-                break;
-            }
-            if interrupt.load(AtomicOrdering::Relaxed) {
-                cut = Some(Cut::Interrupted);
-                break;
-            }
-            if page > 0 && n > 0 && n % page as u64 == 0 {
-                listing.flush()?;
-                if !src.more() {
-                    cut = Some(Cut::Stopped);
-                    break;
+                if cx.s.interrupted() {
+                    break Some(Cut::Interrupted);
                 }
+                after = Some((k, v));
             }
-            let key = Cell::item(k, t.key_kind());
-            if keys_only {
-                listing.push(&[key])?;
+        }
+    };
+    let what = if o.keys_only { "key" } else { "record" };
+    let plural = if n == 1 { "" } else { "s" };
+    match cut {
+        None => cx.s.out.footer(&format!("{n} {what}{plural}"))?,
+        Some(Cut::Limit) => cx.s.out.footer(&format!("{n} {what}{plural} (--limit reached; there are more)"))?,
+        Some(Cut::Stopped) => cx.s.out.footer(&format!("{n} {what}{plural} shown (stopped)"))?,
+        Some(Cut::Interrupted) => {
+            if cx.s.out.format == Format::Table {
+                cx.s.out.footer(&format!("{n} {what}{plural} shown (interrupted)"))?;
             } else {
-                listing.push(&[key, Cell::item(v, t.value_kind())])?;
-            }
-            n += 1;
-            rec = range.step(&mut c)?;
-        }
-        listing.flush()?;
-        drop(listing);
-        let what = if keys_only { "key" } else { "record" };
-        let plural = if n == 1 { "" } else { "s" };
-        match cut {
-            None => s.out.footer(&format!("{n} {what}{plural}"))?,
-            Some(Cut::Limit) => s.out.footer(&format!("{n} {what}{plural} (--limit reached; there are more)"))?,
-            Some(Cut::Stopped) => s.out.footer(&format!("{n} {what}{plural} shown (stopped)"))?,
-            Some(Cut::Interrupted) => {
-                if table_format {
-                    s.out.footer(&format!("{n} {what}{plural} shown (interrupted)"))?;
-                } else {
-                    s.warn(&format!("scan interrupted after {n} {what}{plural}"));
-                }
+                cx.s.warn(&format!("scan interrupted after {n} {what}{plural}"));
             }
         }
-        Ok(Action::Done)
-    })
+    }
+    Ok(Action::Done)
 }
 
 /// Counts the records of a range by walking it. `None` when interrupted.
@@ -407,7 +510,7 @@ fn walk_count(c: &mut Cursor<'_>, range: &Range, interrupt: &std::sync::atomic::
             Verdict::Skip => {}
             Verdict::Take => n += 1,
         }
-        if n % 4096 == 0 && interrupt.load(AtomicOrdering::Relaxed) {
+        if n.is_multiple_of(4096) && interrupt.load(AtomicOrdering::Relaxed) {
             return Ok(None);
         }
         rec = range.step(c)?;
@@ -444,10 +547,15 @@ pub fn estimate(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             Some(k) => Cell::item(k, t.key_kind()),
             None => Cell::text("*"),
         };
-        let mut fields =
-            vec![("table", table_cell(t.name.as_deref())), ("from", shown(&lo)), ("to", shown(&hi)), ("estimate", Cell::Int(est))];
+        let mut fields = vec![
+            ("table", table_cell(t.name.as_deref())),
+            ("from", shown(&lo)),
+            ("to", shown(&hi)),
+            ("estimate", Cell::Int(est)),
+        ];
         if inv.flag("exact") {
-            let range = Range { lo: lo.clone(), hi: hi.clone(), prefix: None, flags: t.flags, reverse: false, distinct: false };
+            let range =
+                Range { lo: lo.clone(), hi: hi.clone(), prefix: None, flags: t.flags, reverse: false, distinct: false };
             let mut c = r.cursor(t.db)?;
             let exact = walk_count(&mut c, &range, &interrupt)?.ok_or("interrupted")?;
             fields.push(("exact", Cell::Int(exact)));

@@ -81,7 +81,7 @@ pub fn describe(e: &rdbx::Error) -> String {
                        (raise it with 'geometry --upper SIZE')"
             .into(),
         E::Busy(m) => format!("busy: {m}; try again when the other process is done"),
-        E::Access(_) => "the database is open read-only; reopen it with 'open rw' (or start rdbx with --write)".into(),
+        E::Access(_) => READ_ONLY.into(),
         E::KeyExist => "the key already exists".into(),
         E::DbsFull => "too many tables open at once".into(),
         E::Corrupted { .. } | E::PageNotFound { .. } => format!("{e}; run 'check' for details"),
@@ -91,8 +91,7 @@ pub fn describe(e: &rdbx::Error) -> String {
 
 pub type Result<T, E = Fail> = std::result::Result<T, E>;
 
-const READ_ONLY: &str =
-    "the database is open read-only: reopen it read-write with 'open rw' (or start rdbx with --write)";
+const READ_ONLY: &str = "the database is open read-only: 'open rw' reopens it read-write (or start with --write)";
 
 /// What a command works with.
 pub struct Ctx<'a, 'e> {
@@ -154,7 +153,6 @@ pub fn execute<'e>(
     s: &mut Session,
     db: Option<&'e Opened>,
     txn: Option<&mut RwTxn<'e>>,
-    _depth: usize,
     words: &[Word],
     src: &mut dyn Source,
 ) -> Result<Action> {
@@ -164,8 +162,11 @@ pub fn execute<'e>(
         return Err("no database is open (use 'open PATH')".into());
     }
     if spec.outside_txn && txn.is_some() {
-        return Err(format!("finish the transaction first ('commit' or 'abort'): {} works outside transactions", spec.name)
-            .into());
+        return Err(format!(
+            "finish the transaction first ('commit' or 'abort'): {} works outside transactions",
+            spec.name
+        )
+        .into());
     }
     if spec.writes && db.is_some_and(|d| d.read_only) {
         return Err(READ_ONLY.into());
@@ -192,7 +193,7 @@ pub fn execute<'e>(
         "tables" => tables::tables(&mut cx),
         "use" => tables::use_table(&mut cx, &inv),
         "create" => tables::create(&mut cx, &inv),
-        "drop" => tables::drop(&mut cx, &inv),
+        "drop" => tables::drop_table(&mut cx, &inv),
         "stat" => tables::stat(&mut cx, &inv),
         "get" => data::get(&mut cx, &inv),
         "put" => data::put(&mut cx, &inv),
@@ -237,7 +238,8 @@ fn open(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         (Some(ro), None) if cx.db.is_some() && !PathBuf::from(first.text()).exists() => (None, ro),
         (_, None) => (Some(PathBuf::from(first.text())), true),
         (_, Some(m)) => {
-            let ro = mode(m).ok_or_else(|| format!("bad mode '{}': use ro (read-only) or rw (read-write)", m.text()))?;
+            let ro =
+                mode(m).ok_or_else(|| format!("bad mode '{}': use ro (read-only) or rw (read-write)", m.text()))?;
             (Some(PathBuf::from(first.text())), ro)
         }
     };
@@ -266,9 +268,8 @@ fn format(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             cx.s.out.value(&[], "format", &Cell::text(name))?;
         }
         Some(w) => {
-            cx.s.out.format = Format::parse(&w.text()).ok_or_else(|| {
-                format!("unknown format '{}': use {}", w.text(), Format::NAMES.join(", "))
-            })?;
+            cx.s.out.format = Format::parse(&w.text())
+                .ok_or_else(|| format!("unknown format '{}': use {}", w.text(), Format::NAMES.join(", ")))?;
         }
     }
     Ok(Action::Done)

@@ -3,7 +3,7 @@
 use rdbx::DbFlags;
 
 use super::{table_cell, Action, Ctx, Result};
-use crate::access::{self, label, open_table, ReadTxn};
+use crate::access::{self, label, open_table};
 use crate::output::Cell;
 use crate::spec::Invocation;
 use crate::values::{flag_by_name, flag_words, ItemKind, FLAG_NAMES};
@@ -13,23 +13,23 @@ pub fn tables(cx: &mut Ctx<'_, '_>) -> Result<Action> {
         let names = r.names()?;
         let mut l = s.out.listing(&["name", "flags", "entries", "depth", "pages"], 1000);
         for n in &names {
-            let row = match open_table(r, Some(n)).and_then(|t| r.stat(t.db).map(|st| (t, st)).map_err(|e| e.to_string()))
-            {
-                Ok((t, st)) => [
-                    Cell::item(n, ItemKind::Bytes),
-                    Cell::text(flag_words(t.flags)),
-                    Cell::Int(st.entries),
-                    Cell::Int(st.depth as u64),
-                    Cell::Int(st.branch_pages + st.leaf_pages + st.overflow_pages),
-                ],
-                Err(e) => [
-                    Cell::item(n, ItemKind::Bytes),
-                    Cell::text(format!("(cannot open: {e})")),
-                    Cell::Absent,
-                    Cell::Absent,
-                    Cell::Absent,
-                ],
-            };
+            let row =
+                match open_table(r, Some(n)).and_then(|t| r.stat(t.db).map(|st| (t, st)).map_err(|e| e.to_string())) {
+                    Ok((t, st)) => [
+                        Cell::item(n, ItemKind::Bytes),
+                        Cell::text(flag_words(t.flags)),
+                        Cell::Int(st.entries),
+                        Cell::Int(st.depth as u64),
+                        Cell::Int(st.branch_pages + st.leaf_pages + st.overflow_pages),
+                    ],
+                    Err(e) => [
+                        Cell::item(n, ItemKind::Bytes),
+                        Cell::text(format!("(cannot open: {e})")),
+                        Cell::Absent,
+                        Cell::Absent,
+                        Cell::Absent,
+                    ],
+                };
             l.push(&row)?;
         }
         l.flush()?;
@@ -96,7 +96,7 @@ pub fn create(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     Ok(Action::Done)
 }
 
-pub fn drop(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+pub fn drop_table(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let w = inv.arg(0).ok_or("drop needs a TABLE name")?;
     let Some(name) = access::table_name(w)? else {
         return Err("the main table cannot be dropped (drop the named tables one by one)".into());

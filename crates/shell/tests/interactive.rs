@@ -1,0 +1,211 @@
+//! The interactive shell in a pseudo-terminal: typing commands, tab
+//! completion, usage hints, history (within a session and across sessions),
+//! Ctrl-C on a line and in a paged listing, Ctrl-D to leave.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use rexpect::session::{spawn_command, PtySession};
+
+/// Generous: only a hang (a test failure anyway) waits this long.
+const TIMEOUT_MS: u64 = 30_000;
+
+const UP: &str = "\x1b[A";
+
+fn start(db: &Path, history: &Path) -> PtySession {
+    let mut c = Command::new(common::BIN);
+    c.arg(db).env("RDBX_HISTORY", history).env("TERM", "xterm").env_remove("NO_COLOR");
+    spawn_command(c, Some(TIMEOUT_MS)).expect("spawn rdbx in a pty")
+}
+
+/// Sends keys (no Enter).
+fn keys(p: &mut PtySession, s: &str) {
+    p.send(s).unwrap();
+    p.flush().unwrap();
+}
+
+/// Waits for `text` on the screen; returns what came before it.
+fn expect(p: &mut PtySession, text: &str) -> String {
+    p.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}"))
+}
+
+#[test]
+fn a_session_at_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo");
+    let history = dir.path().join("state").join("history");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+
+    let mut p = start(&db, &history);
+    expect(&mut p, "open read-only");
+    expect(&mut p, "demo [ro] @MAIN> ");
+
+    // Tab completes a table name; the prompt shows the current table.
+    keys(&mut p, "use fr");
+    keys(&mut p, "\t");
+    expect(&mut p, "fruit");
+    keys(&mut p, "\r");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    p.send_line("get kiwi").unwrap();
+    expect(&mut p, "green");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    // A hint shows the usage; Tab completes the command and an option.
+    keys(&mut p, "sca");
+    expect(&mut p, "[FROM [TO]]");
+    keys(&mut p, "\t");
+    keys(&mut p, "--lim");
+    keys(&mut p, "\t");
+    expect(&mut p, "--limit");
+    keys(&mut p, "2\r");
+    expect(&mut p, "banana");
+    expect(&mut p, "2 records (--limit reached");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    // Up arrow brings the last command back.
+    keys(&mut p, UP);
+    expect(&mut p, "scan --limit 2");
+    keys(&mut p, "\r");
+    expect(&mut p, "2 records (--limit reached");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    // Ctrl-C drops the line being typed: it does not run.
+    keys(&mut p, "get nothing-here");
+    p.send_control('c').unwrap();
+    expect(&mut p, "demo [ro] fruit> ");
+    p.send_line("get apple").unwrap();
+    let before = expect(&mut p, "red");
+    assert!(!before.contains("not found"), "the cancelled line ran: {before:?}");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    // Errors get one line and the session goes on.
+    p.send_line("put a b").unwrap();
+    expect(&mut p, "error: put: the database is open read-only");
+    expect(&mut p, "demo [ro] fruit> ");
+    p.send_line("frobnicate").unwrap();
+    expect(&mut p, "error: unknown command 'frobnicate'");
+    expect(&mut p, "demo [ro] fruit> ");
+
+    // A long listing comes a page at a time; Ctrl-C at the pause stops it.
+    p.send_line("pager 3").unwrap();
+    expect(&mut p, "demo [ro] fruit> ");
+    p.send_line("use numbers").unwrap();
+    expect(&mut p, "demo [ro] numbers> ");
+    p.send_line("scan").unwrap();
+    expect(&mut p, "3 squared is 9");
+    expect(&mut p, "-- more");
+    // While it waits, the shell holds no snapshot (nothing is kept from reuse).
+    let r = common::run(&[db.to_str().unwrap(), "-f", "json", "-c", "readers"], None);
+    for reader in common::json(&r) {
+        assert!(reader["txnid"].is_null(), "a snapshot is held: {r:?}");
+    }
+    keys(&mut p, "\r");
+    expect(&mut p, "6 squared is 36");
+    expect(&mut p, "-- more");
+    p.send_control('c').unwrap();
+    expect(&mut p, "6 records shown (stopped)");
+    expect(&mut p, "demo [ro] numbers> ");
+
+    // The write mode shows in the prompt.
+    p.send_line("open rw").unwrap();
+    expect(&mut p, "demo [rw] numbers> ");
+    p.send_line("begin").unwrap();
+    expect(&mut p, "demo [rw txn] numbers> ");
+    p.send_line("put 51 \"51 squared is 2601\"").unwrap();
+    expect(&mut p, "demo [rw txn] numbers> ");
+    p.send_line("commit").unwrap();
+    expect(&mut p, "committed transaction");
+    expect(&mut p, "demo [rw] numbers> ");
+
+    // Ctrl-D leaves.
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+    let status = p.process().wait().unwrap();
+    let status = format!("{status:?}");
+    assert!(status.starts_with("Exited(") && status.ends_with(", 0)"), "{status}");
+
+    // The history file has the commands; a new session starts with them.
+    let h = std::fs::read_to_string(&history).unwrap();
+    assert!(h.contains("get kiwi") && h.contains("put 51"), "{h}");
+    assert!(!h.contains("nothing-here"), "a cancelled line is not history: {h}");
+    let r = common::cmd(&db, "get -t numbers 51");
+    assert_eq!(r.stdout, "51 squared is 2601\n", "{r:?}");
+
+    let mut p = start(&db, &history);
+    expect(&mut p, "demo [ro] @MAIN> ");
+    keys(&mut p, UP);
+    expect(&mut p, "commit");
+    p.send_control('c').unwrap();
+    expect(&mut p, "demo [ro] @MAIN> ");
+    p.send_line("history 3").unwrap();
+    expect(&mut p, "commit");
+    expect(&mut p, "history 3");
+    expect(&mut p, "demo [ro] @MAIN> ");
+    p.send_line("quit").unwrap();
+    p.exp_eof().unwrap();
+}
+
+#[test]
+fn creating_a_database_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new-db");
+    let history = dir.path().join("history");
+
+    let mut p = start(&db, &history);
+    expect(&mut p, "does not exist. Create a new database there? [y/N]");
+    p.send_line("n").unwrap();
+    p.exp_eof().unwrap();
+    assert!(!db.exists());
+
+    let mut p = start(&db, &history);
+    expect(&mut p, "Create a new database there? [y/N]");
+    p.send_line("y").unwrap();
+    expect(&mut p, "new-db [rw] @MAIN> ");
+    p.send_line("create t").unwrap();
+    expect(&mut p, "created table 't'");
+    p.send_line("drop t").unwrap();
+    expect(&mut p, "drop table 't' and its 0 record(s)? [y/N]");
+    p.send_line("n").unwrap();
+    expect(&mut p, "nothing was changed");
+    p.send_line("tables").unwrap();
+    expect(&mut p, "1 table(s)");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+    assert!(db.join("mdbx.dat").is_file());
+}
+
+#[test]
+fn ctrl_c_stops_a_long_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big");
+    {
+        std::fs::create_dir_all(&db).unwrap();
+        let env = rdbx::Env::builder().max_dbs(4).open(&db).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.create_db(Some("big"), rdbx::DbFlags::empty()).unwrap();
+        for i in 0..300_000u32 {
+            txn.put(t, format!("key{i:07}").as_bytes(), b"some value", rdbx::PutFlags::APPEND).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let history = dir.path().join("history");
+    let mut p = start(&db, &history);
+    expect(&mut p, "big [ro] @MAIN> ");
+    p.send_line("pager off").unwrap();
+    expect(&mut p, "big [ro] @MAIN> ");
+    p.send_line("scan -t big").unwrap();
+    expect(&mut p, "key0001000");
+    // 300 000 rows take far longer to reach the terminal than Ctrl-C.
+    p.send_control('c').unwrap();
+    let out = expect(&mut p, "shown (interrupted)");
+    assert!(!out.contains("key0299999"), "the scan ran to its end");
+    expect(&mut p, "big [ro] @MAIN> ");
+    p.send_line("count -t big").unwrap();
+    expect(&mut p, "300000");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+}
