@@ -687,11 +687,27 @@ impl Env {
 
     /// Begins the write transaction; waits while another writer (in any process) runs.
     pub fn begin_rw_txn(&self) -> Result<RwTxn<'_>> {
-        let env = &*self.inner;
-        if env.read_only {
+        if self.inner.read_only {
             return Err(Error::Access("the environment is read-only"));
         }
-        let guard = env.lck.lock_writer()?;
+        let guard = self.inner.lck.lock_writer()?;
+        self.rw_txn_with(guard)
+    }
+
+    /// Begins the write transaction only if no other writer runs:
+    /// `Err(Busy)` otherwise (libmdbx's `MDBX_TXN_TRY`).
+    pub fn try_begin_rw_txn(&self) -> Result<RwTxn<'_>> {
+        if self.inner.read_only {
+            return Err(Error::Access("the environment is read-only"));
+        }
+        match self.inner.lck.try_lock_writer()? {
+            Some(guard) => self.rw_txn_with(guard),
+            None => Err(Error::Busy("another write transaction is running".into())),
+        }
+    }
+
+    fn rw_txn_with<'e>(&'e self, guard: crate::lck::WriterGuard<'e>) -> Result<RwTxn<'e>> {
+        let env = &*self.inner;
         let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (metas, t) = env.read_troika(&map)?;
         let base = metas[t.recent].clone();

@@ -194,3 +194,23 @@ fn integer_and_reverse_keys() {
     assert_eq!(got, vec![b"a".to_vec(), b"ba".to_vec(), b"zzza".to_vec(), b"ab".to_vec()]);
     assert_eq!(r.db_flags(rev).unwrap(), DbFlags::REVERSE_KEY);
 }
+
+#[test]
+fn try_begin_rw_txn_is_busy_while_another_thread_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let e2 = env.clone();
+    let t = std::thread::spawn(move || {
+        let txn = e2.begin_rw_txn().unwrap();
+        tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+        txn.abort();
+    });
+    rx.recv().unwrap();
+    assert!(matches!(env.try_begin_rw_txn(), Err(Error::Busy(_))));
+    done_tx.send(()).unwrap();
+    t.join().unwrap();
+    env.try_begin_rw_txn().unwrap().abort();
+}

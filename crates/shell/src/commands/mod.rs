@@ -127,7 +127,7 @@ impl<'e> Ctx<'_, 'e> {
                 if db.read_only {
                     return Err(READ_ONLY.into());
                 }
-                let mut t = db.env.begin_rw_txn()?;
+                let mut t = begin_write(&db.env)?;
                 let r = f(self.s, &mut t)?;
                 t.commit()?;
                 Ok(r)
@@ -303,5 +303,17 @@ pub fn table_cell(name: Option<&[u8]>) -> Cell {
     match name {
         None => Cell::text(MAIN),
         Some(n) => Cell::item(n, crate::values::ItemKind::Bytes),
+    }
+}
+
+/// Begins a write transaction; when another writer holds the lock, says so on
+/// stderr before waiting for it (rather than hanging silently).
+pub fn begin_write(env: &rdbx::Env) -> rdbx::Result<RwTxn<'_>> {
+    match env.try_begin_rw_txn() {
+        Err(rdbx::Error::Busy(_)) => {
+            eprintln!("rdbx: another writer holds the database; waiting for it to finish...");
+            env.begin_rw_txn()
+        }
+        r => r,
     }
 }
