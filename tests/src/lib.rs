@@ -3,6 +3,7 @@
 //! `mdbx-oracle` binary, and a deterministic PRNG.
 //!
 //! The oracle is a development tool only: the engine never links libmdbx.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "engine")]
 pub mod engine;

@@ -233,7 +233,7 @@ impl Env {
     }
 
     fn configure_and_open(&self, opts: &EnvOptions) -> Result<()> {
-        // SAFETY (all calls below): self.env is a live environment created by
+        // SAFETY: (all calls below) self.env is a live environment created by
         // mdbx_env_create and not yet opened.
         unsafe {
             check(ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_max_db, opts.max_dbs as u64), || {
@@ -318,11 +318,10 @@ impl Env {
     pub fn info(&self) -> Result<EnvInfo> {
         // SAFETY: MDBX_envinfo is plain old data; zeroed is a valid value.
         let mut i: ffi::MDBX_envinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<ffi::MDBX_envinfo>();
         // SAFETY: live env, out-pointer with its size.
-        check(
-            unsafe { ffi::mdbx_env_info_ex(self.env, ptr::null(), &mut i, std::mem::size_of::<ffi::MDBX_envinfo>()) },
-            || "mdbx_env_info_ex".into(),
-        )?;
+        let rc = unsafe { ffi::mdbx_env_info_ex(self.env, ptr::null(), &mut i, size) };
+        check(rc, || "mdbx_env_info_ex".into())?;
         Ok(EnvInfo {
             page_size: i.mi_dxb_pagesize,
             geo_lower: i.mi_geo.lower,
