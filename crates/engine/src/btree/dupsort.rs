@@ -268,6 +268,13 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
     if flags.contains(PutFlags::NO_OVERWRITE) {
         return Err(Error::KeyExist);
     }
+    if flags.contains(PutFlags::APPEND) {
+        // The key exists: APPEND is only right when it is the last key.
+        let n = Page { buf: txn.pages().get(lpg)? }.num_entries();
+        if idx + 1 != n || !is_rightmost(txn, &path)? {
+            return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
+        }
+    }
     let repr = read_repr(txn, lpg, idx)?;
     if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
         touch_path(txn, &mut tree, &mut path)?;
@@ -282,6 +289,9 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
     let exists_or_append = |vals: &[Vec<u8>]| -> Result<Option<usize>> {
         match vals.binary_search_by(|v| dcmp.cmp(v, val)) {
             Ok(_) if flags.contains(PutFlags::NO_DUP_DATA) => Err(Error::KeyExist),
+            Ok(_) if flags.contains(PutFlags::APPEND_DUP) => {
+                Err(Error::KeyMismatch("APPEND_DUP with a value not greater than the last value"))
+            }
             Ok(_) => Ok(None),
             Err(pos) => {
                 if flags.contains(PutFlags::APPEND_DUP) && pos != vals.len() {
@@ -296,7 +306,13 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         Repr::Sub(vals) => add_to_list(txn, &t, &mut tree, &mut path, key, vals, val, &exists_or_append)?,
         Repr::Nested(mut nt) => {
             if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
-                return if flags.contains(PutFlags::NO_DUP_DATA) { Err(Error::KeyExist) } else { Ok(()) };
+                return if flags.contains(PutFlags::NO_DUP_DATA) {
+                    Err(Error::KeyExist)
+                } else if flags.contains(PutFlags::APPEND_DUP) {
+                    Err(Error::KeyMismatch("APPEND_DUP with a value not greater than the last value"))
+                } else {
+                    Ok(())
+                };
             }
             if flags.contains(PutFlags::APPEND_DUP) {
                 if let Some(last) = nested_last(txn, &t, &nt)? {
@@ -384,6 +400,8 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
         write::finish(txn, db, tree);
         return Ok(true);
     };
+    // One value goes; counted before the tree changes (an emptied tree is reset).
+    tree.items -= 1;
     match repr {
         Repr::Plain(old) => {
             if !dcmp.cmp(&old, val).is_eq() {
@@ -425,7 +443,6 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
             }
         }
     }
-    tree.items -= 1;
     write::finish(txn, db, tree);
     Ok(true)
 }
