@@ -296,7 +296,6 @@ impl EnvInner {
             size = file::file_size(&file)?;
         }
         let (page_size, metas) = read_metas(&file, size)?;
-        let file_pages = size / page_size as u64;
         let validity: Vec<bool> = (0..3).map(|i| metas[i].1.is_ok()).collect();
         let mut states = [(0u64, false); 3];
         for i in 0..3 {
@@ -314,7 +313,6 @@ impl EnvInner {
             });
         }
         let mut t = troika(states);
-        let _ = file_pages;
         // Crash recovery by the exclusive opener (format doc §8.4).
         if lo.exclusive && t.recent != t.prefer_steady {
             let recent = &metas[t.recent].0;

@@ -761,11 +761,9 @@ impl<'env> RwTxn<'env> {
             if db == Db::GC {
                 return Err(Error::BadDbi);
             }
-            let tb = t.table(db)?;
             if db == Db::MAIN && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
                 return Err(Error::Incompatible("the key names a table; use drop_db".into()));
             }
-            let _ = tb;
             crate::btree::write::del(t, db, key, val)
         })
     }
@@ -847,7 +845,7 @@ impl<'env> RwTxn<'env> {
     }
 
     fn set_geometry_inner(&mut self, g: &crate::Geometry) -> Result<()> {
-        use crate::format::meta::{pages2pv, pv2pages};
+        use crate::format::meta::pages2pv;
         let ps = self.env.page_size;
         if let Some(p) = g.page_size {
             if p != ps {
@@ -891,7 +889,6 @@ impl<'env> RwTxn<'env> {
             self.env.set_file_len(now as u64 * ps as u64)?;
         }
         geo.now = now;
-        let _ = pv2pages;
         self.geo = geo;
         Ok(())
     }

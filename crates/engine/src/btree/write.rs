@@ -453,9 +453,9 @@ pub(crate) fn put(
     touch_path(txn, &mut tree, &mut path)?;
     let lpg = path.e[leaf].0;
     if exact {
-        let (oflags, odsize, odata_len, big_pgno) = {
+        let (oflags, odata_len, big_pgno) = {
             let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
-            (n.flags, n.dsize, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
+            (n.flags, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
         };
         if nflags == 0 && oflags & !N_BIG != 0 {
             return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
@@ -465,7 +465,6 @@ pub(crate) fn put(
         if oflags & N_BIG == 0 && new_inline && odata_len == val.len() && oflags == nflags {
             let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
             val.copy_to(&mut txn.dirty_mut(lpg)[off..off + len]);
-            let _ = odsize;
             finish(txn, db, tree);
             return Ok(ValLoc { pgno: lpg, off, len });
         }
