@@ -4,7 +4,8 @@
 #      the libmdbx oracle in mdbx-sys), a C compiler, rustfmt and clippy;
 #   2. cargo fmt --all --check;
 #   3. cargo clippy --workspace --all-targets -- -D warnings;
-#   4. cargo test --workspace --release (release: the interop tests are heavy);
+#   4. cargo test --workspace --release --no-fail-fast (release: the interop
+#      tests are heavy; every test binary runs even after a failure);
 # and prints a final "summary: N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,11 +49,11 @@ cargo fmt --all --check
 echo "== cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "== cargo test --workspace --release"
+echo "== cargo test --workspace --release --no-fail-fast"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --release 2>&1 | tee "$log"
+cargo test --workspace --release --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 

@@ -31,6 +31,29 @@ fn expect(p: &mut PtySession, text: &str) -> String {
     p.exp_string(text).unwrap_or_else(|e| panic!("waiting for {text:?}: {e}"))
 }
 
+/// Sends Ctrl-C on a line being edited and waits for the fresh prompt.
+///
+/// While a line is edited, every keystroke redraws the prompt after a bare
+/// `\r`, so waiting for the prompt text alone can match a redraw that was on
+/// the screen before the Ctrl-C was read. The fresh prompt is the first one
+/// after a line feed. Waiting for it matters: rustyline drops bytes that
+/// arrive in the same read as the Ctrl-C, so typing on too early loses keys.
+fn cancel_line(p: &mut PtySession, prompt: &str) {
+    p.send_control('c').unwrap();
+    let pattern = format!("\n[^\n]*{}", regex_escape(prompt));
+    p.exp_regex(&pattern).unwrap_or_else(|e| panic!("waiting for a fresh {prompt:?}: {e}"));
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars().fold(String::new(), |mut out, c| {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
+}
+
 #[test]
 fn a_session_at_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -75,8 +98,8 @@ fn a_session_at_the_terminal() {
 
     // Ctrl-C drops the line being typed: it does not run.
     keys(&mut p, "get nothing-here");
-    p.send_control('c').unwrap();
-    expect(&mut p, "demo [ro] fruit> ");
+    expect(&mut p, "here");
+    cancel_line(&mut p, "demo [ro] fruit> ");
     p.send_line("get apple").unwrap();
     let before = expect(&mut p, "red");
     assert!(!before.contains("not found"), "the cancelled line ran: {before:?}");
@@ -139,8 +162,7 @@ fn a_session_at_the_terminal() {
     expect(&mut p, "demo [ro] @MAIN> ");
     keys(&mut p, UP);
     expect(&mut p, "commit");
-    p.send_control('c').unwrap();
-    expect(&mut p, "demo [ro] @MAIN> ");
+    cancel_line(&mut p, "demo [ro] @MAIN> ");
     p.send_line("history 3").unwrap();
     expect(&mut p, "commit");
     expect(&mut p, "history 3");
