@@ -3,9 +3,10 @@
 //! when it exists, so the disk does not dominate).
 //!
 //! Run: `cargo bench -p rdbx-tests --bench compare`
-//! (`RDBX_BENCH_N=<records>` changes the record count, default 1,000,000).
+//! (`RDBX_BENCH_N=<records>` changes the record count, default 1,000,000;
+//! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
 //!
-//! Both sides: page size 4096, the same geometry (upper 16 GiB, growth 16 MiB),
+//! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
 //! and durability SafeNoSync / `MDBX_SAFE_NOSYNC` for the write workloads: commits
 //! are not flushed (weak metas), the data is synced once when the environment is
 //! closed. Workloads:
@@ -15,7 +16,11 @@
 //! 2. random put: min(100,000, N) puts of random keys in 0..2N (about half new,
 //!    half overwrites), in write transactions of 1,000 puts each;
 //! 3. random get: N gets of existing keys in shuffled order, one read txn;
-//! 4. full scan: one cursor over every record, one read txn.
+//! 4. full scan: one cursor over every record, one read txn;
+//! 5. multimap put: a DUPSORT table, min(100,000, N) puts of 8-byte values
+//!    (random order) under 1,000 keys, about 100 values per key, so the values
+//!    of a key live in a sub-page that grows to near libmdbx's sub-page limit
+//!    and some turn into nested trees; transactions of 1,000 puts.
 //!
 //! Prints one row per workload: rdbx ops/s, libmdbx ops/s, ratio rdbx/libmdbx.
 
@@ -27,7 +32,10 @@ use rdbx::{DbFlags, Durability, Env, Geometry, PutFlags};
 use rdbx_tests::oracle;
 use rdbx_tests::rng::Rng;
 
-const PAGE_SIZE: usize = 4096;
+/// Page size of both environments (`RDBX_BENCH_PAGE_SIZE`, default 4096).
+fn page_size() -> usize {
+    std::env::var("RDBX_BENCH_PAGE_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(4096)
+}
 const UPPER: usize = 16 << 30;
 const GROWTH: usize = 16 << 20;
 const BATCH: usize = 1000;
@@ -48,7 +56,12 @@ struct Workloads {
     n: u64,
     random_puts: Vec<u64>,
     gets: Vec<u64>,
+    /// (key, value) pairs for the multimap workload.
+    multi_puts: Vec<(u64, u64)>,
 }
+
+/// Keys of the multimap workload.
+const MULTI_KEYS: u64 = 1000;
 
 impl Workloads {
     fn new(n: u64) -> Self {
@@ -57,7 +70,8 @@ impl Workloads {
         let random_puts = (0..puts).map(|_| rng.below(2 * n)).collect();
         let mut gets: Vec<u64> = (0..n).collect();
         rng.shuffle(&mut gets);
-        Workloads { n, random_puts, gets }
+        let multi_puts = (0..puts).map(|_| (rng.below(MULTI_KEYS), rng.next_u64())).collect();
+        Workloads { n, random_puts, gets, multi_puts }
     }
 }
 
@@ -66,10 +80,14 @@ impl Workloads {
 struct Times {
     load: Duration,
     put: Duration,
+    multi: Duration,
     get: Duration,
     scan: Duration,
     found: u64,
     scanned: u64,
+    /// Values in the multimap table and its (depth, branch, leaf) pages.
+    multi_entries: u64,
+    multi_tree: (u32, u64, u64),
     /// (depth, branch pages, leaf pages) after the sequential load, and at the end.
     tree_after_load: (u32, u64, u64),
     tree_at_end: (u32, u64, u64),
@@ -80,7 +98,7 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
         .max_dbs(4)
         .durability(Durability::SafeNoSync)
         .geometry(Geometry {
-            page_size: Some(PAGE_SIZE),
+            page_size: Some(page_size()),
             size_upper: Some(UPPER),
             growth_step: Some(GROWTH),
             ..Default::default()
@@ -114,6 +132,25 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
     }
     t.put = start.elapsed();
 
+    let mut txn = env.begin_rw_txn().unwrap();
+    let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).unwrap();
+    txn.commit().unwrap();
+    let start = Instant::now();
+    for chunk in w.multi_puts.chunks(BATCH) {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for &(k, v) in chunk {
+            txn.put(multi, &key(k), &v.to_be_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi = start.elapsed();
+    {
+        let txn = env.begin_ro_txn().unwrap();
+        let s = txn.db_stat(multi).unwrap();
+        t.multi_entries = s.entries;
+        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
+    }
+
     let start = Instant::now();
     let txn = env.begin_ro_txn().unwrap();
     for &i in &w.gets {
@@ -144,7 +181,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         dir,
         &oracle::EnvOptions {
             no_sub_dir: Some(false),
-            page_size: Some(PAGE_SIZE),
+            page_size: Some(page_size()),
             geometry: oracle::Geometry { upper: Some(UPPER), growth: Some(GROWTH), ..Default::default() },
             max_dbs: 4,
             durability: oracle::Durability::SafeNoSync,
@@ -178,6 +215,25 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         txn.commit().unwrap();
     }
     t.put = start.elapsed();
+
+    let mut txn = env.begin_rw().unwrap();
+    let multi = txn.create_table(Some(b"multi"), oracle::MDBX_DUPSORT).unwrap();
+    txn.commit().unwrap();
+    let start = Instant::now();
+    for chunk in w.multi_puts.chunks(BATCH) {
+        let mut txn = env.begin_rw().unwrap();
+        for &(k, v) in chunk {
+            txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi = start.elapsed();
+    {
+        let txn = env.begin_ro().unwrap();
+        let s = txn.stat(multi).unwrap();
+        t.multi_entries = s.entries;
+        t.multi_tree = (s.depth as u32, s.branch_pages, s.leaf_pages);
+    }
 
     let start = Instant::now();
     let txn = env.begin_ro().unwrap();
@@ -224,7 +280,8 @@ fn main() {
     let base = bench_dir();
     let tmp = tempfile::Builder::new().prefix("rdbx-bench-").tempdir_in(&base).expect("temp dir");
     println!(
-        "rdbx vs libmdbx: N = {n}, page size {PAGE_SIZE}, durability SafeNoSync / MDBX_SAFE_NOSYNC, in {}",
+        "rdbx vs libmdbx: N = {n}, page size {}, durability SafeNoSync / MDBX_SAFE_NOSYNC, in {}",
+        page_size(),
         tmp.path().display()
     );
     let w = Workloads::new(n);
@@ -237,6 +294,7 @@ fn main() {
     // Both sides did the same work.
     assert_eq!(r.scanned, m.scanned, "records scanned: rdbx vs libmdbx");
     assert_eq!(r.found, m.found, "get checksum: rdbx vs libmdbx");
+    assert_eq!(r.multi_entries, m.multi_entries, "multimap values: rdbx vs libmdbx");
 
     let puts = w.random_puts.len() as u64;
     let rows = [
@@ -244,6 +302,7 @@ fn main() {
         ("random put (txns of 1000)", puts, r.put, m.put),
         ("random get (shuffled)", n, r.get, m.get),
         ("full scan (cursor)", r.scanned, r.scan, m.scan),
+        ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi),
     ];
     println!();
     println!("{:<34} {:>10} {:>15} {:>15} {:>14}", "workload", "ops", "rdbx ops/s", "libmdbx ops/s", "rdbx/libmdbx");
@@ -267,4 +326,5 @@ fn main() {
     let shape = |s: (u32, u64, u64)| format!("depth {}, {} branch + {} leaf pages", s.0, s.1, s.2);
     println!("tree after load: rdbx {}; libmdbx {}", shape(r.tree_after_load), shape(m.tree_after_load));
     println!("tree at the end: rdbx {}; libmdbx {}", shape(r.tree_at_end), shape(m.tree_at_end));
+    println!("multimap table: rdbx {}; libmdbx {}", shape(r.multi_tree), shape(m.multi_tree));
 }

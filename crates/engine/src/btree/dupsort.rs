@@ -16,10 +16,13 @@ use crate::format::{even_ceil, put_u16, NODESIZE, PAGEHDRSZ, P_INVALID};
 use crate::gc;
 use crate::txn::{Db, RwTxn, View};
 
-/// How the values of a key are stored.
+/// How the values of a key are stored. A sub-page is not decoded: puts and
+/// deletes edit its bytes (`subpage_copy`), so the cost of a change is one
+/// copy of the sub-page, not an allocation per value.
 enum Repr {
     Plain(Vec<u8>),
-    Sub(Vec<Vec<u8>>),
+    /// A sub-page with this many values.
+    Sub(usize),
     Nested(Tree),
 }
 
@@ -47,12 +50,92 @@ fn read_repr(txn: &RwTxn<'_>, lpg: u32, idx: usize) -> Result<Repr> {
         N_DUP => {
             let sp = Page { buf: n.data };
             super::check_subpage(sp, lpg)?;
-            let vals = (0..sp.num_entries()).map(|i| key_at(sp, i, lpg).map(<[u8]>::to_vec)).collect::<Result<_>>()?;
-            Repr::Sub(vals)
+            Repr::Sub(sp.num_entries())
         }
         f if f == N_DUP | N_TREE && n.data.len() == TREE_SIZE => Repr::Nested(Tree::read(n.data)),
         _ => return Err(Error::corrupted(lpg, "bad node flags in a DUPSORT table")),
     })
+}
+
+/// The sub-page of node `idx` on leaf `lpg` (checked by `read_repr`).
+fn subpage<'p>(pages: &crate::txn::Pages<'p>, lpg: u32, idx: usize) -> Result<Page<'p>> {
+    let leaf = Page { buf: pages.get(lpg)? };
+    Ok(Page { buf: node::node(leaf, idx, lpg)?.data })
+}
+
+/// The values of a sub-page, decoded (only to build a nested tree).
+fn subpage_values(sp: Page<'_>, host: u32) -> Result<Vec<Vec<u8>>> {
+    (0..sp.num_entries()).map(|i| key_at(sp, i, host).map(<[u8]>::to_vec)).collect()
+}
+
+/// Bytes one value takes in a sub-page.
+fn item_size(dupfix: bool, vlen: usize) -> usize {
+    if dupfix {
+        vlen
+    } else {
+        2 + NODESIZE + even_ceil(vlen)
+    }
+}
+
+/// A compact copy of sub-page `sp` (no free space, as libmdbx and
+/// `build_subpage` lay it out) with `extra` free bytes between the entry array
+/// and the nodes, for one more item. Entries that point outside the node area
+/// of `sp` are reported as corruption of the host page.
+fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
+    let n = sp.num_entries();
+    let (mut buf, lower, upper);
+    if sp.is_dupfix() {
+        let k = sp.dupfix_ksize() as usize;
+        let items = sp.buf.get(PAGEHDRSZ..PAGEHDRSZ + n * k).ok_or_else(|| Error::corrupted(host, "bad sub-page"))?;
+        buf = vec![0u8; PAGEHDRSZ + items.len() + extra];
+        fpage::init_page(&mut buf, host, 0x62, 0);
+        put_u16(&mut buf, 8, k as u16);
+        buf[PAGEHDRSZ..PAGEHDRSZ + items.len()].copy_from_slice(items);
+        (lower, upper) = (2 * n, 2 * n + extra);
+    } else {
+        let old_upper = sp.upper();
+        let area = sp.buf.get(PAGEHDRSZ + old_upper..).ok_or_else(|| Error::corrupted(host, "bad sub-page bounds"))?;
+        let size = PAGEHDRSZ + 2 * n + extra + area.len();
+        buf = vec![0u8; size];
+        fpage::init_page(&mut buf, host, 0x42, 0);
+        put_u16(&mut buf, 8, 0xFFFF);
+        (lower, upper) = (2 * n, size - PAGEHDRSZ - area.len());
+        buf[PAGEHDRSZ + upper..].copy_from_slice(area);
+        for j in 0..n {
+            // Every node must lie in the node area, padding included: the
+            // edits after the copy (node insert/remove) rely on it.
+            let e = sp.entry(j);
+            let at = PAGEHDRSZ + e;
+            let fits = e >= old_upper
+                && at + NODESIZE <= sp.buf.len()
+                && at + node::stored_size(sp.buf, j) <= sp.buf.len();
+            if !fits {
+                return Err(Error::corrupted(host, "sub-page node outside its node area"));
+            }
+            put_u16(&mut buf, PAGEHDRSZ + 2 * j, (e - old_upper + upper) as u16);
+        }
+    }
+    put_u16(&mut buf, 12, lower as u16);
+    put_u16(&mut buf, 14, upper as u16);
+    Ok(buf)
+}
+
+/// Drops the free space of a sub-page made by `subpage_copy` after a removal
+/// (the nodes move down to the entry array; DUPFIX items are already packed).
+fn subpage_squeeze(buf: &mut Vec<u8>) {
+    let p = Page { buf };
+    let (n, lower, upper) = (p.num_entries(), p.lower(), p.upper());
+    let gap = upper - lower;
+    if !p.is_dupfix() {
+        buf.copy_within(PAGEHDRSZ + upper.., PAGEHDRSZ + lower);
+        for j in 0..n {
+            let at = PAGEHDRSZ + 2 * j;
+            let e = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
+            put_u16(buf, at, (e - gap) as u16);
+        }
+    }
+    buf.truncate(buf.len() - gap);
+    put_u16(buf, 14, lower as u16);
 }
 
 /// A sub-page holding `vals` (sorted), exactly sized.
@@ -207,7 +290,7 @@ fn replace_node(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, key: &[u8], c
 fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr) -> Result<u64> {
     Ok(match r {
         Repr::Plain(_) => 1,
-        Repr::Sub(v) => v.len() as u64,
+        Repr::Sub(n) => *n as u64,
         Repr::Nested(nt) => {
             let mut runs = Vec::new();
             write::collect_pages(txn, nt.root, nt.height, &mut runs)?;
@@ -286,15 +369,15 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         tree.items += 1;
         return done(txn, db, tree, &t, val);
     }
-    let exists_or_append = |vals: &[Vec<u8>]| -> Result<Option<usize>> {
-        match vals.binary_search_by(|v| dcmp.cmp(v, val)) {
+    let exists_or_append = |found: std::result::Result<usize, usize>, n: usize| -> Result<Option<usize>> {
+        match found {
             Ok(_) if flags.contains(PutFlags::NO_DUP_DATA) => Err(Error::KeyExist),
             Ok(_) if flags.contains(PutFlags::APPEND_DUP) => {
                 Err(Error::KeyMismatch("APPEND_DUP with a value not greater than the last value"))
             }
             Ok(_) => Ok(None),
             Err(pos) => {
-                if flags.contains(PutFlags::APPEND_DUP) && pos != vals.len() {
+                if flags.contains(PutFlags::APPEND_DUP) && pos != n {
                     return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
                 }
                 Ok(Some(pos))
@@ -302,8 +385,19 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         }
     };
     let added = match repr {
-        Repr::Plain(old) => add_to_list(txn, &t, &mut tree, &mut path, key, vec![old], val, &exists_or_append)?,
-        Repr::Sub(vals) => add_to_list(txn, &t, &mut tree, &mut path, key, vals, val, &exists_or_append)?,
+        Repr::Plain(old) => {
+            let found = match dcmp.cmp(&old, val) {
+                std::cmp::Ordering::Less => Err(1),
+                std::cmp::Ordering::Equal => Ok(0),
+                std::cmp::Ordering::Greater => Err(0),
+            };
+            let Some(pos) = exists_or_append(found, 1)? else { return Ok(()) };
+            let mut vals = vec![old];
+            vals.insert(pos, val.to_vec());
+            rebuild(txn, &t, &mut tree, &mut path, key, &vals)?;
+            true
+        }
+        Repr::Sub(_) => add_to_subpage(txn, &t, &mut tree, &mut path, key, val, &exists_or_append)?,
         Repr::Nested(mut nt) => {
             if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
                 return if flags.contains(PutFlags::NO_DUP_DATA) {
@@ -337,29 +431,65 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
     done(txn, db, tree, &t, val)
 }
 
-/// Where a new value goes among a key's sorted values (`None`: it is there).
-type Position<'a> = dyn Fn(&[Vec<u8>]) -> Result<Option<usize>> + 'a;
+/// Where a new value goes among a key's `n` sorted values, given the search
+/// result (`Ok(i)`: found at `i`, `Err(i)`: belongs at `i`); `None` when it is
+/// there already and that is not an error.
+type Position<'a> = dyn Fn(std::result::Result<usize, usize>, usize) -> Result<Option<usize>> + 'a;
 
-/// Adds `val` to a key whose values are a plain node or a sub-page (`vals`),
-/// rebuilding its node (a bigger sub-page, or a nested tree past the limit).
-/// Returns false when the value was already there.
+/// Replaces the node of `key` with one holding `vals` (a sub-page or, past the
+/// limit, a nested tree).
+fn rebuild(txn: &mut RwTxn<'_>, t: &View, tree: &mut Tree, path: &mut Path, key: &[u8], vals: &[Vec<u8>]) -> Result<()> {
+    touch_path(txn, tree, path)?;
+    let lpg = path.e[path.leaf()].0;
+    let c = content_for(txn, t, tree, key, vals, lpg)?;
+    replace_node(txn, tree, path, key, c)
+}
+
+/// Adds `val` to a key whose values are in a sub-page: a copy of the sub-page
+/// with the value inserted replaces it, or a nested tree when the bigger
+/// sub-page would pass libmdbx's limit. Returns false when the value was
+/// already there.
 #[allow(clippy::too_many_arguments)]
-fn add_to_list(
+fn add_to_subpage(
     txn: &mut RwTxn<'_>,
     t: &View,
     tree: &mut Tree,
     path: &mut Path,
     key: &[u8],
-    mut vals: Vec<Vec<u8>>,
     val: &[u8],
     position: &Position<'_>,
 ) -> Result<bool> {
-    let Some(pos) = position(&vals)? else { return Ok(false) };
-    vals.insert(pos, val.to_vec());
-    touch_path(txn, tree, path)?;
-    let lpg = path.e[path.leaf()].0;
-    let c = content_for(txn, t, tree, key, &vals, lpg)?;
-    replace_node(txn, tree, path, key, c)?;
+    let (lpg, idx) = path.e[path.leaf()];
+    let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+    let (limit, nodemax) = (subpage_limit(txn), txn.env.limits.leaf_nodemax);
+    let grown = {
+        let pages = txn.pages();
+        let sp = subpage(&pages, lpg, idx)?;
+        let n = sp.num_entries();
+        let (i, exact) = super::search_leaf(sp, val, dup_cmp(t), lpg)?;
+        let Some(pos) = position(if exact { Ok(i) } else { Err(i) }, n)? else { return Ok(false) };
+        let add = item_size(dupfix, val.len());
+        let compact = PAGEHDRSZ
+            + if sp.is_dupfix() { n * sp.dupfix_ksize() as usize } else { 2 * n + sp.buf.len() - PAGEHDRSZ - sp.upper() };
+        let size = compact + add;
+        if size <= limit && NODESIZE + even_ceil(key.len() + size) <= nodemax {
+            let mut buf = subpage_copy(sp, add, lpg)?;
+            write::p_insert(&mut buf, pos, val, 0, 0, &[]);
+            Ok(buf)
+        } else {
+            let mut vals = subpage_values(sp, lpg)?;
+            vals.insert(pos, val.to_vec());
+            Err(vals)
+        }
+    };
+    match grown {
+        Ok(mut sp) => {
+            touch_path(txn, tree, path)?;
+            fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
+            replace_node(txn, tree, path, key, (sp.len() as u32, N_DUP, sp))?;
+        }
+        Err(vals) => rebuild(txn, t, tree, path, key, &vals)?,
+    }
     Ok(true)
 }
 
@@ -410,17 +540,25 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
             touch_path(txn, &mut tree, &mut path)?;
             remove_node(txn, &mut tree, &mut path)?;
         }
-        Repr::Sub(mut vals) => {
-            let Ok(pos) = vals.binary_search_by(|v| dcmp.cmp(v, val)) else {
-                return Ok(false);
+        Repr::Sub(n) => {
+            let shrunk = {
+                let pages = txn.pages();
+                let sp = subpage(&pages, lpg, idx)?;
+                let (pos, exact) = super::search_leaf(sp, val, dcmp, lpg)?;
+                if !exact {
+                    return Ok(false);
+                }
+                let mut buf = subpage_copy(sp, 0, lpg)?;
+                write::p_remove(&mut buf, pos);
+                subpage_squeeze(&mut buf);
+                buf
             };
-            vals.remove(pos);
             touch_path(txn, &mut tree, &mut path)?;
-            if vals.is_empty() {
+            if n == 1 {
                 remove_node(txn, &mut tree, &mut path)?;
             } else {
-                let lpg = path.e[path.leaf()].0;
-                let sp = build_subpage(&vals, t.flags.contains(DbFlags::DUP_FIXED), lpg);
+                let mut sp = shrunk;
+                fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
                 replace_node(txn, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
                 // A smaller node may leave the leaf underfull.
                 let leaf = path.leaf();
