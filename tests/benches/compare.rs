@@ -232,7 +232,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         let txn = env.begin_ro().unwrap();
         let s = txn.stat(multi).unwrap();
         t.multi_entries = s.entries;
-        t.multi_tree = (s.depth as u32, s.branch_pages, s.leaf_pages);
+        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
 
     let start = Instant::now();

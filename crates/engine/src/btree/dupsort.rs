@@ -41,18 +41,35 @@ fn subpage_limit(txn: &RwTxn<'_>) -> usize {
     ((txn.env.limits.leaf_nodemax - NODESIZE) * 65535 + 32767) >> 16
 }
 
-fn read_repr(txn: &RwTxn<'_>, lpg: u32, idx: usize) -> Result<Repr> {
+fn read_repr(txn: &RwTxn<'_>, t: &View, lpg: u32, idx: usize) -> Result<Repr> {
     let pages = txn.pages();
     let leaf = Page { buf: pages.get(lpg)? };
     let n = node::node(leaf, idx, lpg)?;
     Ok(match n.flags {
-        0 => Repr::Plain(n.data.to_vec()),
+        0 => {
+            if t.flags.contains(DbFlags::DUP_FIXED) && n.data.len() as u32 != t.tree.dupfix_size {
+                return Err(Error::corrupted(lpg, "value size differs from the table's DUPFIXED size"));
+            }
+            Repr::Plain(n.data.to_vec())
+        }
         N_DUP => {
             let sp = Page { buf: n.data };
             super::check_subpage(sp, lpg)?;
+            // DUPFIXED tables keep packed items of their value size.
+            let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+            if sp.is_dupfix() != dupfix || (dupfix && t.tree.dupfix_size != u32::from(sp.dupfix_ksize())) {
+                return Err(Error::corrupted(lpg, "sub-page layout does not match the table's value size"));
+            }
             Repr::Sub(sp.num_entries())
         }
-        f if f == N_DUP | N_TREE && n.data.len() == TREE_SIZE => Repr::Nested(Tree::read(n.data)),
+        f if f == N_DUP | N_TREE && n.data.len() == TREE_SIZE => {
+            let nt = Tree::read(n.data);
+            let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+            if nt.flags != nested_flags(t.flags) || (dupfix && nt.dupfix_size != t.tree.dupfix_size) {
+                return Err(Error::corrupted(lpg, "nested tree flags do not match the table"));
+            }
+            Repr::Nested(nt)
+        }
         _ => return Err(Error::corrupted(lpg, "bad node flags in a DUPSORT table")),
     })
 }
@@ -106,9 +123,8 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
             // edits after the copy (node insert/remove) rely on it.
             let e = sp.entry(j);
             let at = PAGEHDRSZ + e;
-            let fits = e >= old_upper
-                && at + NODESIZE <= sp.buf.len()
-                && at + node::stored_size(sp.buf, j) <= sp.buf.len();
+            let fits =
+                e >= old_upper && at + NODESIZE <= sp.buf.len() && at + node::stored_size(sp.buf, j) <= sp.buf.len();
             if !fits {
                 return Err(Error::corrupted(host, "sub-page node outside its node area"));
             }
@@ -358,7 +374,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
             return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
         }
     }
-    let repr = read_repr(txn, lpg, idx)?;
+    let repr = read_repr(txn, &t, lpg, idx)?;
     if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
         touch_path(txn, &mut tree, &mut path)?;
         let n = drop_values(txn, &mut tree, &repr)?;
@@ -438,7 +454,14 @@ type Position<'a> = dyn Fn(std::result::Result<usize, usize>, usize) -> Result<O
 
 /// Replaces the node of `key` with one holding `vals` (a sub-page or, past the
 /// limit, a nested tree).
-fn rebuild(txn: &mut RwTxn<'_>, t: &View, tree: &mut Tree, path: &mut Path, key: &[u8], vals: &[Vec<u8>]) -> Result<()> {
+fn rebuild(
+    txn: &mut RwTxn<'_>,
+    t: &View,
+    tree: &mut Tree,
+    path: &mut Path,
+    key: &[u8],
+    vals: &[Vec<u8>],
+) -> Result<()> {
     touch_path(txn, tree, path)?;
     let lpg = path.e[path.leaf()].0;
     let c = content_for(txn, t, tree, key, vals, lpg)?;
@@ -470,7 +493,11 @@ fn add_to_subpage(
         let Some(pos) = position(if exact { Ok(i) } else { Err(i) }, n)? else { return Ok(false) };
         let add = item_size(dupfix, val.len());
         let compact = PAGEHDRSZ
-            + if sp.is_dupfix() { n * sp.dupfix_ksize() as usize } else { 2 * n + sp.buf.len() - PAGEHDRSZ - sp.upper() };
+            + if sp.is_dupfix() {
+                n * sp.dupfix_ksize() as usize
+            } else {
+                2 * n + sp.buf.len() - PAGEHDRSZ - sp.upper()
+            };
         let size = compact + add;
         if size <= limit && NODESIZE + even_ceil(key.len() + size) <= nodemax {
             let mut buf = subpage_copy(sp, add, lpg)?;
@@ -515,7 +542,7 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
         return Ok(false);
     }
     let (lpg, idx) = path.e[path.leaf()];
-    let repr = read_repr(txn, lpg, idx)?;
+    let repr = read_repr(txn, &t, lpg, idx)?;
     let remove_node = |txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path| -> Result<()> {
         let (lpg, idx) = path.e[path.leaf()];
         write::p_remove(txn.dirty_mut(lpg), idx);
@@ -583,4 +610,79 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
     }
     write::finish(txn, db, tree);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btree::check_subpage;
+
+    fn vals(n: usize, len: impl Fn(usize) -> usize) -> Vec<Vec<u8>> {
+        (0..n).map(|i| format!("{i:04}").into_bytes().into_iter().cycle().take(len(i).max(4)).collect()).collect()
+    }
+
+    /// Values, size and header of a sub-page (node order in the node area may
+    /// differ between equivalent sub-pages).
+    fn shape(sp: &[u8]) -> (Vec<Vec<u8>>, usize, usize, usize, u16, u16) {
+        let p = Page { buf: sp };
+        check_subpage(p, 7).unwrap();
+        (subpage_values(p, 7).unwrap(), sp.len(), p.lower(), p.upper(), p.flags(), p.dupfix_ksize())
+    }
+
+    /// Inserting or removing through a copy gives the sub-page that building
+    /// it from the new value list gives: same values, size and header.
+    #[test]
+    fn subpage_edits_match_a_fresh_build() {
+        for dupfix in [false, true] {
+            let all = if dupfix { vals(40, |_| 8) } else { vals(40, |i| 4 + i % 7) };
+            for n in 1..all.len() {
+                let have: Vec<Vec<u8>> =
+                    all.iter().take(n + 1).enumerate().filter(|(i, _)| *i != n / 2).map(|x| x.1.clone()).collect();
+                let sp = build_subpage(&have, dupfix, 7);
+                let add = &all[n / 2];
+                let mut grown = subpage_copy(Page { buf: &sp }, item_size(dupfix, add.len()), 7).unwrap();
+                write::p_insert(&mut grown, n / 2, add, 0, 0, &[]);
+                let want: Vec<Vec<u8>> = all.iter().take(n + 1).cloned().collect();
+                assert_eq!(shape(&grown), shape(&build_subpage(&want, dupfix, 7)), "insert, dupfix {dupfix}, n {n}");
+
+                let mut shrunk = subpage_copy(Page { buf: &grown }, 0, 7).unwrap();
+                write::p_remove(&mut shrunk, n / 2);
+                subpage_squeeze(&mut shrunk);
+                assert_eq!(shape(&shrunk), shape(&sp), "remove, dupfix {dupfix}, n {n}");
+            }
+        }
+    }
+
+    /// A sub-page with free space (as libmdbx may leave one) is compacted.
+    #[test]
+    fn subpage_copy_compacts_free_space() {
+        let v = vals(5, |i| 4 + i);
+        let exact = build_subpage(&v, false, 3);
+        // The same sub-page with 10 spare bytes between the entries and the nodes.
+        let mut spare = vec![0u8; exact.len() + 10];
+        spare[..PAGEHDRSZ + 10].copy_from_slice(&exact[..PAGEHDRSZ + 10]);
+        spare[PAGEHDRSZ + 10 + 10..].copy_from_slice(&exact[PAGEHDRSZ + 10..]);
+        for j in 0..5 {
+            let e = Page { buf: &exact }.entry(j);
+            put_u16(&mut spare, PAGEHDRSZ + 2 * j, (e + 10) as u16);
+        }
+        put_u16(&mut spare, 14, (Page { buf: &exact }.upper() + 10) as u16);
+        assert_eq!(subpage_copy(Page { buf: &spare }, 0, 3).unwrap(), exact);
+    }
+
+    /// Entries that point outside the node area are corruption, not a panic.
+    #[test]
+    fn subpage_copy_rejects_stray_entries() {
+        let v = vals(6, |_| 6);
+        let sp = build_subpage(&v, false, 9);
+        let upper = Page { buf: &sp }.upper();
+        for bad in [0usize, upper - 2, sp.len() - PAGEHDRSZ - 4, sp.len(), 0xFFFF] {
+            let mut b = sp.clone();
+            put_u16(&mut b, PAGEHDRSZ + 2 * 3, bad as u16);
+            match subpage_copy(Page { buf: &b }, 18, 9) {
+                Err(Error::Corrupted { page, .. }) => assert_eq!(page, 9),
+                other => panic!("entry {bad:#x}: {other:?}"),
+            }
+        }
+    }
 }

@@ -209,6 +209,21 @@ pub(crate) fn descend<'t>(pages: &Pages<'t>, root: u32, height: u16, key: &[u8],
     }
 }
 
+/// Checks that leaf page `page` of `tree` has the layout the tree's flags
+/// call for: packed items of the tree's value size for the nested trees of
+/// DUPFIXED tables (DUPFIXED without DUPSORT), nodes otherwise. Writers rely
+/// on it before they insert into or merge leaves.
+pub(crate) fn check_leaf_kind(page: Page<'_>, tree: &crate::format::tree::Tree, pgno: u32) -> Result<()> {
+    let dupfix_tree = tree.flags & 0x10 != 0 && tree.flags & 0x04 == 0;
+    let ok =
+        if page.is_dupfix() { dupfix_tree && u32::from(page.dupfix_ksize()) == tree.dupfix_size } else { !dupfix_tree };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::corrupted(pgno, "leaf page layout does not match its tree"))
+    }
+}
+
 /// Validates a sub-page (the value of an N_DUP node).
 pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
     let len = sp.buf.len();

@@ -147,6 +147,9 @@ fn walk_path(
         if page.is_leaf() != (path.len + 1 == tree.height as usize) {
             return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
         }
+        if page.is_leaf() {
+            super::check_leaf_kind(page, tree, pgno)?;
+        }
         let (i, exact) = pick(page, pgno)?;
         path.e[path.len] = (pgno, i);
         path.len += 1;
@@ -626,6 +629,9 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             sp.check_tree_page(spg, txn.txnid)?;
             if sp.is_branch() != is_branch {
                 return Err(Error::corrupted(spg, "sibling pages of different kinds"));
+            }
+            if !is_branch {
+                super::check_leaf_kind(sp, tree, spg)?;
             }
         }
         let (left, right, ridx) = if sidx > pidx { (pgno, spg, sidx) } else { (spg, pgno, pidx) };
