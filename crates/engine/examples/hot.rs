@@ -1,10 +1,14 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|load]`.
-use rdbx::{Db, Durability, Env, PutFlags};
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|load] [PAGE_SIZE]`.
+use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 fn main() -> rdbx::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "get".into());
     let dir = std::path::Path::new("/dev/shm").join(format!("rdbx-hot-{}", std::process::id()));
-    let env = Env::builder().durability(Durability::SafeNoSync).open(&dir)?;
+    let page_size = std::env::args().nth(2).and_then(|v| v.parse().ok());
+    let env = Env::builder()
+        .durability(Durability::SafeNoSync)
+        .geometry(Geometry { page_size, ..Default::default() })
+        .open(&dir)?;
     let n = 1_000_000u64;
     let t0 = std::time::Instant::now();
     let mut txn = env.begin_rw_txn()?;

@@ -210,6 +210,8 @@ pub(crate) struct EnvInner {
     /// A length the data file is known to have (at least).
     pub file_len: AtomicU64,
     dbs: Mutex<Vec<Option<Vec<u8>>>>,
+    /// Page buffers kept between write transactions (see `pool`).
+    pub page_pool: Mutex<crate::pool::PagePool>,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -358,6 +360,7 @@ impl EnvInner {
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: Mutex::new(vec![None, None]),
+            page_pool: Default::default(),
             lck,
         };
         Ok((inner, apply_geometry))
@@ -739,6 +742,7 @@ impl Env {
             retired_count: 0,
             poisoned: false,
             frames: Vec::new(),
+            pool: std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner())),
         })
     }
 

@@ -33,7 +33,9 @@ impl RwTxn<'_> {
     /// Replaces the buffer of a dirty page.
     pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: Box<[u8]>) {
         self.note_undo(pgno);
-        self.dirty.insert(pgno, buf);
+        if let Some(old) = self.dirty.insert(pgno, buf) {
+            self.pool.recycle(old, self.env.page_size);
+        }
     }
     /// Removes a dirty page; whether it was there.
     pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
@@ -41,7 +43,13 @@ impl RwTxn<'_> {
             return false;
         }
         self.note_undo(pgno);
-        self.dirty.remove(&pgno).is_some()
+        match self.dirty.remove(&pgno) {
+            Some(buf) => {
+                self.pool.recycle(buf, self.env.page_size);
+                true
+            }
+            None => false,
+        }
     }
     /// Inside a nested transaction: keeps the page's state before the child
     /// first changes it, so that aborting the child can restore it.
@@ -197,7 +205,7 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 /// A new zeroed branch/leaf page in the dirty set.
 pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
-    let mut buf = vec![0u8; txn.env.page_size].into_boxed_slice();
+    let mut buf = txn.pool.zeroed(txn.env.page_size);
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
@@ -217,8 +225,11 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     if txn.dirty.contains_key(&pgno) {
         return Ok(pgno);
     }
-    let src = txn.pages().get(pgno)?;
-    let mut buf: Box<[u8]> = src.into();
+    // The pool leaves the transaction for the copy (`pages()` borrows all of it).
+    let mut pool = std::mem::take(&mut txn.pool);
+    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+    txn.pool = pool;
+    let mut buf = copied?;
     let new = alloc(txn, 1)?;
     fpage::set_pgno(&mut buf, new);
     fpage::set_txnid(&mut buf, txn.txnid);
@@ -575,7 +586,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         // Best effort: the meta already records the smaller size.
         let _ = txn.env.set_file_len(now as u64 * ps as u64);
     }
-    txn.dirty.clear();
+    let ps = txn.env.page_size;
+    for (_, buf) in txn.dirty.drain() {
+        txn.pool.recycle(buf, ps);
+    }
     Ok(())
 }
 

@@ -45,6 +45,7 @@ mod gc;
 pub(crate) mod io;
 pub(crate) mod lck;
 pub(crate) mod os;
+mod pool;
 mod readers;
 mod txn;
 

@@ -288,6 +288,19 @@ pub struct RwTxn<'env> {
     pub(crate) canary: [u64; 4],
     /// Open nested transactions, innermost last.
     pub(crate) frames: Vec<Frame>,
+    /// Page buffers for reuse, taken from the environment (see `pool`).
+    pub(crate) pool: crate::pool::PagePool,
+}
+
+impl Drop for RwTxn<'_> {
+    /// Gives the dirty buffers and the pool back to the environment.
+    fn drop(&mut self) {
+        let ps = self.env.page_size;
+        for (_, buf) in self.dirty.drain() {
+            self.pool.recycle(buf, ps);
+        }
+        *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
+    }
 }
 
 /// What a nested transaction must restore when it aborts: the parent's state
@@ -948,10 +961,14 @@ impl<'env> RwTxn<'env> {
         for (pgno, orig) in f.undo {
             match orig {
                 Some(buf) => {
-                    self.dirty.insert(pgno, buf);
+                    if let Some(old) = self.dirty.insert(pgno, buf) {
+                        self.pool.recycle(old, self.env.page_size);
+                    }
                 }
                 None => {
-                    self.dirty.remove(&pgno);
+                    if let Some(old) = self.dirty.remove(&pgno) {
+                        self.pool.recycle(old, self.env.page_size);
+                    }
                 }
             }
         }

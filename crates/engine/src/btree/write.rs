@@ -241,7 +241,8 @@ pub(crate) fn insert_at(
     // old entry `j` or `j - 1`.
     let ps = txn.env.page_size;
     let cap = ps - PAGEHDRSZ;
-    let old: Box<[u8]> = txn.dirty_ref(pgno).into();
+    // A pooled copy of the old page, given back after the split.
+    let old = txn.pool.copy_of(&txn.dirty.get(&pgno).expect("page is dirty")[..ps]);
     let op = Page { buf: &old };
     let n = op.num_entries();
     let total = n + 1;
@@ -291,7 +292,7 @@ pub(crate) fn insert_at(
     let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
     let page_flags = op.flags();
     let right = gc::new_page(txn, page_flags)?;
-    let mut left: Box<[u8]> = vec![0u8; ps].into_boxed_slice();
+    let mut left = txn.pool.zeroed(ps);
     fpage::init_page(&mut left, pgno, page_flags, op.txnid());
     for (buf, range) in [(&mut left[..], 0..sp), (txn.dirty_mut(right), sp..total)] {
         if let Some(k) = dupfix_k {
@@ -314,6 +315,7 @@ pub(crate) fn insert_at(
         }
     }
     txn.dirty_replace(pgno, left);
+    txn.pool.recycle(old, ps);
     if is_branch {
         tree.branch_pages += 1;
     } else {
