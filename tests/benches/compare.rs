@@ -91,6 +91,9 @@ struct Times {
     /// (depth, branch pages, leaf pages) after the sequential load, and at the end.
     tree_after_load: (u32, u64, u64),
     tree_at_end: (u32, u64, u64),
+    /// Pages in use (first unallocated page number) after the load, the
+    /// random puts and the multimap puts.
+    used: [u64; 3],
 }
 
 fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
@@ -121,6 +124,8 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
         (s.depth, s.branch_pages, s.leaf_pages)
     };
     t.tree_after_load = shape(&env);
+    let used = |env: &Env| env.info().unwrap().first_unallocated;
+    t.used[0] = used(&env);
 
     let start = Instant::now();
     for chunk in w.random_puts.chunks(BATCH) {
@@ -131,6 +136,7 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
         txn.commit().unwrap();
     }
     t.put = start.elapsed();
+    t.used[1] = used(&env);
 
     let mut txn = env.begin_rw_txn().unwrap();
     let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).unwrap();
@@ -144,6 +150,7 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
         txn.commit().unwrap();
     }
     t.multi = start.elapsed();
+    t.used[2] = used(&env);
     {
         let txn = env.begin_ro_txn().unwrap();
         let s = txn.db_stat(multi).unwrap();
@@ -205,6 +212,8 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         (s.depth, s.branch_pages, s.leaf_pages)
     };
     t.tree_after_load = shape(&env);
+    let used = |env: &oracle::Env| env.info().unwrap().last_pgno + 1;
+    t.used[0] = used(&env);
 
     let start = Instant::now();
     for chunk in w.random_puts.chunks(BATCH) {
@@ -215,6 +224,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         txn.commit().unwrap();
     }
     t.put = start.elapsed();
+    t.used[1] = used(&env);
 
     let mut txn = env.begin_rw().unwrap();
     let multi = txn.create_table(Some(b"multi"), oracle::MDBX_DUPSORT).unwrap();
@@ -228,6 +238,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         txn.commit().unwrap();
     }
     t.multi = start.elapsed();
+    t.used[2] = used(&env);
     {
         let txn = env.begin_ro().unwrap();
         let s = txn.stat(multi).unwrap();
@@ -327,4 +338,5 @@ fn main() {
     println!("tree after load: rdbx {}; libmdbx {}", shape(r.tree_after_load), shape(m.tree_after_load));
     println!("tree at the end: rdbx {}; libmdbx {}", shape(r.tree_at_end), shape(m.tree_at_end));
     println!("multimap table: rdbx {}; libmdbx {}", shape(r.multi_tree), shape(m.multi_tree));
+    println!("pages in use after load / random put / multimap put: rdbx {:?}; libmdbx {:?}", r.used, m.used);
 }

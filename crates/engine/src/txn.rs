@@ -166,6 +166,10 @@ pub(crate) struct Table {
     pub dirty: bool,
     /// Name (None for the main table and the GC).
     pub name: Option<Vec<u8>>,
+    /// The rightmost leaf after an APPEND put, dirty, for the next APPEND
+    /// (`btree::write::put`). Any other change to the table clears it: every
+    /// change goes through `RwTxn::table_mut`.
+    pub append_leaf: Option<u32>,
 }
 
 /// The parts of a table a lookup needs (copied out without allocating).
@@ -183,7 +187,7 @@ impl Table {
 
     pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name }
+        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None }
     }
 }
 
@@ -541,7 +545,8 @@ impl<'env> RwTxn<'env> {
         Ok(Table::new(tree, Some(name)))
     }
 
-    /// The table state for editing (loaded on first use).
+    /// The table state for editing (loaded on first use). Clears the APPEND
+    /// hint: the caller may change the tree.
     pub(crate) fn table_mut(&mut self, db: Db) -> Result<&mut Table> {
         let i = db.dbi as usize;
         if self.tables.get(i).is_none_or(|t| t.is_none()) {
@@ -551,7 +556,14 @@ impl<'env> RwTxn<'env> {
             }
             self.tables[i] = Some(t);
         }
-        Ok(self.tables[i].as_mut().expect("loaded above"))
+        let t = self.tables[i].as_mut().expect("loaded above");
+        t.append_leaf = None;
+        Ok(t)
+    }
+
+    /// The APPEND hint of a table (see `Table::append_leaf`).
+    pub(crate) fn append_leaf(&self, db: Db) -> Option<u32> {
+        self.tables.get(db.dbi as usize)?.as_ref()?.append_leaf
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -930,6 +942,10 @@ impl<'env> RwTxn<'env> {
     /// Children nest to any depth; the parent is unusable while a child lives.
     pub fn begin_nested_txn(&mut self) -> Result<NestedTxn<'_, 'env>> {
         self.check_usable()?;
+        // The child starts without APPEND hints (and an abort restores none).
+        for t in self.tables.iter_mut().flatten() {
+            t.append_leaf = None;
+        }
         let saved = Saved {
             geo: self.geo,
             tables: self.tables.clone(),

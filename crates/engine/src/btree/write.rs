@@ -411,6 +411,11 @@ pub(crate) fn put(
     }
     let cmp = t.cmp;
     let mut tree = t.tree;
+    if let (Some(lpg), Val::Bytes(v), true) = (txn.append_leaf(db), &val, flags == PutFlags::APPEND && nflags == 0) {
+        if append_fast(txn, db, &mut tree, cmp, lpg, key, v)? {
+            return Ok(ValLoc { pgno: 0, off: 0, len: 0 });
+        }
+    }
     let reserve = matches!(val, Val::Reserve(_));
     if tree.root == P_INVALID {
         if flags.contains(PutFlags::CURRENT) {
@@ -492,14 +497,53 @@ pub(crate) fn put(
         tree.items -= 1;
     }
     let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
+    let leaves = tree.leaf_pages;
     insert_at(txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
     tree.items += 1;
     finish(txn, db, tree);
+    if flags == PutFlags::APPEND && nflags == 0 && !exact && tree.leaf_pages == leaves {
+        // No split: the leaf is still the rightmost one, and dirty.
+        txn.table_mut(db)?.append_leaf = Some(lpg);
+    }
     if reserve {
         locate(txn, db, key)
     } else {
         Ok(ValLoc { pgno: 0, off: 0, len: 0 })
     }
+}
+
+/// APPEND into the rightmost leaf `lpg` remembered by the previous APPEND put
+/// of this transaction, without a descent: a sequential load then costs one
+/// dirty-page lookup and a key comparison per put. Returns false, having
+/// changed nothing, when the slow path must decide (a value not inline, a key
+/// not greater than the last key, a full leaf).
+fn append_fast(
+    txn: &mut RwTxn<'_>,
+    db: Db,
+    tree: &mut Tree,
+    cmp: Cmp,
+    lpg: u32,
+    key: &[u8],
+    val: &[u8],
+) -> Result<bool> {
+    if !txn.env.limits.fits_inline(key.len(), val.len()) || !txn.page_is_dirty(lpg) {
+        return Ok(false);
+    }
+    let buf = txn.dirty_ref(lpg);
+    let page = Page { buf };
+    let n = page.num_entries();
+    if n == 0 || page.is_dupfix() || need(buf, key, val) > room(buf) {
+        return Ok(false);
+    }
+    let last = key_at(page, n - 1, lpg)?;
+    if (cmp == Cmp::Int && last.len() != key.len()) || !cmp.cmp(last, key).is_lt() {
+        return Ok(false);
+    }
+    p_insert(txn.dirty_mut(lpg), n, key, val.len() as u32, 0, val);
+    tree.items += 1;
+    finish(txn, db, *tree);
+    txn.table_mut(db)?.append_leaf = Some(lpg);
+    Ok(true)
 }
 
 pub(crate) fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
