@@ -1,4 +1,4 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|load] [PAGE_SIZE]`.
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|multi|load] [PAGE_SIZE]`.
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 fn main() -> rdbx::Result<()> {
@@ -6,6 +6,7 @@ fn main() -> rdbx::Result<()> {
     let dir = std::path::Path::new("/dev/shm").join(format!("rdbx-hot-{}", std::process::id()));
     let page_size = std::env::args().nth(2).and_then(|v| v.parse().ok());
     let env = Env::builder()
+        .max_dbs(2)
         .durability(Durability::SafeNoSync)
         .geometry(Geometry { page_size, ..Default::default() })
         .open(&dir)?;
@@ -48,6 +49,22 @@ fn main() -> rdbx::Result<()> {
                     x ^= x >> 7;
                     x ^= x << 17;
                     txn.put(Db::MAIN, &(x % n).to_be_bytes(), &[9u8; 32], PutFlags::empty())?;
+                }
+                txn.commit()?;
+            }
+        }
+        "multi" => {
+            let mut txn = env.begin_rw_txn()?;
+            let db = txn.create_db(Some("multi"), rdbx::DbFlags::DUP_SORT)?;
+            txn.commit()?;
+            let mut x = 1u64;
+            for _ in 0..100 {
+                let mut txn = env.begin_rw_txn()?;
+                for _ in 0..1000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    txn.put(db, &(x % 1000).to_be_bytes(), &x.to_be_bytes(), PutFlags::empty())?;
                 }
                 txn.commit()?;
             }

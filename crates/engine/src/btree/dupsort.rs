@@ -12,7 +12,7 @@ use crate::flags::{DbFlags, PutFlags};
 use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{even_ceil, put_u16, NODESIZE, PAGEHDRSZ, P_INVALID};
+use crate::format::{even_ceil, put_u16, u16_at, u32_at, NODESIZE, PAGEHDRSZ, P_INVALID};
 use crate::gc;
 use crate::txn::{Db, RwTxn, View};
 
@@ -118,13 +118,19 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
         put_u16(&mut buf, 8, 0xFFFF);
         (lower, upper) = (2 * n, size - PAGEHDRSZ - area.len());
         buf[PAGEHDRSZ + upper..].copy_from_slice(area);
+        // Every node must lie in the node area, padding included: the edits
+        // after the copy (node insert/remove) rely on it. Sub-page nodes carry
+        // their value as the key and no data; the size is computed as
+        // `node::stored_size` does, from the bytes at hand.
+        let len = sp.buf.len();
         for j in 0..n {
-            // Every node must lie in the node area, padding included: the
-            // edits after the copy (node insert/remove) rely on it.
-            let e = sp.entry(j);
+            let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
             let at = PAGEHDRSZ + e;
-            let fits =
-                e >= old_upper && at + NODESIZE <= sp.buf.len() && at + node::stored_size(sp.buf, j) <= sp.buf.len();
+            let fits = e >= old_upper && at + NODESIZE <= len && {
+                let ksize = u16_at(sp.buf, at + 6) as usize;
+                let dsize = if sp.buf[at + 4] & node::N_BIG != 0 { 4 } else { u32_at(sp.buf, at) as usize };
+                at + node::leaf_size(ksize, dsize) <= len
+            };
             if !fits {
                 return Err(Error::corrupted(host, "sub-page node outside its node area"));
             }
