@@ -498,6 +498,13 @@ fn add_to_subpage(
         let (i, exact) = super::search_leaf(sp, val, dup_cmp(t), lpg)?;
         let Some(pos) = position(if exact { Ok(i) } else { Err(i) }, n)? else { return Ok(false) };
         let add = item_size(dupfix, val.len());
+        let leaf = pages.get(lpg)?;
+        if let Some(g) = in_place_growth(leaf, idx, sp, add, limit, nodemax) {
+            touch_path(txn, tree, path)?;
+            let lpg = path.e[path.leaf()].0;
+            insert_in_place(txn.dirty_mut(lpg), lpg, idx, pos, val, g);
+            return Ok(true);
+        }
         let compact = PAGEHDRSZ
             + if sp.is_dupfix() {
                 n * sp.dupfix_ksize() as usize
@@ -524,6 +531,102 @@ fn add_to_subpage(
         Err(vals) => rebuild(txn, t, tree, path, key, &vals)?,
     }
     Ok(true)
+}
+
+/// How a sub-page can take one more item where it lies in its leaf.
+#[derive(Clone, Copy, Debug)]
+enum Growth {
+    /// The sub-page has free room: insert, nothing moves in the leaf.
+    None,
+    /// The node grows by `delta` bytes (the leaf has the room) and the
+    /// sub-page by `add`.
+    Grow { delta: usize, add: usize },
+}
+
+/// Whether node `idx` of `leaf` (its sub-page `sp`, already checked by
+/// `read_repr`) can take an item of `add` bytes in place, and how. `None` when
+/// the copying path must do it: a full leaf, a sub-page past libmdbx's limit,
+/// a DUPFIX sub-page with free space (its bookkeeping is left to the copy), or
+/// anything unusual in the leaf (entries outside its node area, a node whose
+/// padding leaves the page), which the copying path then reports.
+fn in_place_growth(leaf: &[u8], idx: usize, sp: Page<'_>, add: usize, limit: usize, nodemax: usize) -> Option<Growth> {
+    let lp = Page { buf: leaf };
+    let (llower, lupper) = (lp.lower(), lp.upper());
+    if (0..lp.num_entries()).any(|j| lp.entry(j) < lupper) {
+        return None;
+    }
+    let p = PAGEHDRSZ + lp.entry(idx);
+    let ksize = u16_at(leaf, p + 6) as usize;
+    let dsize = sp.buf.len();
+    if p + NODESIZE + even_ceil(ksize + dsize) > leaf.len() {
+        return None;
+    }
+    let (n, lower, upper) = (sp.num_entries(), sp.lower(), sp.upper());
+    let free = if sp.is_dupfix() { dsize - PAGEHDRSZ - n * sp.dupfix_ksize() as usize } else { upper - lower };
+    if sp.is_dupfix() {
+        if free != 0 || upper != lower {
+            return None;
+        }
+    } else if free >= add {
+        return Some(Growth::None);
+    }
+    let delta = even_ceil(ksize + dsize + add) - even_ceil(ksize + dsize);
+    let fits = dsize + add <= limit && NODESIZE + even_ceil(ksize + dsize + add) <= nodemax && delta <= lupper - llower;
+    // Node items move with the sub-page header by `delta`, so their offsets
+    // shift by exactly the growth only when the two are equal.
+    let items_ok = sp.is_dupfix() || delta == add;
+    (fits && items_ok).then_some(Growth::Grow { delta, add })
+}
+
+/// Inserts `val` at `pos` into the sub-page of node `idx` of `leaf` where it
+/// lies, as `in_place_growth` allowed. Growing moves the leaf's nodes below
+/// this one down by `delta`, then the node's header, key and the sub-page's
+/// header and entries (or packed items); the sub-page's nodes stay where they
+/// are, behind a gap that is now `add` bytes larger.
+fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8], g: Growth) {
+    let lp = Page { buf: leaf };
+    let ptr = lp.entry(idx);
+    let p = PAGEHDRSZ + ptr;
+    let ksize = u16_at(leaf, p + 6) as usize;
+    let dsize = u32_at(leaf, p) as usize;
+    let s = p + NODESIZE + ksize;
+    let Growth::Grow { delta, add } = g else {
+        let sub = &mut leaf[s..s + dsize];
+        fpage::set_pgno(sub, host);
+        write::p_insert(sub, pos, val, 0, 0, &[]);
+        return;
+    };
+    let (nleaf, lupper) = (lp.num_entries(), lp.upper());
+    let sp = Page { buf: &leaf[s..s + dsize] };
+    let (n, dupfix) = (sp.num_entries(), sp.is_dupfix());
+    let front = PAGEHDRSZ + if dupfix { n * sp.dupfix_ksize() as usize } else { 2 * n };
+    // The leaf: nodes below this one move down.
+    leaf.copy_within(PAGEHDRSZ + lupper..p, PAGEHDRSZ + lupper - delta);
+    for j in 0..nleaf {
+        let at = PAGEHDRSZ + 2 * j;
+        let e = u16_at(leaf, at) as usize;
+        if e <= ptr {
+            put_u16(leaf, at, (e - delta) as u16);
+        }
+    }
+    put_u16(leaf, 14, (lupper - delta) as u16);
+    // This node: header, key, sub-page header and entries move down.
+    leaf.copy_within(p..s + front, p - delta);
+    let (p, s) = (p - delta, s - delta);
+    crate::format::put_u32(leaf, p, (dsize + add) as u32);
+    let sub = &mut leaf[s..s + dsize + add];
+    let (lower, upper) = (Page { buf: sub }.lower(), Page { buf: sub }.upper());
+    if !dupfix {
+        for j in 0..n {
+            let at = PAGEHDRSZ + 2 * j;
+            let e = u16_at(sub, at) as usize;
+            put_u16(sub, at, (e + add) as u16);
+        }
+    }
+    put_u16(sub, 14, (upper + add) as u16);
+    debug_assert_eq!(Page { buf: sub }.upper() - lower, if dupfix { add } else { upper - lower + add });
+    fpage::set_pgno(sub, host);
+    write::p_insert(sub, pos, val, 0, 0, &[]);
 }
 
 fn done(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
@@ -657,6 +760,105 @@ mod tests {
                 assert_eq!(shape(&shrunk), shape(&sp), "remove, dupfix {dupfix}, n {n}");
             }
         }
+    }
+
+    /// A leaf of `ps` bytes with plain nodes around a sub-page node (key
+    /// `"k05"`) holding `vals`, plus the index of that node.
+    fn leaf_with(ps: usize, vals: &[Vec<u8>], dupfix: bool, slack: usize) -> (Vec<u8>, usize) {
+        let mut leaf = vec![0u8; ps];
+        fpage::init_page(&mut leaf, 40, pflags::LEAF, 1);
+        let mut sp = build_subpage(vals, dupfix, 40);
+        if slack > 0 {
+            // Free room between the entries and the nodes, as libmdbx may leave.
+            let mut loose = subpage_copy(Page { buf: &sp }, slack, 40).unwrap();
+            loose.truncate(loose.len());
+            sp = loose;
+        }
+        for (i, k) in ["k01", "k03", "k05", "k07", "k09"].iter().enumerate() {
+            if *k == "k05" {
+                node::insert(&mut leaf, i, k.as_bytes(), sp.len() as u32, N_DUP, &sp);
+            } else {
+                node::insert(&mut leaf, i, k.as_bytes(), 11, 0, b"plain-value");
+            }
+        }
+        (leaf, 2)
+    }
+
+    /// Keys, node flags and values (sub-page values decoded) of a leaf.
+    fn leaf_shape(leaf: &[u8]) -> Vec<(Vec<u8>, u8, Vec<Vec<u8>>)> {
+        let p = Page { buf: leaf };
+        p.check_tree_page(40, u64::MAX).unwrap();
+        (0..p.num_entries())
+            .map(|i| {
+                let n = node::node(p, i, 40).unwrap();
+                let vals = if n.flags == N_DUP {
+                    let sp = Page { buf: n.data };
+                    check_subpage(sp, 40).unwrap();
+                    subpage_values(sp, 40).unwrap()
+                } else {
+                    vec![n.data.to_vec()]
+                };
+                (n.key.to_vec(), n.flags, vals)
+            })
+            .collect()
+    }
+
+    /// Growing a sub-page where it lies gives the leaf the copying path
+    /// gives: same keys, same values, valid pages; and the leaf's free room
+    /// shrinks by exactly the growth.
+    #[test]
+    fn in_place_insert_matches_the_copying_path() {
+        for dupfix in [false, true] {
+            for vlen in [2usize, 3, 4, 7, 8] {
+                if dupfix && vlen < 2 {
+                    continue;
+                }
+                for n in 1..12 {
+                    for slack in if dupfix { vec![0] } else { vec![0, 6, 40] } {
+                        let all: Vec<Vec<u8>> = (0..=n).map(|i| vec![b'a' + i as u8; vlen]).collect();
+                        for skip in 0..=n {
+                            let have: Vec<Vec<u8>> =
+                                all.iter().enumerate().filter(|(i, _)| *i != skip).map(|x| x.1.clone()).collect();
+                            let (leaf, idx) = leaf_with(1024, &have, dupfix, slack);
+                            let add = item_size(dupfix, vlen);
+                            let sp = Page { buf: node::node(Page { buf: &leaf }, idx, 40).unwrap().data };
+                            let g = in_place_growth(&leaf, idx, sp, add, 4096, 4096).unwrap_or_else(|| {
+                                panic!("no in-place growth: dupfix {dupfix} vlen {vlen} n {n} slack {slack}")
+                            });
+                            let mut grown = leaf.clone();
+                            insert_in_place(&mut grown, 40, idx, skip, &all[skip], g);
+                            let mut want = leaf_shape(&leaf);
+                            want[idx].2 = all.clone();
+                            assert_eq!(leaf_shape(&grown), want, "dupfix {dupfix} vlen {vlen} n {n} slack {slack}");
+                            let room = |b: &[u8]| Page { buf: b }.room();
+                            let grew = match g {
+                                Growth::None => 0,
+                                Growth::Grow { delta, .. } => delta,
+                            };
+                            assert_eq!(room(&leaf) - room(&grown), grew);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// No in-place growth without room in the leaf, past the sub-page limit,
+    /// or with a stray leaf entry.
+    #[test]
+    fn in_place_growth_declines() {
+        let vals: Vec<Vec<u8>> = (0..5).map(|i| vec![b'a' + i; 6]).collect();
+        let (leaf, idx) = leaf_with(1024, &vals, false, 0);
+        let sp = |l: &[u8]| node::node(Page { buf: l }, idx, 40).unwrap().data.to_vec();
+        let s = sp(&leaf);
+        assert!(in_place_growth(&leaf, idx, Page { buf: &s }, 16, s.len() + 15, 4096).is_none(), "limit");
+        let (small, _) = leaf_with(256, &vals, false, 0);
+        let s2 = sp(&small);
+        let room = Page { buf: &small }.room();
+        assert!(in_place_growth(&small, idx, Page { buf: &s2 }, room + 2, 4096, 4096).is_none(), "room");
+        let mut stray = leaf.clone();
+        put_u16(&mut stray, PAGEHDRSZ, 2);
+        assert!(in_place_growth(&stray, idx, Page { buf: &s }, 16, 4096, 4096).is_none(), "stray entry");
     }
 
     /// A sub-page with free space (as libmdbx may leave one) is compacted.
