@@ -873,12 +873,72 @@ pub struct LoadOptions {
     pub batch: u64,
     /// Skip records the engine rejects for their size (`-r`) instead of stopping.
     pub rescue: bool,
+    /// Also commit when the dirty data of the write transaction reaches this
+    /// many bytes (`-L`; 0: no limit).
+    pub dirty_limit: u64,
+    /// Begin every write transaction with [`Env::try_begin_rw_txn`]: fail with
+    /// [`rdbx::Error::Busy`] instead of waiting for another writer.
+    pub nonblock: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { append: false, table: None, no_overwrite: false, purge: false, batch: 100_000, rescue: false }
+        LoadOptions {
+            append: false,
+            table: None,
+            no_overwrite: false,
+            purge: false,
+            batch: 100_000,
+            rescue: false,
+            dirty_limit: 0,
+            nonblock: false,
+        }
     }
+}
+
+/// Records between two looks at the dirty size of the transaction for
+/// [`LoadOptions::dirty_limit`] (the look costs time proportional to the
+/// dirty pages); large values make it look sooner, see [`DirtyGauge`].
+const DIRTY_CHECK_RECORDS: u64 = 1024;
+
+/// Decides when the transaction's dirty data is worth measuring: every
+/// [`DIRTY_CHECK_RECORDS`] records, or sooner when the bytes put since the
+/// last measurement reach an eighth of the limit.
+struct DirtyGauge {
+    limit: u64,
+    records: u64,
+    bytes: u64,
+}
+
+impl DirtyGauge {
+    fn new(limit: u64) -> Self {
+        DirtyGauge { limit, records: 0, bytes: 0 }
+    }
+
+    /// Counts one record; `true` when the transaction should be measured now.
+    fn note(&mut self, key_len: usize, value_len: usize) -> bool {
+        if self.limit == 0 {
+            return false;
+        }
+        self.records += 1;
+        self.bytes += (key_len + value_len) as u64;
+        self.records >= DIRTY_CHECK_RECORDS || self.bytes >= (self.limit / 8).max(1)
+    }
+
+    fn reset(&mut self) {
+        self.records = 0;
+        self.bytes = 0;
+    }
+}
+
+/// Begins a write transaction of the load; `commits` so far go into the
+/// error context (with `nonblock` a busy writer lock fails at once).
+fn begin_txn(env: &Env, nonblock: bool, commits: u64) -> Result<rdbx::RwTxn<'_>> {
+    let r = if nonblock { env.try_begin_rw_txn() } else { env.begin_rw_txn() };
+    r.map_err(eng(match commits {
+        0 => "starting a write transaction (nothing committed yet)".to_string(),
+        n => format!("starting a write transaction after {n} commit(s) (which stay)"),
+    }))
 }
 
 /// What a load did.
@@ -970,7 +1030,7 @@ fn load_section<R: BufRead>(
         Some(n) => format!("table '{}'", String::from_utf8_lossy(n)),
         None => "the main table".to_string(),
     };
-    let mut txn = env.begin_rw_txn().map_err(eng("starting a write transaction"))?;
+    let mut txn = begin_txn(env, opts.nonblock, stats.commits)?;
     let flags = h.flags & DbFlags::PERSISTENT;
     let at_header = |e: rdbx::Error| DumpError::Record { line: hl, error: e };
     let db = match &h.name {
@@ -1037,6 +1097,7 @@ fn load_section<R: BufRead>(
         put_flags |= if dupsort { PutFlags::APPEND_DUP } else { PutFlags::APPEND };
     }
     let mut in_batch = 0u64;
+    let mut gauge = DirtyGauge::new(opts.dirty_limit);
     let mut last_key: Option<Vec<u8>> = None;
     while let Some(r) = reader.next_record()? {
         let mut pf = put_flags;
@@ -1055,15 +1116,21 @@ fn load_section<R: BufRead>(
             }
             Err(e) => return Err(DumpError::Record { line: r.line, error: e }),
         }
+        in_batch += 1;
+        let mut full = opts.batch > 0 && in_batch >= opts.batch;
+        if gauge.note(r.key.len(), r.value.len()) {
+            gauge.reset();
+            full |= txn.info().map_err(eng("measuring the write transaction"))?.space_dirty >= opts.dirty_limit;
+        }
         if opts.append && dupsort {
             last_key = Some(r.key);
         }
-        in_batch += 1;
-        if opts.batch > 0 && in_batch >= opts.batch {
+        if full {
             txn.commit().map_err(eng(format!("committing a batch at input line {}", reader.line())))?;
             stats.commits += 1;
             in_batch = 0;
-            txn = env.begin_rw_txn().map_err(eng("starting a write transaction"))?;
+            gauge.reset();
+            txn = begin_txn(env, opts.nonblock, stats.commits)?;
         }
         if stats.records.is_multiple_of(4096)
             && !progress(LoadProgress { bytes: reader.bytes_read(), records: stats.records })

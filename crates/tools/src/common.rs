@@ -169,6 +169,18 @@ pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
     }
 }
 
+/// `--nonblock` met a write lock held by another process or transaction;
+/// `when` says what the tool was doing (and what was committed before).
+pub fn writer_busy(path: &Path, e: &rdbx::Error, when: &str) -> ToolError {
+    ToolError {
+        code: e.code(),
+        msg: format!(
+            "{}: another writer is active (the write lock is taken) when {when}; retry when it has finished, or run without --nonblock to wait for it",
+            path.display()
+        ),
+    }
+}
+
 /// A progress bar on stderr, only when stderr is a terminal and `enabled`.
 pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {

@@ -1,5 +1,6 @@
 //! `copy`: a consistent copy from one read snapshot, optionally compacting.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -14,6 +15,11 @@ DST is the data file of the copy (single-file layout, no lock file). The copy
 is taken from one read snapshot while writers go on, and its metas make that
 snapshot the head. With --compact only the pages reachable from the snapshot
 are written, renumbered densely; the GC is dropped.
+
+Without DST mdbx_copy writes the copy to standard output. rdbx cannot do
+that yet (the engine writes a copy with positioned writes into a file, which
+a pipe does not allow), so a missing DST is an error (exit 1); a database is
+never written to a terminal.
 
 EXIT STATUS: 0 success, 1 any failure (as mdbx_copy).")]
 pub struct CopyArgs {
@@ -34,8 +40,8 @@ pub struct CopyArgs {
     no_sub_dir: bool,
     /// Source database directory or data file
     src: PathBuf,
-    /// Destination data file
-    dst: PathBuf,
+    /// Destination data file (required: copying to standard output is not supported yet)
+    dst: Option<PathBuf>,
 }
 
 pub fn run(a: CopyArgs) -> u8 {
@@ -50,14 +56,29 @@ pub fn run(a: CopyArgs) -> u8 {
 }
 
 fn copy(a: &CopyArgs) -> Result<(), ToolError> {
+    let Some(dst) = &a.dst else {
+        let why = if std::io::stdout().is_terminal() {
+            "refusing to write a binary database to the terminal"
+        } else {
+            "copying to standard output is not supported by rdbx yet (the engine writes the copy with positioned writes into a file)"
+        };
+        return Err(ToolError::sys(
+            libc::EINVAL,
+            format!(
+                "{}: no destination given: {why}; give DST, the data file to create, e.g. `{PROG} copy {} backup.db`",
+                a.src.display(),
+                a.src.display()
+            ),
+        ));
+    };
     let t = locate(&a.src)?;
     let env = open_env(&t, true)?;
-    if !a.force && (a.dst.exists() || a.dst.symlink_metadata().is_ok()) {
+    if !a.force && (dst.exists() || dst.symlink_metadata().is_ok()) {
         return Err(ToolError::sys(
             libc::EEXIST,
             format!(
                 "{}: copying failed: the destination exists (File exists); use -f to overwrite a file",
-                a.dst.display()
+                dst.display()
             ),
         ));
     }
@@ -69,18 +90,18 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
             pb.set_position(p.done);
         }
     };
-    let r = env.copy_to(&a.dst, &opts, &mut cb);
+    let r = env.copy_to(dst, &opts, &mut cb);
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
     let st =
-        r.map_err(|e| ToolError::engine(&e, format!("{}: copying to {} failed", a.src.display(), a.dst.display())))?;
+        r.map_err(|e| ToolError::engine(&e, format!("{}: copying to {} failed", a.src.display(), dst.display())))?;
     if !a.quiet {
         println!(
             "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes",
             st.txnid,
             a.src.display(),
-            a.dst.display(),
+            dst.display(),
             st.source_pages,
             st.copy_pages,
             st.file_size

@@ -14,6 +14,9 @@ Without -s the main table is emptied; when named tables exist this is refused
 unless --force is given, and then every named table is deleted with its pages
 (mdbx_drop would drop their records and leak their pages).
 
+Like mdbx_drop, drop waits while another process holds the write lock;
+with --nonblock it fails at once instead (exit 1), e.g. for cron jobs.
+
 EXIT STATUS: 0 success, 1 any failure (as mdbx_drop).")]
 pub struct DropArgs {
     /// The table to empty or delete (default: the main table)
@@ -25,6 +28,9 @@ pub struct DropArgs {
     /// With no -s: also delete every named table
     #[arg(long)]
     force: bool,
+    /// Fail at once (exit 1) if another writer holds the write lock, instead of waiting
+    #[arg(long)]
+    nonblock: bool,
     /// Quiet
     #[arg(short = 'q')]
     quiet: bool,
@@ -56,7 +62,16 @@ fn drop_table(a: &DropArgs) -> Result<String, ToolError> {
     let env = open_env(&t, false)?;
     let p = a.path.display();
     let eng = |e: rdbx::Error| ToolError::engine(&e, &p);
-    let mut txn = env.begin_rw_txn().map_err(eng)?;
+    let mut txn = if a.nonblock {
+        env.try_begin_rw_txn().map_err(|e| match e {
+            rdbx::Error::Busy(_) => {
+                crate::common::writer_busy(&a.path, &e, "starting the write transaction (nothing was changed)")
+            }
+            e => eng(e),
+        })?
+    } else {
+        env.begin_rw_txn().map_err(eng)?
+    };
     let msg = match &a.table {
         Some(name) => {
             let db = txn.open_db(Some(name)).map_err(|e| match e {

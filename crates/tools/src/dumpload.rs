@@ -60,7 +60,30 @@ lines, print and bytevalue) from FILE or standard input, streaming, and puts
 the records in batches of write transactions. On bad input it stops with the
 line number; batches committed before stay, the current one is rolled back.
 A missing PATH is created (a directory, or a single file with -n) with the
-geometry and page size of the first header.
+geometry and page size of the first header, or with -G.
+
+GEOMETRY (-G LOWER:UPPER:GROWTH:SHRINK:PAGESIZE), as mdbx_load:
+    sizes in bytes; -1 takes the default, 0 the minimum (an UPPER of 0 takes
+    the default upper bound, as libmdbx does; a GROWTH of 0 means the file
+    never grows, a SHRINK of 0 that it never shrinks); PAGESIZE is a power of
+    two from 256 to 65536 (0: 256, -1: 4096). -G replaces the geometry of the
+    dump header altogether. It decides the page size of a new database, so
+    `rdbx-tools dump -a OLD | rdbx-tools load -G -1:-1:-1:-1:65536 NEW`
+    migrates OLD to 64 KiB pages. For an existing database the sizes are
+    applied when no other process has it open, and a different page size is
+    ignored with a warning (the page size of a database cannot change).
+    Example: -G 1048576:1073741824:16777216:33554432:4096 (1 MiB..1 GiB,
+    growing by 16 MiB).
+
+PAGE FILL (-d PERCENT): accepted for mdbx_load compatibility (50..100), but
+rdbx has no split-reserve setting: records put in key order (as a dump
+holds them) fill each page completely, which is what -d 100 (the default)
+asks for; lower values change nothing.
+
+--nonblock: when another process (or transaction) holds the write lock,
+fail at once (exit 1) instead of waiting for it, also between batches. The
+batches then commit durably one by one, so no final sync has to wait for
+the lock either.
 
 EXIT STATUS: 0 success, 1 any failure (as mdbx_load).")]
 pub struct LoadArgs {
@@ -88,6 +111,18 @@ pub struct LoadArgs {
     /// Records per transaction (0: one transaction per section)
     #[arg(short = 'b', value_name = "N", default_value_t = 100_000)]
     batch: u64,
+    /// Also commit when the transaction's dirty data reaches MEGABYTES (MiB; 0: no limit)
+    #[arg(short = 'L', value_name = "MEGABYTES", allow_hyphen_values = true)]
+    dirty_limit: Option<String>,
+    /// Target page fill 50..100, accepted for compatibility (rdbx fills pages fully, see below)
+    #[arg(short = 'd', value_name = "PERCENT", allow_hyphen_values = true)]
+    fill: Option<String>,
+    /// Geometry (and page size of a new database): lower:upper:growth:shrink:pagesize (see below)
+    #[arg(short = 'G', value_name = "L:U:G:S:P", allow_hyphen_values = true)]
+    geometry: Option<String>,
+    /// Fail at once (exit 1) if another writer holds the write lock, instead of waiting
+    #[arg(long)]
+    nonblock: bool,
     /// Rescue: skip records whose size the table does not accept
     #[arg(short = 'r')]
     rescue: bool,
@@ -201,8 +236,104 @@ pub fn run_load(a: LoadArgs) -> u8 {
     }
 }
 
+/// A number of `-G`: `-1` (any negative) takes the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GeoValue {
+    Default,
+    Bytes(u64),
+}
+
+/// Parses `-G LOWER:UPPER:GROWTH:SHRINK:PAGESIZE` (mdbx_load's rules, see
+/// the help text) into the engine's geometry.
+fn parse_geometry(v: &str) -> Result<rdbx::Geometry, ToolError> {
+    let usage = || {
+        ToolError::sys(libc::EINVAL, format!("-G option: expecting five numbers delimited by a colon, but got '{v}'"))
+    };
+    let fields: Vec<&str> = v.split(':').collect();
+    if fields.len() != 5 {
+        return Err(usage());
+    }
+    let mut n = [GeoValue::Default; 5];
+    for (slot, f) in n.iter_mut().zip(&fields) {
+        let f = f.trim();
+        *slot = match f.strip_prefix('-') {
+            Some(m) => match rdbx_dump::parse_c_number(m).ok_or_else(usage)? {
+                0 => GeoValue::Bytes(0),
+                _ => GeoValue::Default,
+            },
+            None => GeoValue::Bytes(rdbx_dump::parse_c_number(f).ok_or_else(usage)?),
+        };
+    }
+    let invalid =
+        |what: String| ToolError::sys(libc::EINVAL, format!("-G option: {what} (error 22, Invalid argument)"));
+    let bytes = |i: usize, name: &str| -> Result<Option<usize>, ToolError> {
+        match n[i] {
+            GeoValue::Default => Ok(None),
+            GeoValue::Bytes(b) => usize::try_from(b)
+                .map(Some)
+                .map_err(|_| invalid(format!("the {name} {b} is too large for this system"))),
+        }
+    };
+    let lower = bytes(0, "lower bound")?;
+    // libmdbx takes an upper bound of 0 as "the default" (observed).
+    let upper = bytes(1, "upper bound")?.filter(|&u| u != 0);
+    let growth = bytes(2, "growth step")?;
+    let shrink = bytes(3, "shrink threshold")?;
+    let page_size = match n[4] {
+        GeoValue::Default => None,
+        GeoValue::Bytes(0) => Some(256),
+        GeoValue::Bytes(p) if p.is_power_of_two() && (256..=65536).contains(&p) => Some(p as usize),
+        GeoValue::Bytes(p) => {
+            return Err(invalid(format!(
+                "invalid page size {p}: expecting a power of two from 256 to 65536, 0 for the minimum (256) or -1 for the default (4096)"
+            )))
+        }
+    };
+    if let (Some(l), Some(u)) = (lower, upper) {
+        if l > u {
+            return Err(invalid(format!("the lower bound {l} exceeds the upper bound {u}")));
+        }
+    }
+    Ok(rdbx::Geometry {
+        page_size,
+        size_lower: lower,
+        size_now: None,
+        size_upper: upper,
+        growth_step: growth,
+        shrink_threshold: shrink,
+    })
+}
+
+/// Parses `-L MEGABYTES` into bytes (0: no limit).
+fn parse_dirty_limit(v: &str) -> Result<u64, ToolError> {
+    rdbx_dump::parse_c_number(v.trim()).and_then(|mb| mb.checked_mul(1 << 20)).ok_or_else(|| {
+        ToolError::sys(
+            libc::EINVAL,
+            format!("-L option: expecting an unsigned integer value in megabytes (0 for no limit), but got '{v}'"),
+        )
+    })
+}
+
+/// Checks `-d PERCENT` (50..100); rdbx has no split reserve, so the value is
+/// not used further.
+fn check_fill(v: &str) -> Result<u64, ToolError> {
+    match rdbx_dump::parse_c_number(v.trim()) {
+        Some(p) if (50..=100).contains(&p) => Ok(p),
+        _ => Err(ToolError::sys(
+            libc::EINVAL,
+            format!("-d option: expecting unsigned integer value in range between 50 and 100, but got '{v}'"),
+        )),
+    }
+}
+
 fn load(a: &LoadArgs) -> Result<(), ToolError> {
     let p = a.path.display().to_string();
+    // Options first: a bad value must not consume the input or create files.
+    let forced_geometry = a.geometry.as_deref().map(parse_geometry).transpose()?;
+    let dirty_limit = a.dirty_limit.as_deref().map(parse_dirty_limit).transpose()?.unwrap_or(0);
+    if let Some(d) = &a.fill {
+        check_fill(d)?;
+    }
     let (input, input_len): (Box<dyn BufRead>, Option<u64>) = match &a.file {
         Some(f) => {
             let file = File::open(f).map_err(|e| {
@@ -227,7 +358,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         }
         other => ToolError::sys(libc::EINVAL, format!("{p}: {other}")),
     };
-    // The first header decides the geometry of a new database.
+    // The first header decides the geometry of a new database (unless -G).
     let first = reader.next_header().map_err(parse_err)?;
     for w in reader.warnings.drain(..) {
         warn(w);
@@ -238,8 +369,20 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
             format!("{p}: the input is empty: no dump header (No data available); nothing loaded"),
         ));
     };
+    let new_geometry = || forced_geometry.clone().unwrap_or_else(|| first.geometry());
+    let geometry_hint = |mut e: ToolError| {
+        if forced_geometry.is_some() {
+            if e.code == libc::EINVAL {
+                e.msg.push_str(" (check the -G values)");
+            } else if e.code == rdbx::Error::MapFull.code() {
+                e.msg.push_str(" (the -G upper bound is below the space the database already uses)");
+            }
+        }
+        e
+    };
     let exists = a.path.exists();
-    let env = if exists
+    let mut existing_db = false;
+    let (env, durability) = if exists
         && !(a.path.is_dir() && std::fs::read_dir(&a.path).map(|mut d| d.next().is_none()).unwrap_or(false))
     {
         let t = locate(&a.path).or_else(|e| {
@@ -253,26 +396,44 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 Err(e)
             }
         })?;
-        // An empty file gets the dump's geometry; an existing database keeps its own.
+        // An empty file gets the dump's geometry (or -G); an existing
+        // database keeps its own unless -G asks to change it.
         let empty = std::fs::metadata(&t.path).map(|m| m.is_file() && m.len() == 0).unwrap_or(false);
-        open_for_load(&t.path, t.no_sub_dir, empty.then(|| first.geometry()))?
+        existing_db = !empty;
+        let geometry = if empty { Some(new_geometry()) } else { forced_geometry.clone() };
+        open_for_load(&t.path, t.no_sub_dir, geometry, a.nonblock).map_err(geometry_hint)?
     } else {
         // A new database: on failure remove what the attempt created.
         let existed_dir = a.path.is_dir();
-        open_for_load(&a.path, a.no_sub_dir, Some(first.geometry())).inspect_err(|_| {
-            if existed_dir {
-                let _ = std::fs::remove_file(a.path.join("mdbx.dat"));
-                let _ = std::fs::remove_file(a.path.join("mdbx.lck"));
-            } else if a.no_sub_dir {
-                let _ = std::fs::remove_file(&a.path);
-                let mut l = a.path.as_os_str().to_owned();
-                l.push("-lck");
-                let _ = std::fs::remove_file(PathBuf::from(l));
-            } else {
-                let _ = std::fs::remove_dir_all(&a.path);
-            }
-        })?
+        open_for_load(&a.path, a.no_sub_dir, Some(new_geometry()), a.nonblock)
+            .inspect_err(|_| {
+                if existed_dir {
+                    let _ = std::fs::remove_file(a.path.join("mdbx.dat"));
+                    let _ = std::fs::remove_file(a.path.join("mdbx.lck"));
+                } else if a.no_sub_dir {
+                    let _ = std::fs::remove_file(&a.path);
+                    let mut l = a.path.as_os_str().to_owned();
+                    l.push("-lck");
+                    let _ = std::fs::remove_file(PathBuf::from(l));
+                } else {
+                    let _ = std::fs::remove_dir_all(&a.path);
+                }
+            })
+            .map_err(geometry_hint)?
     };
+    if let (true, Some(g)) = (existing_db, &forced_geometry) {
+        if let Some(want) = g.page_size.filter(|&w| w != env.page_size()) {
+            warn(format!(
+                "-G page size {want} ignored: {p} exists with page size {} and the page size of a database cannot change; load into a new PATH to migrate",
+                env.page_size()
+            ));
+        }
+        if !env.opened_exclusively() {
+            warn(format!(
+                "-G sizes not applied: other processes have {p} open; the geometry can change only when no other process uses the database"
+            ));
+        }
+    }
     let opts = LoadOptions {
         append: a.append,
         table: a.table.as_ref().map(|s| s.as_bytes().to_vec()),
@@ -280,6 +441,8 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         purge: a.purge,
         batch: a.batch,
         rescue: a.rescue,
+        dirty_limit,
+        nonblock: a.nonblock,
     };
     let pb = match input_len {
         Some(n) => common::progress_bar(!a.quiet, n, "load"),
@@ -301,7 +464,11 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
     }
     match r {
         Ok(_) => {
-            env.sync().map_err(|e| ToolError::engine(&e, format!("{p}: final sync")))?;
+            // Durable commits need no final sync (which would wait for the
+            // write lock, see --nonblock).
+            if durability != Durability::SyncDurable {
+                env.sync().map_err(|e| ToolError::engine(&e, format!("{p}: final sync")))?;
+            }
             Ok(())
         }
         Err(e) => {
@@ -310,8 +477,17 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 DumpError::Parse { line, message } => {
                     ToolError::sys(libc::EINVAL, format!("{p}: line {line}: {message} ({rolled})"))
                 }
+                DumpError::Record { line, error: error @ rdbx::Error::MapFull } => ToolError {
+                    code: error.code(),
+                    msg: format!(
+                        "{p}: at input line {line}: {error}: the geometry allows no more pages (upper bound reached, or a growth step of 0); load into a database with a larger upper bound or a growth step (-G) ({rolled})"
+                    ),
+                },
                 DumpError::Record { line, error } => {
                     ToolError::engine(&error, format!("{p}: at input line {line} ({rolled})"))
+                }
+                DumpError::Engine { context, error: error @ rdbx::Error::Busy(_) } => {
+                    common::writer_busy(&a.path, &error, &context)
                 }
                 DumpError::Interrupted => ToolError::sys(libc::EINTR, format!("Interrupted by signal/user ({rolled})")),
                 other => parse_err(other),
@@ -320,17 +496,83 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
     }
 }
 
-fn open_for_load(path: &std::path::Path, no_sub_dir: bool, geometry: Option<rdbx::Geometry>) -> Result<Env, ToolError> {
-    let mut b = Env::builder().max_dbs(MAX_DBS).no_sub_dir(no_sub_dir).mode(0o664).durability(Durability::SafeNoSync);
+/// Opens (or creates) the target of `load`. Normally in SAFE_NOSYNC mode with
+/// a final sync; with `nonblock` durable commits come first, so that no final
+/// sync has to wait for the write lock. Joins another process's sync mode when
+/// it differs.
+fn open_for_load(
+    path: &std::path::Path,
+    no_sub_dir: bool,
+    geometry: Option<rdbx::Geometry>,
+    nonblock: bool,
+) -> Result<(Env, Durability), ToolError> {
+    let mut b = Env::builder().max_dbs(MAX_DBS).no_sub_dir(no_sub_dir).mode(0o664);
     if let Some(g) = geometry {
         b = b.geometry(g);
     }
-    match b.open(path) {
-        Ok(e) => Ok(e),
-        // Another process uses another sync mode: join it with the default.
+    let modes = if nonblock {
+        [Durability::SyncDurable, Durability::SafeNoSync]
+    } else {
+        [Durability::SafeNoSync, Durability::SyncDurable]
+    };
+    match b.clone().durability(modes[0]).open(path) {
+        Ok(e) => Ok((e, modes[0])),
+        // Another process uses another sync mode: join it with the other one.
         Err(rdbx::Error::Incompatible(_)) => {
-            b.durability(Durability::SyncDurable).open(path).map_err(|e| common::open_error(path, &e))
+            b.durability(modes[1]).open(path).map(|e| (e, modes[1])).map_err(|e| common::open_error(path, &e))
         }
         Err(e) => Err(common::open_error(path, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_option() {
+        let g = parse_geometry("-1:-1:-1:-1:65536").unwrap();
+        assert_eq!(g, rdbx::Geometry { page_size: Some(65536), ..Default::default() });
+        let g = parse_geometry("0:0:0:0:0").unwrap();
+        assert_eq!(
+            g,
+            rdbx::Geometry {
+                page_size: Some(256),
+                size_lower: Some(0),
+                size_now: None,
+                size_upper: None,
+                growth_step: Some(0),
+                shrink_threshold: Some(0)
+            }
+        );
+        let g = parse_geometry("1048576:0x4000000:1048576:-1:-1").unwrap();
+        assert_eq!(
+            (g.size_lower, g.size_upper, g.growth_step, g.shrink_threshold),
+            (Some(1 << 20), Some(64 << 20), Some(1 << 20), None)
+        );
+        for bad in ["1:2:3", "", "1:2:3:4:5:6", "a:-1:-1:-1:-1", "-1:-1:-1:-1:", "1M:-1:-1:-1:-1", "--1:-1:-1:-1:-1"] {
+            let e = parse_geometry(bad).unwrap_err();
+            assert_eq!(e.msg, format!("-G option: expecting five numbers delimited by a colon, but got '{bad}'"));
+        }
+        for bad in ["-1:-1:-1:-1:3000", "-1:-1:-1:-1:128", "-1:-1:-1:-1:131072", "67108864:1048576:-1:-1:-1"] {
+            let e = parse_geometry(bad).unwrap_err();
+            assert!(e.msg.contains("error 22, Invalid argument"), "{bad}: {}", e.msg);
+        }
+    }
+
+    #[test]
+    fn fill_and_dirty_limit() {
+        assert_eq!(check_fill("50").unwrap(), 50);
+        assert_eq!(check_fill("100").unwrap(), 100);
+        for bad in ["49", "101", "x", "", "-60"] {
+            assert_eq!(
+                check_fill(bad).unwrap_err().msg,
+                format!("-d option: expecting unsigned integer value in range between 50 and 100, but got '{bad}'")
+            );
+        }
+        assert_eq!(parse_dirty_limit("3").unwrap(), 3 << 20);
+        assert_eq!(parse_dirty_limit("0").unwrap(), 0);
+        assert!(parse_dirty_limit("1.5").is_err());
+        assert!(parse_dirty_limit("99999999999999999").is_err());
     }
 }

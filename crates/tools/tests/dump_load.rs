@@ -372,3 +372,203 @@ fn rescue_dump_goes_on_after_a_damaged_table() {
         assert!(g.records == sec.records, "{}", sec.display_name());
     }
 }
+
+/// A dump without geometry lines (they differ between page sizes by design).
+fn records_only(text: &[u8]) -> Vec<u8> {
+    let keep =
+        |l: &&[u8]| !(l.starts_with(b"geometry=") || l.starts_with(b"mapsize=") || l.starts_with(b"db_pagesize="));
+    text.split_inclusive(|&c| c == b'\n').filter(keep).flatten().copied().collect()
+}
+
+fn page_size_of(p: &Path) -> usize {
+    rdbx::Env::builder().read_only(true).max_dbs(64).open(p).unwrap().page_size()
+}
+
+fn last_txnid(p: &Path) -> u64 {
+    rdbx::Env::builder().read_only(true).max_dbs(64).open(p).unwrap().info().unwrap().last_txnid
+}
+
+#[test]
+fn load_geometry_option_migrates_the_page_size() {
+    let d = tempfile::tempdir().unwrap();
+    let g1 = golden_copy("g1", d.path());
+    let text = dump(&["-a", &s(&g1)]);
+    // dump | load -G ...:65536 into a new database.
+    let big = d.path().join("big.db");
+    let r = run_stdin(&["load", "-q", "-n", "-G", "-1:-1:-1:-1:65536", &s(&big)], Some(&text));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.is_empty(), "-q: {r:?}");
+    let e = run(&["stat", "-e", &s(&big)]);
+    assert_eq!(e.code, 0, "{e:?}");
+    assert!(e.stdout.contains("  Pagesize: 65536\n"), "{e:?}");
+    assert_eq!(page_size_of(&big), 65536);
+    let again = dump(&["-a", &s(&big)]);
+    assert!(again.windows(17).any(|w| w == b"db_pagesize=65536"), "the dump of the copy names its page size");
+    assert!(records_only(&again) == records_only(&text), "the records must be identical after the migration");
+    assert_eq!(run(&["chk", "-q", &s(&big)]).code, 0);
+    let c = oracle::chk(&big).unwrap();
+    assert!(c.is_clean(), "{}", c.report());
+    // Every field, attached to the option letter, and a directory database.
+    let mid = d.path().join("mid");
+    let r = run(&[
+        "load",
+        "-q",
+        "-G1048576:67108864:2097152:4194304:16384",
+        "-f",
+        &s(&golden_dir().join("g1.dump")),
+        &s(&mid),
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let e = run(&["stat", "-e", &s(&mid)]).stdout;
+    assert!(e.contains("  Pagesize: 16384\n"), "{e}");
+    assert!(e.contains("  Dynamic datafile: 1048576..67108864 bytes (+2097152/-4194304)"), "{e}");
+    assert!(records_only(&dump(&["-a", &s(&mid)])) == records_only(&text));
+    // 0 = the minimum page size (256).
+    let small = d.path().join("small.db");
+    let r = run_stdin(
+        &["load", "-q", "-n", "-G", "0:-1:-1:-1:0", &s(&small)],
+        Some(b"VERSION=3\nformat=print\ntype=btree\nHEADER=END\n a\n 1\n b\n 2\nDATA=END\n"),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(page_size_of(&small), 256);
+    // An existing database keeps its page size, with a warning.
+    let r = run(&["load", "-G", "-1:-1:-1:-1:4096", "-f", &s(&golden_dir().join("g1.dump")), &s(&big)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("-G page size 4096 ignored") && r.stderr.contains(&s(&big)), "{r:?}");
+    assert_eq!(page_size_of(&big), 65536);
+}
+
+#[test]
+fn load_geometry_option_rejects_bad_values() {
+    let d = tempfile::tempdir().unwrap();
+    let src = golden_dir().join("g1.dump");
+    let db = d.path().join("x.db");
+    for bad in ["1:2:3", "1:2:3:4:5:6", "a:b:c:d:e", "1M:-1:-1:-1:-1", ""] {
+        let r = run(&["load", "-G", bad, "-f", &s(&src), &s(&db)]);
+        assert_eq!(r.code, 1, "{bad}: {r:?}");
+        assert_eq!(
+            r.stderr,
+            format!("rdbx-tools load: -G option: expecting five numbers delimited by a colon, but got '{bad}'\n")
+        );
+        assert!(!db.exists(), "{bad}: nothing may be created");
+    }
+    for ps in ["3000", "128", "131072"] {
+        let g = format!("-1:-1:-1:-1:{ps}");
+        let r = run(&["load", "-G", &g, "-f", &s(&src), &s(&db)]);
+        assert_eq!(r.code, 1, "{g}: {r:?}");
+        assert!(r.stderr.contains(&format!("invalid page size {ps}")), "{r:?}");
+        assert!(r.stderr.contains("error 22, Invalid argument"), "{r:?}");
+        assert!(!db.exists());
+    }
+    let r = run(&["load", "-G", "67108864:-1:1048576:-1:-1", "-f", &s(&src), &s(&db)]);
+    assert_eq!(r.code, 0, "lower alone is fine: {r:?}");
+    let r = run(&["load", "-G", "67108864:1048576:-1:-1:-1", "-f", &s(&src), &s(&d.path().join("y"))]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("lower bound 67108864 exceeds the upper bound 1048576"), "{r:?}");
+    // A geometry too small for the data: the error says what to do.
+    let r = run(&["load", "-G", "-1:-1:0:-1:-1", "-f", &s(&src), &s(&d.path().join("full"))]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("full") && r.stderr.contains("-G"), "{r:?}");
+}
+
+/// A dump of one table with `n` records of `vlen`-byte values.
+fn synthetic_dump(n: u32, vlen: usize) -> Vec<u8> {
+    let mut t = String::from("VERSION=3\nformat=bytevalue\ntype=btree\ndatabase=bulk\nduplicates=0\nHEADER=END\n");
+    for i in 0..n {
+        let key = format!("key-{i:08}");
+        t.push(' ');
+        t.extend(key.bytes().map(|b| format!("{b:02x}")));
+        t.push_str("\n ");
+        t.extend((0..vlen).map(|j| format!("{:02x}", (i as usize * 7 + j) as u8)));
+        t.push('\n');
+    }
+    t.push_str("DATA=END\n");
+    t.into_bytes()
+}
+
+#[test]
+fn load_dirty_limit_commits_early_with_the_same_data() {
+    let d = tempfile::tempdir().unwrap();
+    let text = synthetic_dump(6000, 1000);
+    let one = d.path().join("one.db");
+    let r = run_stdin(&["load", "-q", "-n", "-b", "0", &s(&one)], Some(&text));
+    assert_eq!(r.code, 0, "{r:?}");
+    let limited = d.path().join("limited.db");
+    let r = run_stdin(&["load", "-q", "-n", "-b", "0", "-L", "1", &s(&limited)], Some(&text));
+    assert_eq!(r.code, 0, "{r:?}");
+    let (a, b) = (dump(&["-a", &s(&one)]), dump(&["-a", &s(&limited)]));
+    assert!(a == b, "-L must not change the data");
+    let data = |t: &[u8]| t.split(|&c| c == b'\n').filter(|l| l.starts_with(b" ")).count();
+    assert_eq!(data(&a), data(&text));
+    assert!(a.ends_with(&text[text.len() - 2200..]), "the last record must be there");
+    // About 6 MB of dirty pages in batches of at most 1 MiB: several commits.
+    let (ta, tb) = (last_txnid(&one), last_txnid(&limited));
+    assert!(tb >= ta + 4, "-L 1 should commit every MiB: txnid {tb} vs {ta} with one transaction");
+    assert_eq!(run(&["chk", "-q", &s(&limited)]).code, 0);
+    // -L 0 is no limit; a bad value is refused before anything is created.
+    let z = d.path().join("z.db");
+    let r = run_stdin(&["load", "-q", "-n", "-b", "0", "-L", "0", &s(&z)], Some(&text));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(last_txnid(&z), ta);
+    let bad = d.path().join("bad.db");
+    for v in ["x", "1.5", "-1"] {
+        let r = run_stdin(&["load", "-L", v, &s(&bad)], Some(&text));
+        assert_eq!(r.code, 1, "{v}: {r:?}");
+        assert!(r.stderr.contains("-L option") && r.stderr.contains(&format!("'{v}'")), "{r:?}");
+        assert!(!bad.exists());
+    }
+}
+
+#[test]
+fn load_fill_percent_is_validated() {
+    let d = tempfile::tempdir().unwrap();
+    let src = golden_dir().join("g1.dump");
+    let db = d.path().join("x.db");
+    for bad in ["49", "101", "0", "x", "-60", "75%"] {
+        let r = run(&["load", "-d", bad, "-f", &s(&src), &s(&db)]);
+        assert_eq!(r.code, 1, "{bad}: {r:?}");
+        assert_eq!(
+            r.stderr,
+            format!(
+                "rdbx-tools load: -d option: expecting unsigned integer value in range between 50 and 100, but got '{bad}'\n"
+            )
+        );
+        assert!(!db.exists());
+    }
+    for good in ["50", "75", "100"] {
+        let p = d.path().join(format!("fill{good}"));
+        let r = run(&["load", "-q", "-d", good, "-f", &s(&src), &s(&p)]);
+        assert_eq!(r.code, 0, "{good}: {r:?}");
+        assert!(dump(&["-a", &s(&p)]) == golden_text("g1.dump"));
+    }
+    let h = run(&["load", "--help"]).stdout;
+    assert!(h.contains("fill each page completely"), "{h}");
+}
+
+#[test]
+fn load_nonblock_fails_at_once_while_another_writer_is_active() {
+    let d = tempfile::tempdir().unwrap();
+    let p = golden_copy("g1", d.path());
+    let before = dump(&["-a", &s(&p)]);
+    let text = synthetic_dump(10, 10);
+    let env = rdbx::Env::builder().max_dbs(64).open(&p).unwrap();
+    let txn = env.begin_rw_txn().unwrap();
+    let t0 = std::time::Instant::now();
+    let r = run_stdin(&["load", "--nonblock", &s(&p)], Some(&text));
+    let took = t0.elapsed();
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(took < std::time::Duration::from_secs(10), "--nonblock must not wait ({took:?})");
+    assert!(r.stderr.contains(&s(&p)), "the message names the database: {r:?}");
+    assert!(r.stderr.contains("another writer is active"), "{r:?}");
+    assert!(r.stderr.contains("retry") && r.stderr.contains("--nonblock"), "{r:?}");
+    assert!(r.stderr.contains("nothing committed"), "{r:?}");
+    txn.abort();
+    drop(env);
+    assert!(dump(&["-a", &s(&p)]) == before, "nothing may be loaded");
+    // Without a competing writer --nonblock loads normally.
+    let r = run_stdin(&["load", "-q", "--nonblock", &s(&p)], Some(&text));
+    assert_eq!(r.code, 0, "{r:?}");
+    let st = run(&["stat", "-s", "bulk", &s(&p)]).stdout;
+    assert!(st.contains("Entries: 10\n"), "{st}");
+    assert_eq!(run(&["chk", "-q", &s(&p)]).code, 0);
+}

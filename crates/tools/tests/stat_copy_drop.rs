@@ -253,3 +253,92 @@ fn help_documents_exit_codes() {
     assert_eq!(run(&["nosuch"]).code, 1);
     assert_eq!(run::<&str>(&[]).code, 1);
 }
+
+#[test]
+fn stat_page_operations_are_refused_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let p = golden_copy("g1", d.path());
+    for args in [vec!["stat", "-p"], vec!["stat", "-p", "-e"], vec!["stat", "-q", "-p", "--json"]] {
+        let mut a = args.clone();
+        let ps = s(&p);
+        a.push(&ps);
+        let r = run(&a);
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert!(r.stdout.is_empty(), "no made-up counters: {r:?}");
+        assert!(r.stderr.contains("not supported by rdbx yet") && r.stderr.contains(&ps), "{r:?}");
+    }
+    let h = ok(&["stat", "--help"]).stdout;
+    assert!(h.contains("-p") && h.contains("not supported by rdbx yet"), "{h}");
+}
+
+#[test]
+fn copy_without_destination_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let p = golden_copy("g1", d.path());
+    // Standard output is a pipe here.
+    let r = run(&["copy", "-q", &s(&p)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.raw_stdout.is_empty(), "{r:?}");
+    assert!(r.stderr.contains("not supported by rdbx yet") && r.stderr.contains("give DST"), "{r:?}");
+    assert!(r.stderr.contains(&s(&p)), "{r:?}");
+    // Standard output is a terminal: refused as such.
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the given integers; the rest may be null.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    if rc != 0 {
+        eprintln!("note: no pseudo-terminal available: skipping the terminal case");
+        return;
+    }
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: both descriptors were just opened by openpty and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let out = std::process::Command::new(bin())
+        .args(["copy", &s(&p)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(slave))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    drop(master);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refusing to write a binary database to the terminal"), "{err}");
+}
+
+#[test]
+fn drop_nonblock_fails_at_once_and_the_default_waits() {
+    let d = tempfile::tempdir().unwrap();
+    let p = golden_copy("g1", d.path());
+    let entries = |p: &Path| ok(&["stat", "-s", "users", &s(p)]).stdout;
+    let before = entries(&p);
+    assert!(before.contains("Entries: 3000\n"), "{before}");
+    let env = rdbx::Env::builder().max_dbs(64).open(&p).unwrap();
+    let txn = env.begin_rw_txn().unwrap();
+    let t0 = std::time::Instant::now();
+    let r = run(&["drop", "--nonblock", "-s", "users", &s(&p)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(10), "--nonblock must not wait");
+    assert!(r.stderr.contains(&s(&p)) && r.stderr.contains("another writer is active"), "{r:?}");
+    assert!(r.stderr.contains("retry") && r.stderr.contains("--nonblock"), "{r:?}");
+    assert_eq!(entries(&p), before, "nothing may change");
+    // Without --nonblock drop waits for the writer (as mdbx_drop), then runs.
+    let mut child = std::process::Command::new(bin())
+        .args(["drop", "-q", "-s", "users", &s(&p)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "drop must wait while the write lock is taken");
+    txn.abort();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(env);
+    assert!(entries(&p).contains("Entries: 0\n"));
+    assert_eq!(run(&["chk", "-q", &s(&p)]).code, 0);
+    // --nonblock with nobody else writing works as usual.
+    let r = ok(&["drop", "--nonblock", "-d", "-s", "users", &s(&p)]);
+    assert!(r.stdout.contains("deleted"), "{r:?}");
+}

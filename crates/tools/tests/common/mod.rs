@@ -282,7 +282,7 @@ pub fn real_tool(name: &str) -> Option<PathBuf> {
     match d {
         Some(d) => Some(d.join(name)),
         None => {
-            eprintln!("note: the real libmdbx tools could not be built (no C compiler or no mdbx-sys source): skipping the comparison with {name}");
+            eprintln!("note: RDBX_MDBX_TOOLS_DIR does not name a directory with the real mdbx_* tools: skipping the comparison with {name}");
             None
         }
     }
