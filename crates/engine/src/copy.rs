@@ -9,8 +9,17 @@
 //! Writers may go on meanwhile: the read transaction keeps the snapshot's
 //! pages from being reused. The copy is a single data file (no lock file);
 //! its pages are written and synced before its metas.
+//!
+//! A copy can also go to a stream (`copy_to_writer`: a pipe, a socket,
+//! `mdbx_copy` without a destination), which takes bytes in order only: the
+//! metas come first, then the pages in page order (the compactor allocates
+//! and writes each page at once, so its writes are sequential), then zeros up
+//! to the file size. A compacting copy learns its metas (tree roots, size)
+//! only at the end, so it runs twice over the same snapshot: once counting,
+//! once writing.
 
 use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -59,10 +68,41 @@ pub struct CopyStats {
 
 const OS_PAGE: u64 = 4096;
 
-/// Metas 0 and 1 of a copy: the pristine "empty database" metas libmdbx also
-/// writes (txnids below the copied one), meta 2 the snapshot itself.
-fn write_metas(out: &File, snap: &Meta, ps: usize) -> Result<()> {
+/// Where the pages of a copy go.
+enum Sink<'a> {
+    /// A data file, written at page offsets.
+    File(&'a File),
+    /// A stream that takes bytes in order; `pos` is the offset written so far.
+    Stream { out: &'a mut dyn Write, pos: u64 },
+    /// Nowhere: the counting pass of a compacting copy to a stream.
+    Null,
+}
+
+impl Sink<'_> {
+    fn write(&mut self, bufs: &[&[u8]], off: u64) -> Result<()> {
+        match self {
+            Sink::File(f) => file::pwrite_all(f, bufs, off)?,
+            Sink::Stream { out, pos } => {
+                if off != *pos {
+                    return Err(Error::Problem(format!("copy to a stream: a write at {off} after {pos} bytes")));
+                }
+                for b in bufs {
+                    out.write_all(b)?;
+                    *pos += b.len() as u64;
+                }
+            }
+            Sink::Null => {}
+        }
+        Ok(())
+    }
+}
+
+/// The three meta pages of a copy: metas 0 and 1 are the pristine "empty
+/// database" metas libmdbx also writes (txnids below the copied one), meta 2
+/// the snapshot itself.
+fn meta_pages(snap: &Meta, ps: usize) -> Vec<Vec<u8>> {
     let t = snap.txnid();
+    let mut pages = Vec::with_capacity(3);
     for i in 0..2u32 {
         let mut m = snap.clone();
         let tx = t.saturating_sub(2 - i as u64);
@@ -74,13 +114,13 @@ fn write_metas(out: &File, snap: &Meta, ps: usize) -> Result<()> {
         m.canary = [0; 4];
         m.pages_retired = 0;
         m.geo.first_unallocated = NUM_METAS;
-        file::pwrite_all(out, &[&m.page(i, ps)], i as u64 * ps as u64)?;
+        pages.push(m.page(i, ps).to_vec());
     }
     let mut m = snap.clone();
     m.sign = SIGN_STEADY;
     m.bootid = crate::bootid::boot_id();
-    file::pwrite_all(out, &[&m.page(2, ps)], 2 * ps as u64)?;
-    Ok(())
+    pages.push(m.page(2, ps).to_vec());
+    pages
 }
 
 fn create_dst(dst: &Path, overwrite: bool) -> Result<File> {
@@ -142,18 +182,18 @@ struct Builder {
 }
 
 /// Densely packing compactor.
-struct Packer<'a> {
+struct Packer<'a, 's> {
     src: &'a [u8],
     ps: usize,
     limit: u32,
-    out: &'a File,
+    out: &'a mut Sink<'s>,
     next: u32,
     visited: Vec<bool>,
     progress: &'a mut dyn FnMut(CopyProgress),
     total: u64,
 }
 
-impl<'a> Packer<'a> {
+impl<'a> Packer<'a, '_> {
     fn page(&self, pgno: u32) -> Result<&'a [u8]> {
         if pgno < NUM_METAS || pgno >= self.limit {
             return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
@@ -185,9 +225,8 @@ impl<'a> Packer<'a> {
         p
     }
 
-    fn write(&self, pgno: u32, buf: &[u8]) -> Result<()> {
-        file::pwrite_all(self.out, &[buf], pgno as u64 * self.ps as u64)?;
-        Ok(())
+    fn write(&mut self, pgno: u32, buf: &[u8]) -> Result<()> {
+        self.out.write(&[buf], pgno as u64 * self.ps as u64)
     }
 
     /// The leaves of a source tree in key order (branches validated, pages marked).
@@ -446,7 +485,7 @@ impl Env {
     /// destination is removed.
     pub fn copy_to(&self, dst: &Path, opts: &CopyOptions, progress: &mut dyn FnMut(CopyProgress)) -> Result<CopyStats> {
         let out = create_dst(dst, opts.overwrite)?;
-        let r = self.copy_into(&out, opts, progress);
+        let r = self.copy_into_file(&out, opts, progress);
         if r.is_err() {
             drop(out);
             let _ = std::fs::remove_file(dst);
@@ -454,28 +493,107 @@ impl Env {
         r
     }
 
-    fn copy_into(&self, out: &File, opts: &CopyOptions, progress: &mut dyn FnMut(CopyProgress)) -> Result<CopyStats> {
-        let env = &*self.inner;
-        let ps = env.page_size;
+    /// Copies the newest snapshot to a stream, as the bytes of a data file in
+    /// order (see the module docs); `opts.overwrite` does not apply. The
+    /// stream is flushed, not synced. A failed copy leaves a partial stream
+    /// behind: the reader must treat it as lost.
+    pub fn copy_to_writer(
+        &self,
+        out: &mut dyn Write,
+        opts: &CopyOptions,
+        progress: &mut dyn FnMut(CopyProgress),
+    ) -> Result<CopyStats> {
         let txn = self.begin_ro_txn()?;
-        let snap = txn.snap.meta.clone();
-        let map = txn.snap.map.clone();
-        let alloc = snap.geo.first_unallocated;
-        let src = map
-            .bytes(0, alloc as usize * ps)
-            .ok_or_else(|| Error::corrupted(alloc, "allocated pages beyond the memory map"))?;
-        let mut meta = snap.clone();
+        let ps = self.inner.page_size;
+        let plan = if opts.compact {
+            // Counting pass: the metas of the compacted copy.
+            Some(self.copy_pages(&txn, &mut Sink::Null, opts, &mut |_| {})?)
+        } else {
+            None
+        };
+        let meta = match &plan {
+            Some((m, _)) => m.clone(),
+            None => self.copy_meta(&txn, opts),
+        };
+        let metas = meta_pages(&meta, ps);
+        let mut sink = Sink::Stream { out, pos: 0 };
+        sink.write(&[&metas[0], &metas[1], &metas[2]], 0)?;
+        let (written, stats) = self.copy_pages(&txn, &mut sink, opts, progress)?;
+        if written.main != meta.main || written.geo != meta.geo {
+            return Err(Error::Problem("copy to a stream: the two passes of the compaction differ".into()));
+        }
+        let Sink::Stream { out, pos } = sink else { unreachable!("a stream sink") };
+        let zeros = vec![0u8; 64 * 1024];
+        let mut at = pos;
+        while at < stats.file_size {
+            let n = zeros.len().min((stats.file_size - at) as usize);
+            out.write_all(&zeros[..n])?;
+            at += n as u64;
+        }
+        out.flush()?;
+        Ok(stats)
+    }
+
+    fn copy_into_file(
+        &self,
+        out: &File,
+        opts: &CopyOptions,
+        progress: &mut dyn FnMut(CopyProgress),
+    ) -> Result<CopyStats> {
+        let txn = self.begin_ro_txn()?;
+        let ps = self.inner.page_size;
+        let (meta, stats) = self.copy_pages(&txn, &mut Sink::File(out), opts, progress)?;
+        file::set_len(out, stats.file_size)?;
+        file::fdatasync(out)?;
+        let metas = meta_pages(&meta, ps);
+        for (i, m) in metas.iter().enumerate() {
+            file::pwrite_all(out, &[m], (i * ps) as u64)?;
+        }
+        file::fdatasync(out)?;
+        drop(txn);
+        Ok(stats)
+    }
+
+    /// The meta of an as-is copy of the snapshot of `txn`.
+    fn copy_meta(&self, txn: &crate::txn::RoTxn<'_>, opts: &CopyOptions) -> Meta {
+        let mut meta = txn.snap.meta.clone();
+        let alloc = meta.geo.first_unallocated;
         if opts.force_dynamic {
             make_sizeable(&mut meta.geo);
         }
+        meta.geo.now = meta.geo.now.max(alloc).max(meta.geo.lower).min(meta.geo.upper.max(alloc));
+        meta
+    }
+
+    /// Writes pages 3.. of a copy of the snapshot of `txn` to `sink` in page
+    /// order; returns the copy's meta and figures.
+    fn copy_pages(
+        &self,
+        txn: &crate::txn::RoTxn<'_>,
+        sink: &mut Sink<'_>,
+        opts: &CopyOptions,
+        progress: &mut dyn FnMut(CopyProgress),
+    ) -> Result<(Meta, CopyStats)> {
+        let ps = self.inner.page_size;
+        let snap = &txn.snap.meta;
+        let alloc = snap.geo.first_unallocated;
+        let src = txn
+            .snap
+            .map
+            .bytes(0, alloc as usize * ps)
+            .ok_or_else(|| Error::corrupted(alloc, "allocated pages beyond the memory map"))?;
         let total = alloc as u64;
         (progress)(CopyProgress { done: 0, total });
-        if opts.compact {
+        let meta = if opts.compact {
+            let mut meta = snap.clone();
+            if opts.force_dynamic {
+                make_sizeable(&mut meta.geo);
+            }
             let mut c = Packer {
                 src,
                 ps,
                 limit: alloc,
-                out,
+                out: sink,
                 next: NUM_METAS,
                 visited: vec![false; alloc as usize],
                 progress,
@@ -493,30 +611,27 @@ impl Env {
             let done = c.next as u64;
             (c.progress)(CopyProgress { done, total: done });
             fixup_now(&mut meta.geo, ps);
+            meta
         } else {
             // Pages 3.. as they are, in large sequential writes.
             let step = 1024usize;
             let mut p = NUM_METAS as usize;
             while p < alloc as usize {
                 let n = step.min(alloc as usize - p);
-                file::pwrite_all(out, &[&src[p * ps..(p + n) * ps]], (p * ps) as u64)?;
+                sink.write(&[&src[p * ps..(p + n) * ps]], (p * ps) as u64)?;
                 p += n;
                 (progress)(CopyProgress { done: p as u64, total });
             }
-            meta.geo.now = meta.geo.now.max(alloc).max(meta.geo.lower).min(meta.geo.upper.max(alloc));
-        }
-        let size = meta.geo.now as u64 * ps as u64;
-        file::set_len(out, size.div_ceil(OS_PAGE) * OS_PAGE)?;
-        file::fdatasync(out)?;
-        write_metas(out, &meta, ps)?;
-        file::fdatasync(out)?;
-        drop(txn);
-        Ok(CopyStats {
+            self.copy_meta(txn, opts)
+        };
+        let size = (meta.geo.now as u64 * ps as u64).div_ceil(OS_PAGE) * OS_PAGE;
+        let stats = CopyStats {
             txnid: snap.txnid(),
             source_pages: alloc as u64,
             copy_pages: meta.geo.first_unallocated as u64,
-            file_size: size.div_ceil(OS_PAGE) * OS_PAGE,
-        })
+            file_size: size,
+        };
+        Ok((meta, stats))
     }
 }
 
@@ -577,5 +692,73 @@ mod tests {
         txn.commit().unwrap();
         let r = c.check(&CheckOptions::default(), &mut |_| {}).unwrap();
         assert_eq!(r.problem_count(), 0, "{:?}", r.problems);
+    }
+
+    /// A copy to a stream has exactly the bytes of a copy to a file, as-is
+    /// and compacted, with every kind of page (tables, sub-pages, nested
+    /// trees, DUPFIX leaves, large values, GC).
+    #[test]
+    fn a_stream_copy_is_the_file_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().max_dbs(4).open(d.path().join("src")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+        let u = txn.create_db(Some("u"), DbFlags::DUP_SORT).unwrap();
+        let f = txn.create_db(Some("f"), DbFlags::DUP_SORT | DbFlags::DUP_FIXED).unwrap();
+        for i in 0u32..6000 {
+            txn.put(t, &i.to_be_bytes(), &[i as u8; 70], PutFlags::empty()).unwrap();
+            txn.put(u, &(i % 7).to_be_bytes(), &i.to_be_bytes(), PutFlags::empty()).unwrap();
+            txn.put(f, &(i % 400).to_be_bytes(), &u64::from(i).to_be_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.put(t, b"large", &[3u8; 30_000], PutFlags::empty()).unwrap();
+        txn.commit().unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.open_db(Some("t")).unwrap();
+        for i in (0u32..6000).step_by(3) {
+            txn.del(t, &i.to_be_bytes(), None).unwrap();
+        }
+        txn.commit().unwrap();
+        for compact in [false, true] {
+            let opts = CopyOptions { compact, ..Default::default() };
+            let file = d.path().join(format!("file-{compact}"));
+            let by_file = env.copy_to(&file, &opts, &mut |_| {}).unwrap();
+            let mut stream = Vec::new();
+            let mut last = 0;
+            let by_stream = env.copy_to_writer(&mut stream, &opts, &mut |p| last = p.done).unwrap();
+            assert_eq!(by_stream, by_file, "compact {compact}");
+            assert_eq!(last, by_stream.copy_pages, "progress reaches the end");
+            assert_eq!(stream.len() as u64, by_stream.file_size);
+            assert!(stream == std::fs::read(&file).unwrap(), "compact {compact}: the bytes differ");
+        }
+    }
+
+    /// A stream that fails mid-copy fails the copy.
+    #[test]
+    fn a_failing_stream_fails_the_copy() {
+        struct Full(usize);
+        impl std::io::Write for Full {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                if self.0 < b.len() {
+                    return Err(std::io::Error::other("no space left"));
+                }
+                self.0 -= b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().open(d.path().join("src")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0u32..3000 {
+            txn.put(crate::Db::MAIN, &i.to_be_bytes(), &[1u8; 50], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        for compact in [false, true] {
+            let opts = CopyOptions { compact, ..Default::default() };
+            let r = env.copy_to_writer(&mut Full(40_000), &opts, &mut |_| {});
+            assert!(matches!(r, Err(Error::Io(_))), "compact {compact}: {r:?}");
+        }
     }
 }

@@ -16,10 +16,10 @@ is taken from one read snapshot while writers go on, and its metas make that
 snapshot the head. With --compact only the pages reachable from the snapshot
 are written, renumbered densely; the GC is dropped.
 
-Without DST mdbx_copy writes the copy to standard output. rdbx cannot do
-that yet (the engine writes a copy with positioned writes into a file, which
-a pipe does not allow), so a missing DST is an error (exit 1); a database is
-never written to a terminal.
+Without DST the copy goes to standard output (a pipe or a file, never a
+terminal), as with mdbx_copy, e.g. `rdbx-tools copy -c db | zstd > db.zst`;
+the summary then goes to standard error. A compacting copy to a stream reads
+the snapshot twice (the metas come first and depend on the whole tree).
 
 EXIT STATUS: 0 success, 1 any failure (as mdbx_copy).")]
 pub struct CopyArgs {
@@ -40,7 +40,7 @@ pub struct CopyArgs {
     no_sub_dir: bool,
     /// Source database directory or data file
     src: PathBuf,
-    /// Destination data file (required: copying to standard output is not supported yet)
+    /// Destination data file (default: standard output)
     dst: Option<PathBuf>,
 }
 
@@ -56,23 +56,51 @@ pub fn run(a: CopyArgs) -> u8 {
 }
 
 fn copy(a: &CopyArgs) -> Result<(), ToolError> {
-    let Some(dst) = &a.dst else {
-        let why = if std::io::stdout().is_terminal() {
-            "refusing to write a binary database to the terminal"
-        } else {
-            "copying to standard output is not supported by rdbx yet (the engine writes the copy with positioned writes into a file)"
-        };
+    if a.dst.is_none() && std::io::stdout().is_terminal() {
         return Err(ToolError::sys(
             libc::EINVAL,
             format!(
-                "{}: no destination given: {why}; give DST, the data file to create, e.g. `{PROG} copy {} backup.db`",
+                "{}: no destination given: refusing to write a binary database to the terminal; give DST, the data file to create, or redirect standard output, e.g. `{PROG} copy {} backup.db`",
                 a.src.display(),
                 a.src.display()
             ),
         ));
-    };
+    }
     let t = locate(&a.src)?;
     let env = open_env(&t, true)?;
+    let opts = CopyOptions { compact: a.compact, overwrite: a.force, force_dynamic: a.dynamic };
+    let Some(dst) = &a.dst else {
+        let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" });
+        let mut cb = |p: CopyProgress| {
+            if let Some(pb) = &pb {
+                pb.set_length(p.total);
+                pb.set_position(p.done);
+            }
+        };
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        let r = env.copy_to_writer(&mut out, &opts, &mut cb);
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        let st = r.map_err(|e| {
+            ToolError::engine(
+                &e,
+                format!("{}: copying to standard output failed (the output is incomplete)", a.src.display()),
+            )
+        })?;
+        if !a.quiet {
+            eprintln!(
+                "copied txn {} of {} to standard output: {} pages -> {} pages, {} bytes",
+                st.txnid,
+                a.src.display(),
+                st.source_pages,
+                st.copy_pages,
+                st.file_size
+            );
+        }
+        return Ok(());
+    };
     if !a.force && (dst.exists() || dst.symlink_metadata().is_ok()) {
         return Err(ToolError::sys(
             libc::EEXIST,
@@ -82,7 +110,6 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
             ),
         ));
     }
-    let opts = CopyOptions { compact: a.compact, overwrite: a.force, force_dynamic: a.dynamic };
     let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" });
     let mut cb = |p: CopyProgress| {
         if let Some(pb) = &pb {

@@ -553,11 +553,8 @@ fn load_nonblock_fails_at_once_while_another_writer_is_active() {
     let text = synthetic_dump(10, 10);
     let env = rdbx::Env::builder().max_dbs(64).open(&p).unwrap();
     let txn = env.begin_rw_txn().unwrap();
-    let t0 = std::time::Instant::now();
-    let r = run_stdin(&["load", "--nonblock", &s(&p)], Some(&text));
-    let took = t0.elapsed();
+    let r = run_no_wait(&["load", "--nonblock", &s(&p)], Some(&text));
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(took < std::time::Duration::from_secs(10), "--nonblock must not wait ({took:?})");
     assert!(r.stderr.contains(&s(&p)), "the message names the database: {r:?}");
     assert!(r.stderr.contains("another writer is active"), "{r:?}");
     assert!(r.stderr.contains("retry") && r.stderr.contains("--nonblock"), "{r:?}");

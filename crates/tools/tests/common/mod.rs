@@ -37,6 +37,22 @@ pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
     run_stdin(args, None)
 }
 
+/// As `run_stdin`, for a command that must not wait for anything the test
+/// holds (a writer lock): should it wait, the test fails after a generous
+/// deadline instead of hanging. Nothing about speed is asserted.
+#[allow(dead_code)]
+pub fn run_no_wait<S: AsRef<std::ffi::OsStr>>(args: &[S], input: Option<&[u8]>) -> Run {
+    let args: Vec<std::ffi::OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+    let input = input.map(<[u8]>::to_vec);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let shown = format!("{args:?}");
+    std::thread::spawn(move || {
+        let _ = tx.send(run_stdin(&args, input.as_deref()));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("rdbx-tools {shown} did not return in 120 s: it waits for the lock"))
+}
+
 pub fn run_stdin<S: AsRef<std::ffi::OsStr>>(args: &[S], input: Option<&[u8]>) -> Run {
     let mut c = Command::new(bin());
     c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
