@@ -239,7 +239,7 @@ impl Session {
         let level = depth + 1;
         match parent {
             None => {
-                let mut t = match commands::begin_write(&db.env) {
+                let mut t = match commands::begin_write(&db.env, &self.interrupt) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = commands::describe(&e);

@@ -40,8 +40,15 @@ fn expect(p: &mut PtySession, text: &str) -> String {
 /// arrive in the same read as the Ctrl-C, so typing on too early loses keys.
 fn cancel_line(p: &mut PtySession, prompt: &str) {
     p.send_control('c').unwrap();
+    fresh_prompt(p, prompt);
+}
+
+/// Waits for the prompt that starts a new line (not a redraw of the line
+/// being edited; see `cancel_line`); returns what came before it. Typing the
+/// next line before it appears can lose keys.
+fn fresh_prompt(p: &mut PtySession, prompt: &str) -> String {
     let pattern = format!("\n[^\n]*{}", regex_escape(prompt));
-    p.exp_regex(&pattern).unwrap_or_else(|e| panic!("waiting for a fresh {prompt:?}: {e}"));
+    p.exp_regex(&pattern).unwrap_or_else(|e| panic!("waiting for a fresh {prompt:?}: {e}")).0
 }
 
 fn regex_escape(s: &str) -> String {
@@ -64,18 +71,18 @@ fn a_session_at_the_terminal() {
 
     let mut p = start(&db, &history);
     expect(&mut p, "open read-only");
-    expect(&mut p, "demo [ro] @MAIN> ");
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
 
     // Tab completes a table name; the prompt shows the current table.
     keys(&mut p, "use fr");
     keys(&mut p, "\t");
     expect(&mut p, "fruit");
     keys(&mut p, "\r");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     p.send_line("get kiwi").unwrap();
     expect(&mut p, "green");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     // A hint shows the usage; Tab completes the command and an option.
     keys(&mut p, "sca");
@@ -87,14 +94,14 @@ fn a_session_at_the_terminal() {
     keys(&mut p, "2\r");
     expect(&mut p, "banana");
     expect(&mut p, "2 records (--limit reached");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     // Up arrow brings the last command back.
     keys(&mut p, UP);
     expect(&mut p, "scan --limit 2");
     keys(&mut p, "\r");
     expect(&mut p, "2 records (--limit reached");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     // Ctrl-C drops the line being typed: it does not run.
     keys(&mut p, "get nothing-here");
@@ -103,21 +110,21 @@ fn a_session_at_the_terminal() {
     p.send_line("get apple").unwrap();
     let before = expect(&mut p, "red");
     assert!(!before.contains("not found"), "the cancelled line ran: {before:?}");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     // Errors get one line and the session goes on.
     p.send_line("put a b").unwrap();
     expect(&mut p, "error: put: the database is open read-only");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
     p.send_line("frobnicate").unwrap();
     expect(&mut p, "error: unknown command 'frobnicate'");
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
 
     // A long listing comes a page at a time; Ctrl-C at the pause stops it.
     p.send_line("pager 3").unwrap();
-    expect(&mut p, "demo [ro] fruit> ");
+    fresh_prompt(&mut p, "demo [ro] fruit> ");
     p.send_line("use numbers").unwrap();
-    expect(&mut p, "demo [ro] numbers> ");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
     p.send_line("scan").unwrap();
     expect(&mut p, "3 squared is 9");
     expect(&mut p, "-- more");
@@ -131,18 +138,18 @@ fn a_session_at_the_terminal() {
     expect(&mut p, "-- more");
     p.send_control('c').unwrap();
     expect(&mut p, "6 records shown (stopped)");
-    expect(&mut p, "demo [ro] numbers> ");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
 
     // The write mode shows in the prompt.
     p.send_line("open rw").unwrap();
-    expect(&mut p, "demo [rw] numbers> ");
+    fresh_prompt(&mut p, "demo [rw] numbers> ");
     p.send_line("begin").unwrap();
-    expect(&mut p, "demo [rw txn] numbers> ");
+    fresh_prompt(&mut p, "demo [rw txn] numbers> ");
     p.send_line("put 51 \"51 squared is 2601\"").unwrap();
-    expect(&mut p, "demo [rw txn] numbers> ");
+    fresh_prompt(&mut p, "demo [rw txn] numbers> ");
     p.send_line("commit").unwrap();
     expect(&mut p, "committed transaction");
-    expect(&mut p, "demo [rw] numbers> ");
+    fresh_prompt(&mut p, "demo [rw] numbers> ");
 
     // Ctrl-D leaves.
     p.send_control('d').unwrap();
@@ -159,14 +166,14 @@ fn a_session_at_the_terminal() {
     assert_eq!(r.stdout, "51 squared is 2601\n", "{r:?}");
 
     let mut p = start(&db, &history);
-    expect(&mut p, "demo [ro] @MAIN> ");
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
     keys(&mut p, UP);
     expect(&mut p, "commit");
     cancel_line(&mut p, "demo [ro] @MAIN> ");
     p.send_line("history 3").unwrap();
     expect(&mut p, "commit");
     expect(&mut p, "history 3");
-    expect(&mut p, "demo [ro] @MAIN> ");
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
     p.send_line("quit").unwrap();
     p.exp_eof().unwrap();
 }
@@ -186,7 +193,7 @@ fn creating_a_database_asks_first() {
     let mut p = start(&db, &history);
     expect(&mut p, "Create a new database there? [y/N]");
     p.send_line("y").unwrap();
-    expect(&mut p, "new-db [rw] @MAIN> ");
+    fresh_prompt(&mut p, "new-db [rw] @MAIN> ");
     p.send_line("create t").unwrap();
     expect(&mut p, "created table 't'");
     p.send_line("drop t").unwrap();
@@ -216,18 +223,55 @@ fn ctrl_c_stops_a_long_scan() {
     }
     let history = dir.path().join("history");
     let mut p = start(&db, &history);
-    expect(&mut p, "big [ro] @MAIN> ");
+    fresh_prompt(&mut p, "big [ro] @MAIN> ");
     p.send_line("pager off").unwrap();
-    expect(&mut p, "big [ro] @MAIN> ");
+    fresh_prompt(&mut p, "big [ro] @MAIN> ");
     p.send_line("scan -t big").unwrap();
     expect(&mut p, "key0001000");
     // 300 000 rows take far longer to reach the terminal than Ctrl-C.
     p.send_control('c').unwrap();
     let out = expect(&mut p, "shown (interrupted)");
     assert!(!out.contains("key0299999"), "the scan ran to its end");
-    expect(&mut p, "big [ro] @MAIN> ");
+    fresh_prompt(&mut p, "big [ro] @MAIN> ");
     p.send_line("count -t big").unwrap();
     expect(&mut p, "300000");
     p.send_control('d').unwrap();
     p.exp_eof().unwrap();
+}
+
+#[test]
+fn ctrl_c_gives_up_waiting_for_another_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+    let history = dir.path().join("history");
+    let mut p = start(&db, &history);
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    p.send_line("open rw").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+
+    // Another writer (this test) holds the lock: the put waits, says so, and
+    // Ctrl-C gives up without changing anything.
+    let env = rdbx::Env::builder().max_dbs(8).open(&db).unwrap();
+    let txn = env.begin_rw_txn().unwrap();
+    p.send_line("put -t fruit waiting-key v").unwrap();
+    expect(&mut p, "waiting for it to finish (Ctrl-C gives up)");
+    p.send_control('c').unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("interrupted while waiting for another writer; nothing was changed"), "{out:?}");
+    drop(txn);
+
+    // With the lock free the same put goes through.
+    p.send_line("put -t fruit waiting-key v").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("stored 'waiting-key'"), "{out:?}");
+    p.send_line("get -t fruit waiting-key").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("\nv\r"), "{out:?}");
+    p.send_line("quit").unwrap();
+    p.exp_eof().unwrap();
+    drop(env);
+    let r = common::cmd(&db, "get -t fruit waiting-key");
+    assert_eq!(r.stdout, "v\n", "{r:?}");
 }

@@ -8,6 +8,7 @@ mod admin;
 mod data;
 mod tables;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -127,7 +128,7 @@ impl<'e> Ctx<'_, 'e> {
                 if db.read_only {
                     return Err(READ_ONLY.into());
                 }
-                let mut t = begin_write(&db.env)?;
+                let mut t = begin_write(&db.env, &self.s.interrupt)?;
                 let r = f(self.s, &mut t)?;
                 t.commit()?;
                 Ok(r)
@@ -307,13 +308,29 @@ pub fn table_cell(name: Option<&[u8]>) -> Cell {
 }
 
 /// Begins a write transaction; when another writer holds the lock, says so on
-/// stderr before waiting for it (rather than hanging silently).
-pub fn begin_write(env: &rdbx::Env) -> rdbx::Result<RwTxn<'_>> {
+/// stderr and waits for it (rather than hanging silently) until `interrupt`
+/// is set (Ctrl-C in the interactive shell), which gives up with `Busy`.
+///
+/// The wait polls (1 ms doubling to 50 ms): the engine's blocking wait for the
+/// writer lock cannot be interrupted, and a shell must stay responsive.
+pub fn begin_write<'e>(env: &'e rdbx::Env, interrupt: &AtomicBool) -> rdbx::Result<RwTxn<'e>> {
     match env.try_begin_rw_txn() {
-        Err(rdbx::Error::Busy(_)) => {
-            eprintln!("rdbx: another writer holds the database; waiting for it to finish...");
-            env.begin_rw_txn()
+        Err(rdbx::Error::Busy(_)) => {}
+        r => return r,
+    }
+    eprintln!("rdbx: another writer holds the database; waiting for it to finish (Ctrl-C gives up)...");
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        if interrupt.load(Ordering::SeqCst) {
+            return Err(rdbx::Error::Busy(
+                "interrupted while waiting for another writer; nothing was changed".into(),
+            ));
         }
-        r => r,
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        match env.try_begin_rw_txn() {
+            Err(rdbx::Error::Busy(_)) => {}
+            r => return r,
+        }
     }
 }
