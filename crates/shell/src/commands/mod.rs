@@ -8,10 +8,10 @@ mod admin;
 mod data;
 mod tables;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rdbx::RwTxn;
 
@@ -322,9 +322,7 @@ pub fn begin_write<'e>(env: &'e rdbx::Env, interrupt: &AtomicBool) -> rdbx::Resu
     let mut pause = std::time::Duration::from_millis(1);
     loop {
         if interrupt.load(Ordering::SeqCst) {
-            return Err(rdbx::Error::Busy(
-                "interrupted while waiting for another writer; nothing was changed".into(),
-            ));
+            return Err(rdbx::Error::Busy("interrupted while waiting for another writer; nothing was changed".into()));
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(50));
