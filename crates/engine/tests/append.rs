@@ -5,25 +5,14 @@
 //! page size small enough that leaves split and merge all the time. The writer
 //! remembers the rightmost leaf between APPEND puts; this checks that no
 //! change leaves it stale.
+mod common;
+use common::Rng;
 
 use std::collections::BTreeMap;
 
 use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags, RwTxn};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// The model's key for `i`: ordered as the table orders it (big-endian
 /// bytes for INTEGER_KEY, whose keys are native-endian integers).

@@ -6,24 +6,13 @@
 //! processes, is corruption.rs; it has no multimap tables.)
 //!
 //! `RDBX_MULTIMAP_DAMAGE_CASES` sets the number of damaged copies per page size.
+mod common;
+use common::Rng;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use rdbx::{DbFlags, Env, Geometry, PutFlags};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 const TABLES: [(&str, DbFlags); 3] = [
     ("dups", DbFlags::DUP_SORT),
@@ -111,12 +100,12 @@ fn exercise(dir: &Path, rng: &mut Rng) -> Result<(), String> {
             for (name, _) in TABLES {
                 let Ok(db) = txn.open_db(Some(name)) else { continue };
                 for _ in 0..30 {
-                    let key = format!("key{:03}", r.below(40));
+                    let key = format!("key{:03}", r.index(40));
                     let val = match name {
-                        "dups" => format!("v{:05}", r.below(2500)).into_bytes(),
-                        _ => (r.below(4000) as u64).to_ne_bytes().to_vec(),
+                        "dups" => format!("v{:05}", r.index(2500)).into_bytes(),
+                        _ => (r.index(4000) as u64).to_ne_bytes().to_vec(),
                     };
-                    let _ = if r.below(2) == 0 {
+                    let _ = if r.index(2) == 0 {
                         txn.put(db, key.as_bytes(), &val, PutFlags::empty())
                     } else {
                         txn.del(db, key.as_bytes(), Some(&val)).map(|_| ())
@@ -151,16 +140,16 @@ fn run(ps: usize, default_cases: usize) {
         let mut damaged = img.clone();
         // Half the cases hit a sub-page (header, entries or items), half any
         // byte of a leaf page.
-        let (page, range) = if rng.below(2) == 0 {
-            subs[rng.below(subs.len())].clone()
+        let (page, range) = if rng.index(2) == 0 {
+            subs[rng.index(subs.len())].clone()
         } else {
-            let p = leaves[rng.below(leaves.len())];
+            let p = leaves[rng.index(leaves.len())];
             (p, p * ps + 20..(p + 1) * ps)
         };
-        for _ in 0..1 + rng.below(3) {
-            let at = range.start + rng.below(range.len());
-            damaged[at] = match rng.below(3) {
-                0 => damaged[at] ^ (1 << rng.below(8)),
+        for _ in 0..1 + rng.index(3) {
+            let at = range.start + rng.index(range.len());
+            damaged[at] = match rng.index(3) {
+                0 => damaged[at] ^ (1 << rng.index(8)),
                 1 => 0,
                 _ => rng.next() as u8,
             };

@@ -1,19 +1,12 @@
 //! Multimaps against a model: BTreeMap<key, BTreeSet<value>> (plain byte order),
 //! with enough values per key to force sub-pages into nested trees and back down.
 
+mod common;
+use common::Rng;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use rdbx::{DbFlags, Env, Error, Geometry, PutFlags};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn scan(env: &Env, name: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
     let r = env.begin_ro_txn().unwrap();

@@ -1,21 +1,14 @@
 //! Nested write transactions against a model: children committed and aborted
 //! at random depths; the parent sees nothing of an aborted child.
 
+mod common;
+use common::Rng;
+
 use std::collections::BTreeMap;
 
 use rdbx::{DbFlags, Env, Geometry, PutFlags, RwTxn};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn contents(txn: &RwTxn<'_>) -> Model {
     let db = txn.open_db(Some("t")).unwrap();
