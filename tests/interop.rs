@@ -1102,3 +1102,73 @@ fn rw_cursor_after_del_like_libmdbx() {
         "next() right after del() returns the successor of the deleted record"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Page-operation counters, shared through the lock file
+
+/// rdbx counts its page operations in the lock file where libmdbx keeps
+/// them: libmdbx (a child process, with rdbx's environment open so the lock
+/// file lives on) reports exactly rdbx's figures, and rdbx sees libmdbx's
+/// writes added.
+#[test]
+fn page_operation_counters_are_shared_with_libmdbx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let env = rdbx_open(&path, 4096, false, Durability::SyncDurable);
+    let at_start = env.page_ops();
+    // A new lock file starts with wops = 1, as libmdbx initialises it.
+    assert_eq!(at_start, rdbx::PageOps { wops: 1, ..Default::default() });
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.create_db(Some("t"), rdbx::DbFlags::empty()).unwrap();
+    for i in 0u32..3000 {
+        txn.put(t, &i.to_be_bytes(), &[7u8; 100], PutFlags::empty()).unwrap();
+    }
+    txn.commit().unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.open_db(Some("t")).unwrap();
+    txn.put(t, &5u32.to_be_bytes(), b"parent", PutFlags::empty()).unwrap();
+    {
+        let mut child = txn.begin_nested_txn().unwrap();
+        child.put(t, &5u32.to_be_bytes(), b"child", PutFlags::empty()).unwrap();
+        child.commit().unwrap();
+    }
+    for i in 0u32..2500 {
+        txn.del(t, &i.to_be_bytes(), None).unwrap();
+    }
+    txn.commit().unwrap();
+    let ours = env.page_ops();
+    assert!(ours.newly > 0 && ours.cow > 0 && ours.split > 0 && ours.merge > 0, "{ours:?}");
+    assert_eq!(ours.clone, 1, "one parent page cloned for the child: {ours:?}");
+    assert!(ours.wops >= at_start.wops + 4 && ours.fsync >= at_start.fsync + 4, "{ours:?}");
+    assert_eq!((ours.spill, ours.unspill, ours.msync, ours.prefault, ours.mincore), (0, 0, 0, 0, 0));
+
+    let theirs = cli().info(&path).unwrap();
+    let expect = [
+        ("newly", ours.newly),
+        ("cow", ours.cow),
+        ("clone", ours.clone),
+        ("split", ours.split),
+        ("merge", ours.merge),
+        ("wops", ours.wops),
+        ("fsync", ours.fsync),
+        ("msync", ours.msync),
+    ];
+    for (name, want) in expect {
+        assert_eq!(theirs[&format!("pgop_{name}")], want, "{name}: libmdbx {theirs:?}, rdbx {ours:?}");
+    }
+
+    // libmdbx writes: rdbx sees the counters grow.
+    let script: Vec<Op> = (0u32..2000)
+        .map(|i| Op::Put {
+            table: Some(b"t".to_vec()),
+            key: (10_000 + i).to_be_bytes().to_vec(),
+            value: vec![1; 90],
+            flags: 0,
+        })
+        .chain([Op::Commit])
+        .collect();
+    cli().write(&path, &script, &[]).unwrap();
+    let after = env.page_ops();
+    assert!(after.newly > ours.newly && after.split > ours.split, "{ours:?} -> {after:?}");
+    assert!(after.wops > ours.wops && after.fsync > ours.fsync, "{ours:?} -> {after:?}");
+}

@@ -215,6 +215,21 @@ impl OracleCli {
         golden::parse_stat(&String::from_utf8_lossy(&o.stdout))
     }
 
+    /// `mdbx-oracle info PATH` as key=value pairs.
+    pub fn info(&self, path: &Path) -> Result<std::collections::BTreeMap<String, u64>, String> {
+        let o = self.run(&["info".as_ref(), path.as_os_str()]);
+        if o.code != Some(0) {
+            return Err(format!("libmdbx info of {path:?} failed (exit {:?}): {}", o.code, o.stderr));
+        }
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                let (k, v) = l.split_once('=').ok_or_else(|| format!("bad info line {l:?}"))?;
+                Ok((k.to_string(), v.parse().map_err(|e| format!("{l}: {e}"))?))
+            })
+            .collect()
+    }
+
     /// `mdbx-oracle write PATH SCRIPT [extra args]`.
     pub fn write(&self, path: &Path, ops: &[Op], extra: &[&str]) -> Result<String, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;

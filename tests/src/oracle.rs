@@ -217,6 +217,9 @@ pub struct EnvInfo {
     pub recent_txnid: u64,
     pub max_readers: u32,
     pub num_readers: u32,
+    /// Page-operation counters (`mi_pgop_stat`): newly, cow, clone, split,
+    /// merge, spill, unspill, wops, prefault, mincore, msync, fsync.
+    pub pgop: [u64; 12],
 }
 
 impl Env {
@@ -335,6 +338,13 @@ impl Env {
             recent_txnid: i.mi_recent_txnid,
             max_readers: i.mi_maxreaders,
             num_readers: i.mi_numreaders,
+            pgop: {
+                let p = i.mi_pgop_stat;
+                [
+                    p.newly, p.cow, p.clone, p.split, p.merge, p.spill, p.unspill, p.wops, p.prefault, p.mincore,
+                    p.msync, p.fsync,
+                ]
+            },
         })
     }
 

@@ -1769,7 +1769,7 @@ impl Env {
                 wiped.txnid_a = 0;
                 wiped.txnid_b = 0;
                 wiped.sign = SIGN_STEADY;
-                env.io.write_at(&[&wiped.page(i as u32, ps)], i as u64 * ps as u64)?;
+                env.write_at(&[&wiped.page(i as u32, ps)], i as u64 * ps as u64)?;
             } else if m.txnid() >= new_txnid {
                 new_txnid = m.txnid() + 1;
             }
@@ -1782,8 +1782,8 @@ impl Env {
         nm.txnid_b = new_txnid;
         nm.sign = SIGN_STEADY;
         nm.bootid = crate::bootid::boot_id();
-        env.io.write_at(&[&nm.body()], (target * ps + META_OFF) as u64)?;
-        env.io.sync_data()?;
+        env.write_at(&[&nm.body()], (target * ps + META_OFF) as u64)?;
+        env.sync_data()?;
         env.lck.after_commit(new_txnid, true);
         Ok(())
     }

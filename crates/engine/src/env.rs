@@ -743,6 +743,7 @@ impl Env {
             poisoned: false,
             frames: Vec::new(),
             pool: std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner())),
+            ops: Default::default(),
         })
     }
 
@@ -788,6 +789,13 @@ impl Env {
     pub fn sync(&self) -> Result<()> {
         self.inner.sync()
     }
+
+    /// The page-operation counters of the environment, shared through the
+    /// lock file with every process using it (`mdbx_stat -p`; zeros when the
+    /// environment is open without a lock file).
+    pub fn page_ops(&self) -> crate::lck::PageOps {
+        self.inner.lck.page_ops()
+    }
 }
 
 impl EnvInner {
@@ -796,18 +804,30 @@ impl EnvInner {
             return Ok(());
         }
         let _g = self.lck.lock_writer()?;
-        self.io.sync_data()?;
+        self.sync_data()?;
         let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (metas, t) = self.read_troika(&map)?;
         let m = &metas[t.recent];
         if !m.is_steady() {
             let mut s = m.clone();
             s.sign = SIGN_STEADY;
-            self.io.write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
-            self.io.sync_data()?;
+            self.write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
+            self.sync_data()?;
             self.lck.after_commit(s.txnid(), true);
         }
         Ok(())
+    }
+
+    /// One write of the data file, counted in the page-operation counters.
+    pub(crate) fn write_at(&self, bufs: &[&[u8]], off: u64) -> std::io::Result<()> {
+        self.lck.add_page_ops(&crate::lck::PageOps { wops: 1, ..Default::default() });
+        self.io.write_at(bufs, off)
+    }
+
+    /// A data sync of the data file, counted in the page-operation counters.
+    pub(crate) fn sync_data(&self) -> std::io::Result<()> {
+        self.lck.add_page_ops(&crate::lck::PageOps { fsync: 1, ..Default::default() });
+        self.io.sync_data()
     }
 }
 

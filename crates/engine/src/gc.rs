@@ -56,8 +56,12 @@ impl RwTxn<'_> {
     #[inline]
     fn note_undo(&mut self, pgno: u32) {
         if let Some(f) = self.frames.last_mut() {
-            let dirty = &self.dirty;
-            f.undo.entry(pgno).or_insert_with(|| dirty.get(&pgno).cloned());
+            let (dirty, ops) = (&self.dirty, &mut self.ops);
+            f.undo.entry(pgno).or_insert_with(|| {
+                let copy = dirty.get(&pgno).cloned();
+                ops.clone += u64::from(copy.is_some());
+                copy
+            });
         }
     }
     pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
@@ -161,11 +165,11 @@ fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
 /// Flushes the data file and rewrites the transaction's base meta as steady.
 fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
     let env = txn.env;
-    env.io.sync_data()?;
+    env.sync_data()?;
     let mut m = txn.base.clone();
     m.sign = SIGN_STEADY;
-    env.io.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
-    env.io.sync_data()?;
+    env.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
+    env.sync_data()?;
     env.lck.after_commit(m.txnid(), true);
     txn.base = m;
     txn.steady_txnid = txn.base.txnid();
@@ -206,6 +210,7 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
     let mut buf = txn.pool.zeroed(txn.env.page_size);
+    txn.ops.newly += 1;
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
@@ -215,6 +220,7 @@ pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
 pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     let pgno = alloc(txn, n)?;
     let mut buf = vec![0u8; n * txn.env.page_size].into_boxed_slice();
+    txn.ops.newly += n as u64;
     fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
@@ -230,6 +236,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
     txn.pool = pool;
     let mut buf = copied?;
+    txn.ops.cow += 1;
     let new = alloc(txn, 1)?;
     fpage::set_pgno(&mut buf, new);
     fpage::set_txnid(&mut buf, txn.txnid);
@@ -560,25 +567,25 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             next = pgnos[i] + (b.len() / ps) as u32;
             i += 1;
         }
-        txn.env.io.write_at(&bufs, start as u64 * ps as u64)?;
+        txn.env.write_at(&bufs, start as u64 * ps as u64)?;
     }
     if steady {
-        txn.env.io.sync_data()?;
+        txn.env.sync_data()?;
     }
     // 5. The meta, into the tail slot. Should that write or its sync fail,
     // the slot gets its previous contents back, so the last commit stays the
     // newest (a torn meta is ignored by every reader anyway).
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let previous = txn.env.meta_body(txn.base_slot)?;
-    let written = txn.env.io.write_at(&[&meta.body()], slot_off).and_then(|()| {
+    let written = txn.env.write_at(&[&meta.body()], slot_off).and_then(|()| {
         if txn.env.durability == crate::env::Durability::SyncDurable {
-            txn.env.io.sync_data()
+            txn.env.sync_data()
         } else {
             Ok(())
         }
     });
     if let Err(e) = written {
-        let _ = txn.env.io.write_at(&[&previous], slot_off);
+        let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
     }
     txn.env.lck.after_commit(meta_txnid, steady);

@@ -110,6 +110,10 @@ pub(crate) const OFF_AUTOSYNC_PERIOD: usize = 24;
 pub(crate) const OFF_PGOPS: usize = 64;
 const PGOPS_SIZE: usize = 248;
 pub(crate) const OFF_PGOPS_WOPS: usize = OFF_PGOPS + 56;
+/// Counters of the `pgops` block in the order of [`PageOps::FIELDS`]
+/// (format doc §15.2): newly, cow, clone, split, merge, spill, unspill, wops,
+/// msync, fsync, prefault, mincore.
+const PGOPS_COUNTERS: usize = 12;
 pub(crate) const OFF_WRT_LOCK: usize = align_up(OFF_PGOPS + PGOPS_SIZE, CACHELINE);
 pub(crate) const OFF_CACHED_OLDEST: usize = align_up(OFF_WRT_LOCK + MUTEX_SIZE, 8);
 pub(crate) const OFF_CACHED_OLDEST_RETIRED: usize = OFF_CACHED_OLDEST + 8;
@@ -161,8 +165,67 @@ const _: () = {
     assert!(OFF_RDT_REFRESH_FLAG == 556);
     assert!(OFF_RDT == 576);
     assert!(OFF_PGOPS_WOPS == 120);
+    assert!(OFF_PGOPS + 8 * PGOPS_COUNTERS == 160);
     assert!(LOCK_FORMAT == 0x3635569F);
 };
+
+/// Page-operation counters of the environment (libmdbx's `pgop_stat`), kept
+/// in the lock file and shared by every process that has the environment
+/// open, rdbx and libmdbx alike, since the lock file was created
+/// (`mdbx_stat -p`). rdbx never spills dirty pages, prefaults or calls
+/// `mincore`, and writes with `pwritev`, so it leaves those counters (and
+/// `msync`) to libmdbx processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageOps {
+    /// Pages allocated as new (leaf, branch or large).
+    pub newly: u64,
+    /// Pages copied to be changed (copy-on-write).
+    pub cow: u64,
+    /// Dirty pages of a parent copied for a nested transaction.
+    pub clone: u64,
+    /// Page splits.
+    pub split: u64,
+    /// Page merges.
+    pub merge: u64,
+    /// Dirty pages spilled to disk during a big transaction.
+    pub spill: u64,
+    /// Spilled pages read back.
+    pub unspill: u64,
+    /// Write operations (system calls, not pages).
+    pub wops: u64,
+    /// `msync` calls.
+    pub msync: u64,
+    /// `fsync`/`fdatasync` calls.
+    pub fsync: u64,
+    /// Prefault writes.
+    pub prefault: u64,
+    /// `mincore` calls.
+    pub mincore: u64,
+}
+
+impl PageOps {
+    fn to_array(self) -> [u64; PGOPS_COUNTERS] {
+        [
+            self.newly,
+            self.cow,
+            self.clone,
+            self.split,
+            self.merge,
+            self.spill,
+            self.unspill,
+            self.wops,
+            self.msync,
+            self.fsync,
+            self.prefault,
+            self.mincore,
+        ]
+    }
+
+    fn from_array(a: [u64; PGOPS_COUNTERS]) -> PageOps {
+        let [newly, cow, clone, split, merge, spill, unspill, wops, msync, fsync, prefault, mincore] = a;
+        PageOps { newly, cow, clone, split, merge, spill, unspill, wops, msync, fsync, prefault, mincore }
+    }
+}
 
 /// Default reader-table capacity request.
 pub(crate) const DEFAULT_READERS: u32 = 61;
@@ -1026,6 +1089,22 @@ impl LockFile {
             Ordering::Relaxed,
             Ordering::Relaxed,
         );
+    }
+
+    /// The page-operation counters of the lock region (zeros without one).
+    pub fn page_ops(&self) -> PageOps {
+        let Some(sh) = &self.shared else { return PageOps::default() };
+        PageOps::from_array(std::array::from_fn(|i| sh.u64(OFF_PGOPS + 8 * i).load(Ordering::Relaxed)))
+    }
+
+    /// Adds `d` to the page-operation counters of the lock region.
+    pub fn add_page_ops(&self, d: &PageOps) {
+        let Some(sh) = &self.shared else { return };
+        for (i, v) in d.to_array().into_iter().enumerate() {
+            if v != 0 {
+                sh.u64(OFF_PGOPS + 8 * i).fetch_add(v, Ordering::Relaxed);
+            }
+        }
     }
 
     /// `unsynced_pages` of the lock region.

@@ -56,5 +56,6 @@ pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
 pub use io::IoFaults;
+pub use lck::PageOps;
 pub use readers::{GcInfo, ReaderInfo};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

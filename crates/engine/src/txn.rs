@@ -294,6 +294,9 @@ pub struct RwTxn<'env> {
     pub(crate) frames: Vec<Frame>,
     /// Page buffers for reuse, taken from the environment (see `pool`).
     pub(crate) pool: crate::pool::PagePool,
+    /// Page operations of this transaction, added to the lock file's
+    /// counters when it ends (one atomic add per counter, not per page).
+    pub(crate) ops: crate::lck::PageOps,
 }
 
 impl Drop for RwTxn<'_> {
@@ -304,6 +307,7 @@ impl Drop for RwTxn<'_> {
             self.pool.recycle(buf, ps);
         }
         *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
+        self.env.lck.add_page_ops(&self.ops);
     }
 }
 

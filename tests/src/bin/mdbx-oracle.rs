@@ -5,7 +5,8 @@
 //! mdbx-oracle dump  PATH [--print]      every table as mdbx_dump text (main table's plain
 //!                                       records too, see oracle::dump_sections)
 //! mdbx-oracle stat  PATH                "Status of NAME" blocks for every table
-//! mdbx-oracle info  PATH                geometry and txn id (key=value lines)
+//! mdbx-oracle info  PATH                geometry, txn id and page-operation counters
+//!                                       (key=value lines)
 //! mdbx-oracle chk   PATH [-v]           mdbx_env_chk; exit 0 clean, 1 problems, 2 error
 //! mdbx-oracle snapcheck PATH TABLE COUNT UNTIL [SECS]
 //!                                       read transactions in a loop: every snapshot of TABLE
@@ -74,6 +75,13 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             println!("file_size={}", i.file_size);
             println!("last_pgno={}", i.last_pgno);
             println!("recent_txnid={}", i.recent_txnid);
+            let names = [
+                "newly", "cow", "clone", "split", "merge", "spill", "unspill", "wops", "prefault", "mincore", "msync",
+                "fsync",
+            ];
+            for (n, v) in names.iter().zip(i.pgop) {
+                println!("pgop_{n}={v}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         "chk" => {

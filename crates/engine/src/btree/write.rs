@@ -291,6 +291,7 @@ pub(crate) fn insert_at(
     };
     let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
     let page_flags = op.flags();
+    txn.ops.split += 1;
     let right = gc::new_page(txn, page_flags)?;
     let mut left = txn.pool.zeroed(ps);
     fpage::init_page(&mut left, pgno, page_flags, op.txnid());
@@ -695,6 +696,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
                 p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
             }
             gc::free(txn, right, 1);
+            txn.ops.merge += 1;
             if is_branch {
                 tree.branch_pages -= 1;
             } else {
