@@ -142,6 +142,12 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// A compact copy of a checked sub-page (spare room dropped), for the
+/// compacting copy of a database.
+pub(crate) fn compact_subpage(sp: Page<'_>, host: u32) -> Result<Vec<u8>> {
+    subpage_copy(sp, 0, host)
+}
+
 /// Drops the free space of a sub-page made by `subpage_copy` after a removal
 /// (the nodes move down to the entry array; DUPFIX items are already packed).
 fn subpage_squeeze(buf: &mut Vec<u8>) {
@@ -570,19 +576,37 @@ fn in_place_growth(leaf: &[u8], idx: usize, sp: Page<'_>, add: usize, limit: usi
     } else if free >= add {
         return Some(Growth::None);
     }
+    let room = lupper - llower;
     let delta = even_ceil(ksize + dsize + add) - even_ceil(ksize + dsize);
-    let fits = dsize + add <= limit && NODESIZE + even_ceil(ksize + dsize + add) <= nodemax && delta <= lupper - llower;
+    let fits = dsize + add <= limit && NODESIZE + even_ceil(ksize + dsize + add) <= nodemax && delta <= room;
     // Node items move with the sub-page header by `delta`, so their offsets
     // shift by exactly the growth only when the two are equal.
     let items_ok = sp.is_dupfix() || delta == add;
-    (fits && items_ok).then_some(Growth::Grow { delta, add })
+    if !(fits && items_ok) {
+        return None;
+    }
+    if sp.is_dupfix() {
+        return Some(Growth::Grow { delta, add });
+    }
+    // Spare room for the next values of this key, as libmdbx keeps in its
+    // sub-pages: a quarter of the sub-page, at most 1/32 of a page, and only
+    // while the leaf stays at least a quarter empty and the sub-page under
+    // its limits. Later values then join without moving the leaf's nodes.
+    let spare = (dsize / 4)
+        .min(leaf.len() / 32)
+        .min(limit - (dsize + add))
+        .min((nodemax - NODESIZE).saturating_sub(ksize + dsize + add + 1))
+        .min(room.saturating_sub(add + leaf.len() / 4))
+        & !1;
+    Some(Growth::Grow { delta: add + spare, add: add + spare })
 }
 
 /// Inserts `val` at `pos` into the sub-page of node `idx` of `leaf` where it
 /// lies, as `in_place_growth` allowed. Growing moves the leaf's nodes below
 /// this one down by `delta`, then the node's header, key and the sub-page's
 /// header and entries (or packed items); the sub-page's nodes stay where they
-/// are, behind a gap that is now `add` bytes larger.
+/// are, behind a gap that is now `add` bytes larger (the new item and any
+/// spare room).
 fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8], g: Growth) {
     let lp = Page { buf: leaf };
     let ptr = lp.entry(idx);
