@@ -20,7 +20,9 @@
 //! 5. multimap put: a DUPSORT table, min(100,000, N) puts of 8-byte values
 //!    (random order) under 1,000 keys, about 100 values per key, so the values
 //!    of a key live in a sub-page that grows to near libmdbx's sub-page limit
-//!    and some turn into nested trees; transactions of 1,000 puts.
+//!    and some turn into nested trees; transactions of 1,000 puts;
+//! 6. multimap delete: every other value of workload 5 deleted one by one
+//!    (key and value), in transactions of 1,000.
 //!
 //! Prints one row per workload: rdbx ops/s, libmdbx ops/s, ratio rdbx/libmdbx.
 
@@ -81,11 +83,13 @@ struct Times {
     load: Duration,
     put: Duration,
     multi: Duration,
+    multi_del: Duration,
     get: Duration,
     scan: Duration,
     found: u64,
     scanned: u64,
-    /// Values in the multimap table and its (depth, branch, leaf) pages.
+    /// Values in the multimap table after the puts (low 32 bits) and after
+    /// the deletes (high 32 bits), and its (depth, branch, leaf) pages.
     multi_entries: u64,
     multi_tree: (u32, u64, u64),
     /// (depth, branch pages, leaf pages) after the sequential load, and at the end.
@@ -157,6 +161,16 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
         t.multi_entries = s.entries;
         t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
+    let start = Instant::now();
+    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for &&(k, v) in chunk {
+            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi_del = start.elapsed();
+    t.multi_entries += env.begin_ro_txn().unwrap().db_stat(multi).unwrap().entries << 32;
 
     let start = Instant::now();
     let txn = env.begin_ro_txn().unwrap();
@@ -245,6 +259,16 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
         t.multi_entries = s.entries;
         t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
+    let start = Instant::now();
+    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+        let mut txn = env.begin_rw().unwrap();
+        for &&(k, v) in chunk {
+            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi_del = start.elapsed();
+    t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
 
     let start = Instant::now();
     let txn = env.begin_ro().unwrap();
@@ -314,6 +338,7 @@ fn main() {
         ("random get (shuffled)", n, r.get, m.get),
         ("full scan (cursor)", r.scanned, r.scan, m.scan),
         ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi),
+        ("multimap delete (txns of 1000)", w.multi_puts.len().div_ceil(2) as u64, r.multi_del, m.multi_del),
     ];
     println!();
     println!("{:<34} {:>10} {:>15} {:>15} {:>14}", "workload", "ops", "rdbx ops/s", "libmdbx ops/s", "rdbx/libmdbx");

@@ -118,28 +118,36 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
         put_u16(&mut buf, 8, 0xFFFF);
         (lower, upper) = (2 * n, size - PAGEHDRSZ - area.len());
         buf[PAGEHDRSZ + upper..].copy_from_slice(area);
-        // Every node must lie in the node area, padding included: the edits
-        // after the copy (node insert/remove) rely on it. Sub-page nodes carry
-        // their value as the key and no data; the size is computed as
-        // `node::stored_size` does, from the bytes at hand.
-        let len = sp.buf.len();
+        check_subpage_nodes(sp, host)?;
         for j in 0..n {
             let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
-            let at = PAGEHDRSZ + e;
-            let fits = e >= old_upper && at + NODESIZE <= len && {
-                let ksize = u16_at(sp.buf, at + 6) as usize;
-                let dsize = if sp.buf[at + 4] & node::N_BIG != 0 { 4 } else { u32_at(sp.buf, at) as usize };
-                at + node::leaf_size(ksize, dsize) <= len
-            };
-            if !fits {
-                return Err(Error::corrupted(host, "sub-page node outside its node area"));
-            }
             put_u16(&mut buf, PAGEHDRSZ + 2 * j, (e - old_upper + upper) as u16);
         }
     }
     put_u16(&mut buf, 12, lower as u16);
     put_u16(&mut buf, 14, upper as u16);
     Ok(buf)
+}
+
+/// Checks that every node of a (node, not DUPFIX) sub-page that passed
+/// `check_subpage` lies in its node area, padding included: node inserts and
+/// removals on its bytes rely on it. Sub-page nodes carry their value as the
+/// key and no data; the size is computed as `node::stored_size` does.
+fn check_subpage_nodes(sp: Page<'_>, host: u32) -> Result<()> {
+    let (len, upper) = (sp.buf.len(), sp.upper());
+    for j in 0..sp.num_entries() {
+        let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
+        let at = PAGEHDRSZ + e;
+        let fits = e >= upper && at + NODESIZE <= len && {
+            let ksize = u16_at(sp.buf, at + 6) as usize;
+            let dsize = if sp.buf[at + 4] & node::N_BIG != 0 { 4 } else { u32_at(sp.buf, at) as usize };
+            at + node::leaf_size(ksize, dsize) <= len
+        };
+        if !fits {
+            return Err(Error::corrupted(host, "sub-page node outside its node area"));
+        }
+    }
+    Ok(())
 }
 
 /// A compact copy of a checked sub-page (spare room dropped), for the
@@ -653,6 +661,34 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
     write::p_insert(sub, pos, val, 0, 0, &[]);
 }
 
+/// Whether item `pos` can leave sub-page `sp` where it lies: the freed bytes
+/// become spare room of the sub-page (the node keeps its size, the leaf is
+/// untouched) as long as at least half of the sub-page stays in use;
+/// otherwise the copying path shrinks the node.
+fn remove_in_place_ok(sp: Page<'_>, pos: usize, host: u32) -> Result<bool> {
+    let (len, n) = (sp.buf.len(), sp.num_entries());
+    let (free, item) = if sp.is_dupfix() {
+        let k = sp.dupfix_ksize() as usize;
+        (len - PAGEHDRSZ - n * k, k)
+    } else {
+        check_subpage_nodes(sp, host)?;
+        (sp.upper() - sp.lower(), 2 + node::stored_size(sp.buf, pos))
+    };
+    Ok(2 * (free + item) <= len - PAGEHDRSZ)
+}
+
+/// Removes item `pos` from the sub-page of node `idx` of `leaf` where it
+/// lies (`remove_in_place_ok` said so).
+fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
+    let p = PAGEHDRSZ + Page { buf: leaf }.entry(idx);
+    let ksize = u16_at(leaf, p + 6) as usize;
+    let dsize = u32_at(leaf, p) as usize;
+    let s = p + NODESIZE + ksize;
+    let sub = &mut leaf[s..s + dsize];
+    fpage::set_pgno(sub, host);
+    write::p_remove(sub, pos);
+}
+
 fn done(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
     if t.flags.contains(DbFlags::DUP_FIXED) && tree.dupfix_size == 0 {
         tree.dupfix_size = val.len() as u32;
@@ -707,6 +743,13 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
                 let (pos, exact) = super::search_leaf(sp, val, dcmp, lpg)?;
                 if !exact {
                     return Ok(false);
+                }
+                if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
+                    touch_path(txn, &mut tree, &mut path)?;
+                    let lpg = path.e[path.leaf()].0;
+                    remove_in_place(txn.dirty_mut(lpg), lpg, idx, pos);
+                    write::finish(txn, db, tree);
+                    return Ok(true);
                 }
                 let mut buf = subpage_copy(sp, 0, lpg)?;
                 write::p_remove(&mut buf, pos);
@@ -862,6 +905,33 @@ mod tests {
                             assert_eq!(room(&leaf) - room(&grown), grew);
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Removing a value where it lies keeps the other values and the leaf's
+    /// layout (the node keeps its size), for node and DUPFIX sub-pages.
+    #[test]
+    fn in_place_remove_keeps_the_rest() {
+        for dupfix in [false, true] {
+            for n in 2..10usize {
+                let vals: Vec<Vec<u8>> = (0..n).map(|i| vec![b'a' + i as u8; 6]).collect();
+                for pos in 0..n {
+                    let (leaf, idx) = leaf_with(1024, &vals, dupfix, 0);
+                    let sp = Page { buf: node::node(Page { buf: &leaf }, idx, 40).unwrap().data };
+                    assert!(remove_in_place_ok(sp, pos, 40).unwrap(), "a compact sub-page stays half used");
+                    let mut after = leaf.clone();
+                    remove_in_place(&mut after, 40, idx, pos);
+                    // A second removal from three values would leave it mostly empty.
+                    let sp2 = Page { buf: node::node(Page { buf: &after }, idx, 40).unwrap().data };
+                    if n == 3 {
+                        assert!(!remove_in_place_ok(sp2, 0, 40).unwrap(), "dupfix {dupfix}");
+                    }
+                    let mut want = leaf_shape(&leaf);
+                    want[idx].2.remove(pos);
+                    assert_eq!(leaf_shape(&after), want, "dupfix {dupfix} n {n} pos {pos}");
+                    assert_eq!(Page { buf: &after }.room(), Page { buf: &leaf }.room());
                 }
             }
         }
