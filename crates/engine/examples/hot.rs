@@ -1,6 +1,14 @@
 //! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|multi|load] [PAGE_SIZE]`.
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
+/// xorshift64: the next pseudo-random number after `x`.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 fn main() -> rdbx::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "get".into());
     let dir = std::path::Path::new("/dev/shm").join(format!("rdbx-hot-{}", std::process::id()));
@@ -25,10 +33,7 @@ fn main() -> rdbx::Result<()> {
             let r = env.begin_ro_txn()?;
             let mut x = 1u64;
             for _ in 0..n {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                sum += r.get(Db::MAIN, &(x % n).to_be_bytes())?.map_or(0, |v| v.len());
+                sum += r.get(Db::MAIN, &(next(&mut x) % n).to_be_bytes())?.map_or(0, |v| v.len());
             }
         }
         "scan" => {
@@ -45,10 +50,7 @@ fn main() -> rdbx::Result<()> {
             for _ in 0..100 {
                 let mut txn = env.begin_rw_txn()?;
                 for _ in 0..1000 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    txn.put(Db::MAIN, &(x % n).to_be_bytes(), &[9u8; 32], PutFlags::empty())?;
+                    txn.put(Db::MAIN, &(next(&mut x) % n).to_be_bytes(), &[9u8; 32], PutFlags::empty())?;
                 }
                 txn.commit()?;
             }
@@ -61,10 +63,8 @@ fn main() -> rdbx::Result<()> {
             for _ in 0..100 {
                 let mut txn = env.begin_rw_txn()?;
                 for _ in 0..1000 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    txn.put(db, &(x % 1000).to_be_bytes(), &x.to_be_bytes(), PutFlags::empty())?;
+                    let v = next(&mut x);
+                    txn.put(db, &(v % 1000).to_be_bytes(), &v.to_be_bytes(), PutFlags::empty())?;
                 }
                 txn.commit()?;
             }
