@@ -740,6 +740,12 @@ struct ChkCtx {
     tables: Vec<ChkTable>,
 }
 
+/// libmdbx's `table_dispose` callback of `mdbx_env_chk`: records one table's
+/// figures.
+///
+/// # Safety
+/// Called by libmdbx only, with `ctx` the `ctx` field (the first) of the live
+/// `ChkCtx` passed to `mdbx_env_chk` and `table` valid for the call.
 unsafe extern "C" fn chk_table_dispose(ctx: *mut ffi::MDBX_chk_context_t, table: *const ffi::MDBX_chk_table_t) {
     // SAFETY: ctx is the first field of our ChkCtx; table is live during the call.
     unsafe {
