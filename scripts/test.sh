@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command of the rdbx workspace (CI runs it through .ci/run).
-#   1. installs what the build needs if it is missing: libclang (bindgen, for
-#      the libmdbx oracle in mdbx-sys), a C compiler, rustfmt and clippy;
+#   1. scripts/preflight.sh: installs what the build needs if it is missing
+#      (libclang for bindgen, a C compiler, rustfmt and clippy) and stops
+#      early, naming the missing piece, if it cannot;
 #   2. cargo fmt --all --check;
 #   3. cargo clippy --workspace --all-targets -- -D warnings;
 #   4. cargo test --workspace --release --no-fail-fast (release: the interop
@@ -10,38 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-as_root() {
-    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else "$@"; fi
-}
-
-apt_updated=0
-apt_install() {
-    if ! command -v apt-get >/dev/null 2>&1; then
-        echo "test.sh: need $* but apt-get is not available" >&2
-        return 1
-    fi
-    if [ "$apt_updated" = 0 ]; then
-        as_root apt-get update
-        apt_updated=1
-    fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
-}
-
-if ! compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null; then
-    echo "test.sh: installing libclang-dev (bindgen needs libclang)"
-    apt_install libclang-dev
-fi
-if ! command -v cc >/dev/null 2>&1; then
-    echo "test.sh: installing a C compiler (libmdbx is built from source)"
-    apt_install gcc libc6-dev
-fi
-for comp in rustfmt clippy; do
-    tool=$([ "$comp" = rustfmt ] && echo fmt || echo clippy)
-    if ! cargo "$tool" --version >/dev/null 2>&1; then
-        echo "test.sh: installing the $comp component"
-        rustup component add "$comp"
-    fi
-done
+scripts/preflight.sh
 
 echo "== cargo fmt --all --check"
 cargo fmt --all --check
