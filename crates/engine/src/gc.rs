@@ -276,23 +276,31 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     let (key, pages) = {
         let mut c = txn.cursor(Db::GC)?;
         let probe = (detent.saturating_add(1)).to_le_bytes();
-        let rec = match c.set_range(&probe)? {
+        let mut rec = match c.set_range(&probe)? {
             Some(_) => c.prev()?,
             None => c.last()?,
         };
-        let Some((k, v)) = rec else {
-            txn.gc_exhausted = true;
-            return Ok(false);
-        };
-        if k.len() != 8 {
-            return Err(Error::corrupted(gc.tree.root, "GC key is not 8 bytes"));
+        // Records under keys this transaction consumed were written back by
+        // the GC update itself (unused reclaimed pages): not a source.
+        loop {
+            let Some((k, v)) = rec else {
+                txn.gc_exhausted = true;
+                return Ok(false);
+            };
+            if k.len() != 8 {
+                return Err(Error::corrupted(gc.tree.root, "GC key is not 8 bytes"));
+            }
+            let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
+            if key > detent {
+                txn.gc_exhausted = true;
+                return Ok(false);
+            }
+            if txn.consumed.contains(&key) {
+                rec = c.prev()?;
+                continue;
+            }
+            break (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?);
         }
-        let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
-        if key > detent {
-            txn.gc_exhausted = true;
-            return Ok(false);
-        }
-        (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?)
     };
     txn.reclaimed.extend(pages);
     txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
@@ -362,14 +370,7 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     left.sort_unstable_by(|a, b| b.cmp(a));
     left.dedup();
     refund(txn, &mut left);
-    let mut spare: Vec<u64> = txn.consumed.clone();
-    spare.sort_unstable_by(|a, b| b.cmp(a));
-    spare.dedup();
-    if spare.is_empty() {
-        txn.retired.append(&mut left);
-    } else {
-        txn.reclaimed = left;
-    }
+    txn.reclaimed = left;
     let ps = txn.env.page_size;
     // Pages per one-page record, and per record kept inline in a GC leaf.
     let page_cap = (ps - crate::format::PAGEHDRSZ) / 4 - 1;
@@ -378,11 +379,22 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     let mut layout: Vec<(u64, usize, usize)> = Vec::new(); // (key, bytes, pages it holds)
     let mut stable = false;
     for _ in 0..64 {
+        let spare = spare_keys(txn);
         let plan = plan_gc(txn, t, &spare, page_cap, inline_cap, &layout);
         if plan.iter().map(|p| (p.0, p.1)).eq(layout.iter().map(|p| (p.0, p.1))) {
             layout = plan;
             stable = true;
             break;
+        }
+        // The edits below copy GC pages and may split them: have the pages
+        // for that at hand, reclaimed from the GC between tree operations
+        // (never from inside one), before falling back to the file's tail.
+        let edits = layout.iter().filter(|p| !plan.iter().any(|q| q.0 == p.0)).count()
+            + plan.iter().filter(|p| !layout.iter().any(|q| q.0 == p.0 && q.1 == p.1)).count();
+        if txn.reclaimed.len() < gc_edit_pages(txn, edits) && top_up(txn, gc_edit_pages(txn, edits))? {
+            // plan_gc moved what the spare keys could not hold to the
+            // retired list; with more spare keys, plan again.
+            continue;
         }
         for &(k, _, _) in &layout {
             if !plan.iter().any(|p| p.0 == k) {
@@ -395,17 +407,19 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
             }
         }
         layout = plan;
-        // Pages freed while saving were never visible to anyone.
+        // Pages freed while saving were never visible to anyone: reusable
+        // at once if a spare key can hold them, else retired.
         let freed = std::mem::take(&mut txn.loose);
         if spare.is_empty() {
             txn.retired.extend(freed);
         } else {
             txn.reclaimed.extend(freed);
             txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
-            if txn.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) {
-                // Creating a record used up its last page: keep it non-empty
-                // with a page from the tail (reused by the next transaction)
-                // rather than deleting it, which would free a page again.
+            if txn.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !top_up(txn, 1)? {
+                // Creating a record used up its last page and the GC has
+                // nothing more to reclaim: keep it non-empty with a page
+                // from the tail (reused by the next transaction) rather
+                // than deleting it, which would free a page again.
                 let p = alloc_tail(txn, 1)?;
                 txn.reclaimed.push(p);
             }
@@ -445,6 +459,43 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     }
     txn.retired_count += n as u64;
     Ok(last_key)
+}
+
+/// The keys of the GC records this transaction consumed, newest first: the
+/// GC update writes unused reclaimed pages back under them.
+fn spare_keys(txn: &RwTxn<'_>) -> Vec<u64> {
+    let mut spare = txn.consumed.clone();
+    spare.sort_unstable_by(|a, b| b.cmp(a));
+    spare.dedup();
+    spare
+}
+
+/// An upper bound of the pages `edits` puts or deletes on the GC tree may
+/// allocate: a copied root-to-leaf path and a split at every level plus a
+/// new root, for the first; later edits find the path dirty already.
+fn gc_edit_pages(txn: &RwTxn<'_>, edits: usize) -> usize {
+    let height = txn.tables[0].as_ref().map_or(1, |t| t.tree.height as usize);
+    2 * (height + 2) + 2 * edits
+}
+
+/// During the GC update: reclaims GC records until `want` pages are at hand
+/// or nothing more may be reclaimed. Returns whether it reclaimed anything.
+/// Runs only between tree operations of the update (it deletes records).
+fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
+    let mut any = false;
+    while txn.reclaimed.len() < want && !txn.gc_exhausted {
+        if !reclaim_one(txn)? {
+            break;
+        }
+        any = true;
+    }
+    // A record deleted by reclaiming may have freed GC pages: usable too.
+    if !txn.loose.is_empty() {
+        let loose = std::mem::take(&mut txn.loose);
+        txn.reclaimed.extend(loose);
+        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    Ok(any)
 }
 
 /// The GC records the current lists need: (key, reserved bytes, pages).
