@@ -738,6 +738,7 @@ impl Env {
             detent: None,
             gc_exhausted: false,
             in_reclaim: false,
+            no_spare: false,
             saving_gc: false,
             retired_count: 0,
             poisoned: false,

@@ -139,13 +139,17 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 
 /// Whether making the last commit steady would free enough GC pages for
 /// reuse to be worth a sync: the records that only the last steady commit
-/// holds back must list at least half a growth step (and at least `n`).
+/// holds back must list at least half a growth step (and at least `n`), or
+/// at least `n` when the tail cannot give `n` pages without growing the file
+/// (libmdbx also makes a steady point rather than grow or fail).
 fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let readers = txn.env.lck.oldest_live_reader().unwrap_or(u64::MAX).min(txn.txnid - 1);
     if readers <= txn.steady_txnid {
         return Ok(false);
     }
-    let want = (pv2pages(txn.geo.grow_pv) as usize / 2).max(n).max(1);
+    let tail_grows = txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64;
+    let half_step = if tail_grows { 0 } else { pv2pages(txn.geo.grow_pv) as usize / 2 };
+    let want = half_step.max(n).max(1);
     let mut held = 0usize;
     let mut c = txn.cursor(Db::GC)?;
     let mut rec = c.set_range(&(txn.steady_txnid + 1).to_le_bytes())?;
@@ -416,12 +420,13 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
             txn.reclaimed.extend(freed);
             txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
             if txn.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !top_up(txn, 1)? {
-                // Creating a record used up its last page and the GC has
-                // nothing more to reclaim: keep it non-empty with a page
-                // from the tail (reused by the next transaction) rather
-                // than deleting it, which would free a page again.
-                let p = alloc_tail(txn, 1)?;
-                txn.reclaimed.push(p);
+                // Creating a record used up the last reclaimed page and the
+                // GC has nothing more to reclaim. Deleting the record could
+                // free a page again and so flap; taking one from the tail
+                // would grow the file (or fail on a full one). Instead, stop
+                // writing pages back under spare keys: from now on they join
+                // this transaction's own record, reusable by the next one.
+                txn.no_spare = true;
             }
         }
     }
@@ -464,6 +469,9 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
 /// The keys of the GC records this transaction consumed, newest first: the
 /// GC update writes unused reclaimed pages back under them.
 fn spare_keys(txn: &RwTxn<'_>) -> Vec<u64> {
+    if txn.no_spare {
+        return Vec::new();
+    }
     let mut spare = txn.consumed.clone();
     spare.sort_unstable_by(|a, b| b.cmp(a));
     spare.dedup();
@@ -483,11 +491,23 @@ fn gc_edit_pages(txn: &RwTxn<'_>, edits: usize) -> usize {
 /// Runs only between tree operations of the update (it deletes records).
 fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
     let mut any = false;
-    while txn.reclaimed.len() < want && !txn.gc_exhausted {
-        if !reclaim_one(txn)? {
-            break;
+    loop {
+        while txn.reclaimed.len() < want && !txn.gc_exhausted {
+            if !reclaim_one(txn)? {
+                break;
+            }
+            any = true;
         }
-        any = true;
+        // In a lazy mode the last steady commit may be what holds records
+        // back: make it steady (once) rather than take the tail.
+        if txn.reclaimed.len() < want
+            && txn.steady_txnid < txn.base.txnid()
+            && sync_would_help(txn, want - txn.reclaimed.len())?
+        {
+            force_steady(txn)?;
+            continue;
+        }
+        break;
     }
     // A record deleted by reclaiming may have freed GC pages: usable too.
     if !txn.loose.is_empty() {

