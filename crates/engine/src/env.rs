@@ -739,6 +739,7 @@ impl Env {
             gc_exhausted: false,
             in_reclaim: false,
             no_spare: false,
+            readers_swept: false,
             saving_gc: false,
             retired_count: 0,
             poisoned: false,

@@ -132,9 +132,34 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
             synced = true;
             continue;
         }
+        if !txn.saving_gc && !txn.in_reclaim && sweep_if_pinned(txn)? {
+            continue;
+        }
         break;
     }
     alloc_tail(txn, n)
+}
+
+/// Before the file grows because a reader holds GC records back: clears the
+/// reader slots of dead processes (once per transaction, as libmdbx's writer
+/// runs its reader check), so a crashed reader costs one sweep, not a file
+/// that grows for ever. Returns whether a slot was cleared (then the GC is
+/// worth another look).
+fn sweep_if_pinned(txn: &mut RwTxn<'_>) -> Result<bool> {
+    if txn.readers_swept {
+        return Ok(false);
+    }
+    let pinned = txn.env.lck.oldest_live_reader().is_some_and(|r| r < txn.txnid - 1);
+    if !pinned {
+        return Ok(false);
+    }
+    txn.readers_swept = true;
+    if txn.env.lck.sweep_dead_readers()? == 0 {
+        return Ok(false);
+    }
+    txn.detent = None;
+    txn.gc_exhausted = false;
+    Ok(true)
 }
 
 /// Whether making the last commit steady would free enough GC pages for
@@ -505,6 +530,9 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
             && sync_would_help(txn, want - txn.reclaimed.len())?
         {
             force_steady(txn)?;
+            continue;
+        }
+        if txn.reclaimed.len() < want && sweep_if_pinned(txn)? {
             continue;
         }
         break;

@@ -289,6 +289,8 @@ pub struct RwTxn<'env> {
     pub(crate) saving_gc: bool,
     /// The GC update writes no records under spare keys (see `gc::save_gc`).
     pub(crate) no_spare: bool,
+    /// Dead readers were swept in this transaction (see `gc::alloc`).
+    pub(crate) readers_swept: bool,
     pub(crate) retired_count: u64,
     pub(crate) poisoned: bool,
     pub(crate) canary: [u64; 4],

@@ -103,3 +103,82 @@ fn writable_again_after_map_full_safe_nosync() {
 fn writable_again_after_map_full_utterly_nosync() {
     map_full_then_half_deleted(Durability::UtterlyNoSync);
 }
+
+// ---------------------------------------------------------------------------
+// Dead readers
+
+const CHILD_ENV: &str = "RDBX_SPACE_CHILD";
+
+/// Child process entry: opens the database, starts a read transaction, says
+/// "ready" and waits to be killed.
+#[test]
+fn child_process_entry() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let env = Env::builder().open(&dir).expect("child open");
+    let _txn = env.begin_ro_txn().expect("child ro txn");
+    println!("ready");
+    use std::io::Write;
+    std::io::stdout().flush().expect("flush");
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+
+/// Starts a reader in another process and kills it (SIGKILL) while it holds
+/// its snapshot.
+fn kill_a_reader(dir: &Path) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        if out.read_line(&mut line).expect("read") == 0 {
+            panic!("reader child exited before it was ready: {:?}", child.wait());
+        }
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+}
+
+/// A long-lived writer runs steady overwrites; returns the file size after.
+fn steady_writer_file_size(dead_reader: bool) -> u64 {
+    let dir = tempdir();
+    let env = open_small(dir.path(), 1 << 30, Durability::SyncDurable);
+    let mut txn = env.begin_rw_txn().expect("begin");
+    for i in 0..2000u64 {
+        txn.put(Db::MAIN, &key(i), &[1; 100], PutFlags::empty()).expect("put");
+    }
+    txn.commit().expect("commit");
+    if dead_reader {
+        kill_a_reader(dir.path());
+        assert_eq!(env.readers().expect("readers").len(), 1, "the dead reader's slot is still listed");
+    }
+    let mut x = 7u64;
+    for t in 0..3000u64 {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        for _ in 0..1 + t % 19 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            txn.put(Db::MAIN, &key(x % 2000), &x.to_le_bytes().repeat(12), PutFlags::empty()).expect("put");
+        }
+        txn.commit().expect("commit");
+    }
+    if dead_reader {
+        assert!(env.readers().expect("readers").is_empty(), "the writer did not clear the dead reader's slot");
+    }
+    std::fs::metadata(dir.path().join("mdbx.dat")).expect("stat").len()
+}
+
+#[test]
+fn a_dead_reader_does_not_pin_the_gc() {
+    let clean = steady_writer_file_size(false);
+    let pinned = steady_writer_file_size(true);
+    eprintln!("file after 3,000 transactions: {clean} bytes, {pinned} with a reader killed holding a snapshot");
+    assert!(pinned <= 2 * clean, "a dead reader made the file grow to {pinned} bytes (without it: {clean})");
+}
