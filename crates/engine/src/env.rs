@@ -287,9 +287,15 @@ impl EnvInner {
         let wants_geometry =
             [g.size_lower, g.size_now, g.size_upper, g.growth_step, g.shrink_threshold].iter().any(Option::is_some);
         let apply_geometry = size != 0 && lo.exclusive && !b.read_only && wants_geometry;
-        if size == 0 {
+        if size == 0 || unfinished_creation(&file, size)? {
+            // A new file, or one whose creation was interrupted (a crash
+            // before its three metas were all written): (re)initialise it.
             if b.read_only {
-                return Err(Error::Invalid(format!("{}: empty file", data_path.display())));
+                let what = if size == 0 { "empty file" } else { "its creation was interrupted" };
+                return Err(Error::Invalid(format!(
+                    "{}: {what}; open it with write access to initialise it",
+                    data_path.display()
+                )));
             }
             if !lo.exclusive {
                 return Err(Error::Busy(format!("{}: being created by another process", data_path.display())));
@@ -566,7 +572,42 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
     }
 }
 
-/// Writes the three initial metas of a new database (format doc §8.7).
+/// Whether `file` is what an interrupted creation leaves (see
+/// [`crate::format::meta::unfinished_creation`]): its meta slots are blank or
+/// initial, and nothing but zeros follows them. Reads at most 64 MiB of
+/// non-hole data past the slots; a longer file is not taken for one.
+fn unfinished_creation(file: &File, size: u64) -> Result<bool> {
+    let mut head = vec![0u8; size.min(3 * MAX_PAGESIZE as u64) as usize];
+    file::pread_exact(file, &mut head, 0)?;
+    let Some(ps) = crate::format::meta::unfinished_creation(&head) else {
+        return Ok(false);
+    };
+    let mut off = 3 * ps as u64;
+    let mut budget: u64 = 64 << 20;
+    let mut buf = vec![0u8; 64 << 10];
+    while off < size {
+        let Some(data) = file::next_data(file, off)? else {
+            return Ok(true);
+        };
+        if data >= size {
+            return Ok(true);
+        }
+        let n = (size - data).min(buf.len() as u64) as usize;
+        if budget < n as u64 {
+            return Ok(false);
+        }
+        budget -= n as u64;
+        file::pread_exact(file, &mut buf[..n], data)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        off = data + n as u64;
+    }
+    Ok(true)
+}
+
+/// Writes the three initial metas of a new database (format doc §8.7), in one
+/// write so that a crash leaves none or all of them; then sets the size.
 fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
     let ps = g.page_size.unwrap_or(4096);
     if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
@@ -592,6 +633,7 @@ fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
     gc.dupfix_size = ps as u32;
     let dxbid = bootid::random_dxbid();
     let bootid = bootid::boot_id();
+    let mut pages = Vec::with_capacity(3);
     for i in 0..3u32 {
         let txnid = 1 + i as u64;
         let m = Meta {
@@ -614,8 +656,9 @@ fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
             bootid,
             dxbid,
         };
-        io.write_at(&[&m.page(i, ps)], i as u64 * ps as u64)?;
+        pages.push(m.page(i, ps));
     }
+    io.write_at(&[&pages[0], &pages[1], &pages[2]], 0)?;
     io.set_len(now as u64)?;
     io.sync_data()?;
     Ok(())

@@ -182,3 +182,148 @@ fn a_dead_reader_does_not_pin_the_gc() {
     eprintln!("file after 3,000 transactions: {clean} bytes, {pinned} with a reader killed holding a snapshot");
     assert!(pinned <= 2 * clean, "a dead reader made the file grow to {pinned} bytes (without it: {clean})");
 }
+
+// ---------------------------------------------------------------------------
+// A crash while creating a database
+
+/// A complete new database's data file (three initial metas), as bytes.
+fn fresh_data_file() -> Vec<u8> {
+    let dir = tempdir();
+    drop(Env::builder().open(dir.path()).expect("create"));
+    std::fs::read(dir.path().join("mdbx.dat")).expect("read")
+}
+
+fn assert_opens_and_works(dir: &Path, what: &str) {
+    let env = Env::builder().open(dir).unwrap_or_else(|e| panic!("{what}: open: {e:?}"));
+    let mut txn = env.begin_rw_txn().expect("begin");
+    txn.put(Db::MAIN, b"k", b"v", PutFlags::empty()).expect("put");
+    txn.commit().expect("commit");
+    drop(env);
+    let env = Env::builder().open(dir).unwrap_or_else(|e| panic!("{what}: reopen: {e:?}"));
+    assert_eq!(env.begin_ro_txn().expect("ro").get(Db::MAIN, b"k").expect("get"), Some(&b"v"[..]), "{what}");
+}
+
+#[test]
+fn an_interrupted_creation_is_reinitialised() {
+    let full = fresh_data_file();
+    let ps = 4096;
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("first meta only (4 KiB)", full[..ps].to_vec()),
+        ("two metas (8 KiB)", full[..2 * ps].to_vec()),
+        ("zeros (64 KiB)", vec![0; 64 << 10]),
+        ("zeros (100 bytes)", vec![0; 100]),
+        ("first meta, then zeros to 64 KiB", {
+            let mut v = full[..ps].to_vec();
+            v.resize(64 << 10, 0);
+            v
+        }),
+    ];
+    // A torn first meta page: only its first 2 KiB written.
+    let mut torn = full[..ps / 2].to_vec();
+    torn.resize(ps / 2, 0);
+    cases.push(("half a meta page", torn));
+    for (what, bytes) in cases {
+        let dir = tempdir();
+        std::fs::write(dir.path().join("mdbx.dat"), &bytes).expect("write");
+        // Read-only: refused with a clear error, nothing written.
+        let ro = Env::builder().read_only(true).open(dir.path());
+        assert!(matches!(ro, Err(Error::Invalid(_))), "{what}: read-only open gave {:?}", ro.err());
+        assert_eq!(std::fs::read(dir.path().join("mdbx.dat")).expect("read"), bytes, "{what}: read-only open wrote");
+        assert_opens_and_works(dir.path(), what);
+    }
+}
+
+#[test]
+fn a_file_that_held_a_commit_is_never_reinitialised() {
+    let dir = tempdir();
+    {
+        let env = Env::builder().open(dir.path()).expect("create");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        txn.put(Db::MAIN, b"precious", b"data", PutFlags::empty()).expect("put");
+        txn.commit().expect("commit");
+    }
+    let path = dir.path().join("mdbx.dat");
+    let good = std::fs::read(&path).expect("read");
+    let ps = 4096;
+    // Find the slot of the commit (txnid 4) and blank the two others.
+    let env = Env::builder().read_only(true).open(dir.path()).expect("open");
+    let recent = env.info().expect("info").recent_meta;
+    drop(env);
+    let mut damaged = good.clone();
+    for i in (0..3).filter(|&i| i != recent) {
+        damaged[i * ps..(i + 1) * ps].fill(0);
+    }
+    std::fs::write(&path, &damaged).expect("write");
+    let env = Env::builder().open(dir.path()).expect("open with one meta");
+    assert_eq!(env.begin_ro_txn().expect("ro").get(Db::MAIN, b"precious").expect("get"), Some(&b"data"[..]));
+    drop(env);
+    // Garbage in a slot, the others blank: refused, not re-initialised.
+    let mut garbage = vec![0u8; good.len()];
+    garbage[..64].fill(0x5A);
+    std::fs::write(&path, &garbage).expect("write");
+    assert!(Env::builder().open(dir.path()).is_err(), "a file with unknown bytes in its first meta opened");
+    assert_eq!(std::fs::read(&path).expect("read"), garbage, "an unrecognised file was changed");
+    // Data past the slots: refused, not re-initialised.
+    let mut with_data = vec![0u8; good.len()];
+    with_data[..ps].copy_from_slice(&good[..ps]);
+    with_data[5 * ps..6 * ps].copy_from_slice(&good[3 * ps..4 * ps]);
+    if recent != 0 {
+        // slot 0 of `good` holds an initial meta: the case is an
+        // unfinished-looking head followed by someone's data.
+        std::fs::write(&path, &with_data).expect("write");
+        assert!(Env::builder().open(dir.path()).is_err(), "initial metas followed by data were re-initialised");
+        assert_eq!(std::fs::read(&path).expect("read"), with_data, "a file holding data was changed");
+    }
+}
+
+/// Child process entry: creates databases in `DIR/0`, `DIR/1`, ... until
+/// killed.
+#[test]
+fn creating_child_entry() {
+    let Ok(dir) = std::env::var("RDBX_SPACE_CREATOR") else { return };
+    for i in 0.. {
+        let d = Path::new(&dir).join(i.to_string());
+        drop(Env::builder().geometry(Geometry { page_size: Some(4096), ..Default::default() }).open(&d));
+    }
+}
+
+#[test]
+fn kill_9_during_creation_leaves_a_file_that_opens() {
+    let kills = std::env::var("RDBX_CREATION_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(60u32);
+    let root = tempdir();
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let (mut partial, mut dirs) = (0, 0);
+    for k in 0..kills {
+        let base = root.path().join(k.to_string());
+        std::fs::create_dir(&base).expect("mkdir");
+        let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args(["creating_child_entry", "--exact", "--nocapture", "--test-threads=1"])
+            .env("RDBX_SPACE_CREATOR", &base)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        // Wait until it has started creating, then kill it a little later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !base.join("0").exists() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(std::time::Duration::from_micros(seed % 3000));
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        for e in std::fs::read_dir(&base).expect("readdir") {
+            let d = e.expect("entry").path();
+            let data = d.join("mdbx.dat");
+            let Ok(meta) = std::fs::metadata(&data) else { continue };
+            dirs += 1;
+            if meta.len() < 3 * 4096 || std::fs::read(&data).expect("read")[..3 * 4096].iter().all(|&b| b == 0) {
+                partial += 1;
+            }
+            assert_opens_and_works(&d, &format!("{}", d.display()));
+        }
+    }
+    eprintln!("{kills} kills: {dirs} databases, {partial} of them left short or blank by the kill; all open");
+}

@@ -234,6 +234,47 @@ impl Meta {
     }
 }
 
+/// Whether the head of a data file (its first `min(len, 3 * MAX_PAGESIZE)`
+/// bytes) is what an interrupted
+/// creation leaves: for some page size, every meta slot is past the end of
+/// the file, all zeros, or an initial meta (txnid 1 to 3, both trees empty),
+/// and at least one slot is not an initial meta. Returns that page size: the
+/// caller must still check that the file holds nothing but zeros after the
+/// three slots. A file that has held a commit has a meta with a later txnid
+/// or a non-empty tree, so it never qualifies.
+pub fn unfinished_creation(head: &[u8]) -> Option<usize> {
+    let mut ps = MIN_PAGESIZE;
+    while ps <= MAX_PAGESIZE {
+        let mut initial = 0;
+        let mut ok = true;
+        for i in 0..NUM_METAS as usize {
+            let start = (i * ps).min(head.len());
+            let end = ((i + 1) * ps).min(head.len());
+            let slot = &head[start..end];
+            if slot.iter().all(|&b| b == 0) {
+                continue; // past the end of the file, or never written
+            }
+            let is_initial = Meta::read(slot, i as u32).is_ok_and(|m| {
+                m.validate(slot, i as u32, None).is_ok()
+                    && m.page_size() == ps
+                    && m.txnid() <= NUM_METAS as u64
+                    && m.gc.root == P_INVALID
+                    && m.main.root == P_INVALID
+            });
+            if !is_initial {
+                ok = false;
+                break;
+            }
+            initial += 1;
+        }
+        if ok && initial < NUM_METAS as usize {
+            return Some(ps);
+        }
+        ps *= 2;
+    }
+    None
+}
+
 /// Selections among the three metas ("troika", §8.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Troika {

@@ -113,6 +113,28 @@ pub(crate) fn set_len(file: &File, len: u64) -> io::Result<()> {
     file.set_len(len)
 }
 
+/// The first offset at or after `from` that holds data rather than a hole
+/// (`lseek(SEEK_DATA)`), `None` when only holes follow. A file system without
+/// hole support reports every offset as data.
+pub(crate) fn next_data(file: &File, from: u64) -> io::Result<Option<u64>> {
+    let Ok(off) = libc::off_t::try_from(from) else {
+        return Ok(None);
+    };
+    // SAFETY: plain syscall on a descriptor that is valid while `file` lives;
+    // it moves the file offset, which this crate never uses (all I/O is
+    // positioned: pread/pwrite).
+    let rc = unsafe { libc::lseek(file.as_raw_fd(), off, libc::SEEK_DATA) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            Some(libc::EINVAL) => Ok(Some(from)), // SEEK_DATA unsupported
+            _ => Err(e),
+        };
+    }
+    Ok(Some(rc as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
