@@ -57,5 +57,5 @@ pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
 pub use io::IoFaults;
 pub use lck::PageOps;
-pub use readers::{GcInfo, ReaderInfo};
+pub use readers::{GcInfo, ReaderInfo, Retainer};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

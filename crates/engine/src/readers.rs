@@ -44,6 +44,36 @@ pub struct GcInfo {
     pub txnid: u64,
     /// Oldest snapshot still in use (readers and the steady meta).
     pub oldest_reader: u64,
+    /// What keeps the GC records newer than `oldest_reader` from reuse, when
+    /// something does.
+    pub retained_by: Option<Retainer>,
+    /// Commits since the oldest reader's snapshot (0 without readers).
+    pub max_reader_lag: u64,
+    /// Pages retired since the oldest reader's snapshot: what it keeps from
+    /// reuse (0 without readers).
+    pub max_retained_pages: u64,
+}
+
+/// Who keeps GC pages from being reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retainer {
+    /// A read transaction (possibly of a process that died without ending
+    /// it: `Env::reader_check`, or the next writer that needs space, clears
+    /// such slots).
+    Reader {
+        /// Owner process.
+        pid: u32,
+        /// Its snapshot.
+        txnid: u64,
+        /// Commits since that snapshot.
+        lag: u64,
+    },
+    /// In the lazy durability modes, the last steady commit: a crash
+    /// returns to it, so pages it uses stay until the next sync.
+    SteadyCommit {
+        /// Its txnid.
+        txnid: u64,
+    },
 }
 
 impl Env {
@@ -95,6 +125,21 @@ impl Env {
             txnid: meta.txnid(),
             oldest_reader: oldest,
             ..Default::default()
+        };
+        let ps = env.page_size as u64;
+        let last = meta.txnid();
+        let readers = self.readers()?;
+        let oldest_live = readers.iter().filter(|r| r.txnid.is_some()).min_by_key(|r| r.txnid);
+        if let Some(r) = oldest_live {
+            info.max_reader_lag = r.lag;
+            info.max_retained_pages = r.bytes_retained / ps;
+        }
+        info.retained_by = match oldest_live {
+            Some(r) if r.txnid == Some(oldest) && oldest < last => {
+                Some(Retainer::Reader { pid: r.pid, txnid: oldest, lag: r.lag })
+            }
+            _ if steady == oldest && steady < last => Some(Retainer::SteadyCommit { txnid: steady }),
+            _ => None,
         };
         let mut spans: std::collections::BTreeMap<u64, u64> = Default::default();
         let mut c = txn.cursor(Db::GC)?;

@@ -327,3 +327,44 @@ fn kill_9_during_creation_leaves_a_file_that_opens() {
     }
     eprintln!("{kills} kills: {dirs} databases, {partial} of them left short or blank by the kill; all open");
 }
+
+#[test]
+fn gc_info_names_what_retains_pages() {
+    for d in [Durability::SyncDurable, Durability::SafeNoSync] {
+        let dir = tempdir();
+        let env = open_small(dir.path(), 64 * MIB, d);
+        let put_some = |from: u64| {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            for i in from..from + 300 {
+                txn.put(Db::MAIN, &key(i % 500), &[i as u8; 100], PutFlags::empty()).expect("put");
+            }
+            txn.commit().expect("commit");
+        };
+        put_some(0);
+        if d == Durability::SyncDurable {
+            assert_eq!(env.gc_info().expect("gc_info").retained_by, None, "nothing retains pages");
+        }
+        // Make the last commit steady, so the reader is the oldest holder.
+        env.sync().expect("sync");
+        let reader = env.begin_ro_txn().expect("ro");
+        let snap = reader.id();
+        for t in 1..=5 {
+            put_some(t * 300);
+        }
+        let g = env.gc_info().expect("gc_info");
+        assert_eq!(
+            g.retained_by,
+            Some(rdbx::Retainer::Reader { pid: std::process::id(), txnid: snap, lag: 5 }),
+            "{d:?}: {g:?}"
+        );
+        assert_eq!(g.max_reader_lag, 5);
+        assert!(g.max_retained_pages > 0, "{g:?}");
+        drop(reader);
+        let g = env.gc_info().expect("gc_info");
+        match d {
+            Durability::SyncDurable => assert_eq!(g.retained_by, None, "{g:?}"),
+            _ => assert!(matches!(g.retained_by, Some(rdbx::Retainer::SteadyCommit { .. })), "{g:?}"),
+        }
+        assert_eq!(g.max_reader_lag, 0);
+    }
+}

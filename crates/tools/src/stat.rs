@@ -261,11 +261,36 @@ fn stat(a: &StatArgs) -> Result<String, ToolError> {
         }
         pages_line(&mut out, "GC|retained", retained, backed, total);
         pages_line(&mut out, "Available", available, backed, total);
+        if g.max_reader_lag > 0 {
+            let _ = writeln!(out, "  max reader lag {}", g.max_reader_lag);
+            let _ = writeln!(out, "  max retained pages {}", g.max_retained_pages);
+        }
+        match g.retained_by {
+            Some(rdbx::Retainer::Reader { pid, txnid, lag }) => {
+                let _ = writeln!(out, "  GC|retained by: reader pid {pid} (snapshot txnid {txnid}, lag {lag})");
+            }
+            Some(rdbx::Retainer::SteadyCommit { txnid }) => {
+                let _ = writeln!(
+                    out,
+                    "  GC|retained by: the last steady commit (txnid {txnid}; the next sync makes it reusable)"
+                );
+            }
+            None => {}
+        }
+        let retained_by = match g.retained_by {
+            Some(rdbx::Retainer::Reader { pid, txnid, lag }) => {
+                json!({"kind": "reader", "pid": pid, "txnid": txnid, "lag": lag})
+            }
+            Some(rdbx::Retainer::SteadyCommit { txnid }) => json!({"kind": "steady_commit", "txnid": txnid}),
+            None => serde_json::Value::Null,
+        };
         j.insert(
             "gc".into(),
             json!({"total": total, "backed": backed, "allocated": g.pages_allocated, "remained": remained, "used": used,
                    "gc_whole": g.pages_gc, "gc_reclaimable": g.pages_reclaimable, "gc_retained": retained, "available": available,
-                   "reclaimable_spans": g.reclaimable_spans}),
+                   "reclaimable_spans": g.reclaimable_spans, "free_tail": backed.saturating_sub(g.pages_allocated),
+                   "max_reader_lag": g.max_reader_lag, "max_retained_pages": g.max_retained_pages,
+                   "retained_by": retained_by}),
         );
     }
     let mut tables = Vec::new();
