@@ -368,3 +368,114 @@ fn gc_info_names_what_retains_pages() {
         assert_eq!(g.max_reader_lag, 0);
     }
 }
+
+// ---------------------------------------------------------------------------
+// A full filesystem
+
+/// A small tmpfs mounted for one test (root only); unmounted on drop.
+struct SmallFs {
+    dir: tempfile::TempDir,
+}
+
+impl SmallFs {
+    fn mount(bytes: usize) -> Option<SmallFs> {
+        // The effective user, from /proc (no libc call needed).
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let euid = status.lines().find(|l| l.starts_with("Uid:"))?.split_whitespace().nth(2)?.to_string();
+        if euid != "0" {
+            return None;
+        }
+        let dir = tempdir();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallFs { dir })
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+fn is_enospc(e: &Error) -> bool {
+    matches!(e, Error::Io(io) if io.raw_os_error() == Some(28))
+}
+
+fn full_filesystem_then_space_freed(d: Durability) {
+    let Some(fs) = SmallFs::mount(4 * MIB) else {
+        eprintln!("skipped: mounting a small tmpfs needs root (run the suite as root to test ENOSPC)");
+        return;
+    };
+    let ballast = fs.dir.path().join("ballast");
+    std::fs::write(&ballast, vec![1u8; 256 << 10]).expect("ballast");
+    let db = fs.dir.path().join("db");
+    let env = open_small(&db, 64 * MIB, d);
+    // Fill until even one record does not fit on the filesystem.
+    let (mut next, mut batch, mut failures) = (0u64, 64u64, 0);
+    loop {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let r = (0..batch).try_for_each(|i| txn.put(Db::MAIN, &key(next + i), &[0xEE; 100], PutFlags::empty()));
+        match r.and_then(|()| txn.commit()) {
+            Ok(()) => next += batch,
+            Err(e) if is_enospc(&e) || matches!(e, Error::MapFull) => {
+                failures += 1;
+                if batch == 1 {
+                    break;
+                }
+                batch /= 2;
+            }
+            Err(e) => panic!("{d:?}: filling: {e:?}"),
+        }
+    }
+    assert!(failures > 0 && next > 1000, "{d:?}: the filesystem never filled ({next} records)");
+    eprintln!("{d:?}: the filesystem filled up after {next} records ({failures} failed commits)");
+    // The last commit is intact.
+    let count = |env: &Env| env.begin_ro_txn().and_then(|t| t.db_stat(Db::MAIN)).expect("stat").entries;
+    assert_eq!(count(&env), next, "{d:?}: records after ENOSPC");
+    // Free a little space (256 KiB): writing works again, for good. 2,000
+    // transactions overwrite up to 19 records each, every tenth also adds
+    // one (an engine that leaks pages runs out of the freed space again).
+    std::fs::remove_file(&ballast).expect("rm ballast");
+    let mut x = 99u64;
+    for j in 0..2000u64 {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        if j % 10 == 0 {
+            txn.put(Db::MAIN, &key(next + j / 10), &[0xCD; 100], PutFlags::empty()).expect("put");
+        }
+        for _ in 0..j % 20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            txn.put(Db::MAIN, &key(x % next), &[x as u8; 100], PutFlags::empty()).expect("put");
+        }
+        txn.commit().unwrap_or_else(|e| panic!("{d:?}: commit {j} after freeing space: {e:?}"));
+    }
+    assert_eq!(count(&env), next + 200);
+    let report = env.check(&Default::default(), &mut |_| {}).expect("check");
+    assert_eq!(report.problem_count(), 0, "{d:?}: {report:?}");
+    drop(env);
+}
+
+#[test]
+fn writable_again_after_enospc_durable() {
+    full_filesystem_then_space_freed(Durability::SyncDurable);
+}
+
+#[test]
+fn writable_again_after_enospc_no_meta_sync() {
+    full_filesystem_then_space_freed(Durability::NoMetaSync);
+}
+
+#[test]
+fn writable_again_after_enospc_safe_nosync() {
+    full_filesystem_then_space_freed(Durability::SafeNoSync);
+}
+
+#[test]
+fn writable_again_after_enospc_utterly_nosync() {
+    full_filesystem_then_space_freed(Durability::UtterlyNoSync);
+}
