@@ -77,8 +77,10 @@ fn schedule(w: Workload, ps: usize, n: usize, seed: u64) -> Schedule {
             // Values: 8 bytes of tag + 16 random; the model tracks them so a
             // delete always names a present value.
             let mut vals: Vec<Vec<Vec<u8>>> = (0..200).map(|_| (0..10).map(|_| rng.bytes(24)).collect()).collect();
-            let preload =
-                vals.iter().enumerate().flat_map(|(k, vs)| vs.iter().map(move |v| Change::Put(key(k as u64), v.clone())));
+            let preload = vals
+                .iter()
+                .enumerate()
+                .flat_map(|(k, vs)| vs.iter().map(move |v| Change::Put(key(k as u64), v.clone())));
             let preload: Vec<Change> = preload.collect();
             let rounds = (0..n)
                 .map(|_| {
