@@ -74,7 +74,7 @@ fn schedule(w: Workload, ps: usize, n: usize, seed: u64) -> Schedule {
             Schedule { preload, rounds }
         }
         Workload::Multimap => {
-            // Values: 8 bytes of tag + 16 random; the model tracks them so a
+            // 24 random bytes per value; `vals` tracks the live ones so a
             // delete always names a present value.
             let mut vals: Vec<Vec<Vec<u8>>> = (0..200).map(|_| (0..10).map(|_| rng.bytes(24)).collect()).collect();
             let preload = vals
