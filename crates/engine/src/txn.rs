@@ -924,8 +924,8 @@ impl<'env> RwTxn<'env> {
 
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
-        self.table(db)?;
-        Ok(RwCursor { txn: self, db, pos: None, after_del: false })
+        let dupsort = self.table(db)?.flags.contains(DbFlags::DUP_SORT);
+        Ok(RwCursor { txn: self, db, dupsort, positioned: false, key: Vec::new(), val: Vec::new(), after_del: false })
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
@@ -1011,127 +1011,237 @@ impl<'env> RwTxn<'env> {
     }
 }
 
-/// A cursor of a write transaction that can also put and delete. After a change
-/// it repositions itself by key.
+/// A cursor of a write transaction that can also put and delete. It keeps its
+/// position as the record it stands on, (key, value) on multimaps (DUP_SORT
+/// tables), and finds it again after a change, so that every move visits each
+/// value of each key as the read-only [`Cursor`] does.
+///
+/// After [`RwCursor::del`] (or [`RwCursor::del_all`]) the cursor stands on the
+/// successor of what it deleted, as libmdbx's cursor does: `next()` and
+/// `get_current()` return that successor, `prev()` its predecessor, and a
+/// further `del()` or `put(.., CURRENT)` applies to it.
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
     db: Db,
-    /// Key of the current record (after a delete: the deleted key).
-    pos: Option<Vec<u8>>,
-    /// The record at `pos` was deleted: the cursor stands on its successor.
+    /// The table is a multimap: the position includes the value.
+    dupsort: bool,
+    /// `key`/`val` hold a position.
+    positioned: bool,
+    /// Key of the current record (after a delete: of the deleted one).
+    key: Vec<u8>,
+    /// Multimaps: value of the current record (after a delete: of the deleted one).
+    val: Vec<u8>,
+    /// The record at the position was deleted: the cursor stands on its successor.
     after_del: bool,
 }
 
 type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
 
+/// Where the remembered position is found again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// No position.
+    Nowhere,
+    /// On the remembered record.
+    On,
+    /// On its successor (it was deleted).
+    Successor,
+    /// Past the end (it was deleted and had no successor).
+    End,
+}
+
+/// A read cursor over `db` placed at the position `key`/`val` (see [`At`]).
+fn locate<'a>(
+    txn: &'a RwTxn<'_>,
+    db: Db,
+    dupsort: bool,
+    at: Option<(&[u8], &[u8])>,
+    after_del: bool,
+) -> Result<(Cursor<'a>, At)> {
+    let mut c = txn.cursor(db)?;
+    let Some((key, val)) = at else { return Ok((c, At::Nowhere)) };
+    let at = match c.set_lowerbound(key, dupsort.then_some(val))? {
+        None => At::End,
+        Some((true, _)) if !after_del => At::On,
+        Some(_) => At::Successor,
+    };
+    Ok((c, at))
+}
+
+/// Remembers `pair` as the position.
+fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
+    key.clear();
+    key.extend_from_slice(pair.0);
+    if dupsort {
+        val.clear();
+        val.extend_from_slice(pair.1);
+    }
+}
+
 impl<'t, 'env> RwCursor<'t, 'env> {
-    fn reposition<'a>(
+    /// Finds the position again, runs `f` on a read cursor there and
+    /// remembers where it ends (a `None` from `f` keeps the position).
+    /// `f` also gets the remembered key (after a delete: the deleted key).
+    fn moved<'a>(
         &'a mut self,
-        f: impl FnOnce(&mut Cursor<'a>, bool) -> Result<OwnedPair<'a>>,
+        f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
         let after_del = std::mem::take(&mut self.after_del);
-        let mut c = self.txn.cursor(self.db)?;
-        if let Some(k) = &self.pos {
-            if c.set_range(k)?.is_none() && !after_del {
-                c.last()?;
-            }
-        }
-        let r = f(&mut c, after_del)?;
-        if let Some(k) = c.current_key() {
-            self.pos = Some(k.to_vec());
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (mut c, at) = locate(self.txn, self.db, self.dupsort, at, after_del)?;
+        let r = f(&mut c, at, &self.key)?;
+        if let Some(p) = r {
+            keep(&mut self.key, &mut self.val, self.dupsort, p);
+            self.positioned = true;
         }
         Ok(r)
     }
 
+    /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
+    fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+        self.positioned = false;
+        self.moved(|c, _, _| f(c))
+    }
+
     /// First record.
     pub fn first(&mut self) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.first())
+        self.seek(|c| c.first())
     }
     /// Last record.
     pub fn last(&mut self) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.last())
+        self.seek(|c| c.last())
     }
-    /// Next record (after a delete: the successor of the deleted record).
+    /// Next record: the next value of the key on multimaps, else the first
+    /// value of the next key (after a delete: the successor of the deleted
+    /// record); on an unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<OwnedPair<'_>> {
-        let positioned = self.pos.is_some();
-        self.reposition(|c, after_del| match (positioned, after_del) {
-            (false, _) => c.first(),
-            (true, true) if c.eof() => Ok(None),
-            (true, true) => Ok(c.get_current().ok().flatten()),
-            (true, false) => c.next(),
+        self.moved(|c, at, _| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
         })
     }
-    /// Previous record.
+    /// Previous record (the previous value of the key on multimaps); on an
+    /// unpositioned cursor the last.
     pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
-        let positioned = self.pos.is_some();
-        self.reposition(|c, after_del| {
-            if !positioned {
-                return c.last();
-            }
-            if after_del && c.eof() {
-                // The deleted record was the last one.
-                return c.last();
-            }
-            c.prev()
+        self.moved(|c, at, _| match at {
+            At::Nowhere | At::End => c.last(),
+            At::On | At::Successor => c.prev(),
         })
     }
-    /// Exact key.
+    /// First value of the next key (after a delete: of the first key after
+    /// the deleted record's key); on an unpositioned cursor the first.
+    pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next_nodup(),
+            // The successor may be a further value of the deleted record's key.
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.next_nodup(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
+        })
+    }
+    /// Next value of the current key (after a delete: the value after the
+    /// deleted one, if its key has one); `None` at the key's last value.
+    pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::On => c.next_dup(),
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
+            At::Nowhere | At::Successor | At::End => Ok(None),
+        })
+    }
+    /// Exact key (its first value).
     pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.set(key))
+        self.seek(|c| c.set(key))
     }
-    /// First key `>= key`.
+    /// First key `>= key` (its first value).
     pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.set_range(key))
+        self.seek(|c| c.set_range(key))
     }
-    /// The record at the cursor (after a delete: the successor).
+    /// The record at the cursor (after a delete: the successor of the deleted
+    /// record, `None` if there is none); `Err(NoData)` when unpositioned.
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let Some(k) = self.pos.clone() else {
-            return Err(Error::NoData);
-        };
-        let mut c = self.txn.cursor(self.db)?;
-        match c.set_range(&k)? {
-            Some(p) => Ok(Some(p)),
-            None => c.last()?.map(Some).ok_or(Error::NoData),
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        match at {
+            At::Nowhere => Err(Error::NoData),
+            At::On | At::Successor => c.get_current(),
+            At::End => Ok(None),
         }
     }
-    /// Stores a record and positions the cursor on it. With `CURRENT` the key must
-    /// equal the key at the cursor.
+
+    /// Stores a record and positions the cursor on it. With `CURRENT` the key
+    /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
+    /// value at the cursor (only that one) with `val`.
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
-            // After a delete the cursor stands on the successor of the deleted key.
-            let current = if self.after_del { self.get_current()?.map(|(k, _)| k.to_vec()) } else { self.pos.clone() };
-            match current {
-                Some(k) if t.cmp.cmp(&k, key).is_eq() => {}
-                Some(_) => return Err(Error::KeyMismatch("the key differs from the key at the cursor")),
-                None => return Err(Error::NoData),
+            let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+            let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+            let (k, v) = match at {
+                At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+                At::Nowhere | At::End => return Err(Error::NoData),
+            };
+            if !t.cmp.cmp(k, key).is_eq() {
+                return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
+            }
+            if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
+                let old = v.to_vec();
+                if !dcmp.cmp(&old, val).is_eq() {
+                    // The new value first: a refused put changes nothing.
+                    self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
+                    self.txn.del(self.db, key, Some(&old))?;
+                }
+                keep(&mut self.key, &mut self.val, true, (key, val));
+                self.positioned = true;
+                self.after_del = false;
+                return Ok(());
             }
         }
         self.txn.put(self.db, key, val, flags)?;
-        self.pos = Some(key.to_vec());
+        keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
+        self.positioned = true;
         self.after_del = false;
         Ok(())
     }
-    /// Deletes the record at the cursor; the cursor moves to its successor.
-    pub fn del(&mut self) -> Result<()> {
-        let k = if self.after_del {
-            // The cursor stands on the successor of the record deleted last.
-            match self.get_current()? {
-                Some((k, _)) => k.to_vec(),
-                None => return Err(Error::NoData),
-            }
-        } else {
-            self.pos.clone().ok_or(Error::NoData)?
+
+    /// The record a delete applies to: the one at the cursor (after a
+    /// delete: the successor), remembered as the position.
+    fn target(&mut self) -> Result<()> {
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        let p = match at {
+            At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+            At::Nowhere | At::End => return Err(Error::NoData),
         };
-        if !self.txn.del(self.db, &k, None)? {
+        keep(&mut self.key, &mut self.val, self.dupsort, p);
+        Ok(())
+    }
+
+    /// Deletes the record at the cursor — on a multimap only the current
+    /// value of the key (libmdbx's `mdbx_cursor_del` without `ALLDUPS`); the
+    /// cursor then stands on the successor (see [`RwCursor`]).
+    pub fn del(&mut self) -> Result<()> {
+        self.target()?;
+        let val = self.dupsort.then_some(&self.val[..]);
+        if !self.txn.del(self.db, &self.key, val)? {
             return Err(Error::NoData);
         }
-        self.pos = Some(k);
+        self.after_del = true;
+        Ok(())
+    }
+
+    /// Deletes the key at the cursor with all its values (libmdbx's
+    /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
+    pub fn del_all(&mut self) -> Result<()> {
+        self.target()?;
+        if !self.txn.del(self.db, &self.key, None)? {
+            return Err(Error::NoData);
+        }
         self.after_del = true;
         Ok(())
     }
