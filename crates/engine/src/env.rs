@@ -209,7 +209,8 @@ pub(crate) struct EnvInner {
     pub exclusive: bool,
     /// A length the data file is known to have (at least).
     pub file_len: AtomicU64,
-    dbs: Mutex<Vec<Option<Vec<u8>>>>,
+    /// Named-table handle slots, and this environment's identity.
+    pub dbs: crate::txn::DbRegistry,
     /// Page buffers kept between write transactions (see `pool`).
     pub page_pool: Mutex<crate::pool::PagePool>,
     // Declared last: dropped after the map and files above are released.
@@ -365,7 +366,7 @@ impl EnvInner {
             max_dbs: b.max_dbs,
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
-            dbs: Mutex::new(vec![None, None]),
+            dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
             lck,
         };
@@ -433,38 +434,25 @@ impl EnvInner {
         Ok(m.clone())
     }
 
-    pub(crate) fn register_db(&self, name: &[u8]) -> Result<u32> {
-        let mut dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = dbs.iter().position(|n| n.as_deref() == Some(name)) {
-            return Ok(i as u32);
-        }
-        let used = dbs.iter().filter(|n| n.is_some()).count();
-        if used >= self.max_dbs as usize {
-            return Err(Error::DbsFull);
-        }
-        if let Some(i) = dbs.iter().skip(2).position(|n| n.is_none()) {
-            dbs[i + 2] = Some(name.to_vec());
-            return Ok(i as u32 + 2);
-        }
-        dbs.push(Some(name.to_vec()));
-        Ok(dbs.len() as u32 - 1)
+    /// The handle of table `name`, taking a free slot if it has none.
+    pub(crate) fn register_db(&self, name: &[u8]) -> Result<crate::Db> {
+        self.dbs.register(name, self.max_dbs)
     }
 
-    pub(crate) fn lookup_db(&self, name: &[u8]) -> Option<u32> {
-        let dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
-        dbs.iter().position(|n| n.as_deref() == Some(name)).map(|i| i as u32)
+    /// The handle of table `name` if it has a slot.
+    pub(crate) fn lookup_db(&self, name: &[u8]) -> Option<crate::Db> {
+        self.dbs.lookup(name)
     }
 
-    pub(crate) fn db_name(&self, dbi: u32) -> Option<Vec<u8>> {
-        let dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
-        dbs.get(dbi as usize).cloned().flatten()
+    /// The name of the table of `db`; `Err(BadDbi)` for a handle that is
+    /// foreign or stale (its slot was freed since).
+    pub(crate) fn db_name(&self, db: crate::Db) -> Result<Vec<u8>> {
+        self.dbs.name_of(db)
     }
 
+    /// Frees slot `dbi`: handles to it become stale.
     pub(crate) fn forget_db(&self, dbi: u32) {
-        let mut dbs = self.dbs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = dbs.get_mut(dbi as usize) {
-            *n = None;
-        }
+        self.dbs.forget(dbi)
     }
 
     /// Sets the data file length (growth or shrink by this process).

@@ -104,16 +104,127 @@ impl<'t> Pages<'t> {
     }
 }
 
-/// A table handle. Valid in every transaction of the environment that opened it.
+/// A table handle. Valid in every transaction of the environment that opened
+/// it, until its table is deleted (`drop_db`, or `clear_db` of the main table).
+/// Elsewhere every call refuses it with `Err(BadDbi)`, as libmdbx refuses a
+/// stale or foreign handle with `MDBX_BAD_DBI`: a handle of another
+/// environment (even one of the same file), and a handle kept across the
+/// deletion of its table while the slot went to another table.
+///
+/// [`Db::MAIN`], the main table, is valid in every environment (each has a
+/// main table; `open_db(None)` returns it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Db {
+    /// Slot number (0: the GC, 1: the main table).
     pub(crate) dbi: u32,
+    /// Generation of the slot when the handle was made (0 for the built-ins).
+    pub(crate) gen: u32,
+    /// Identity of the environment (`DbRegistry::id`; 0 for the built-ins).
+    pub(crate) env: u64,
 }
 
 impl Db {
     /// The main (unnamed) table.
-    pub const MAIN: Db = Db { dbi: 1 };
-    pub(crate) const GC: Db = Db { dbi: 0 };
+    pub const MAIN: Db = Db { dbi: 1, gen: 0, env: 0 };
+    pub(crate) const GC: Db = Db { dbi: 0, gen: 0, env: 0 };
+
+    /// Whether this is the handle of the GC or the main table.
+    fn is_builtin(self) -> bool {
+        self.dbi < 2
+    }
+
+    /// `Err(BadDbi)` for a named-table handle of another environment.
+    #[inline]
+    fn check_env(self, env: &EnvInner) -> Result<()> {
+        if self.env != env.dbs.id && !self.is_builtin() {
+            return Err(Error::BadDbi);
+        }
+        Ok(())
+    }
+}
+
+/// Source of environment identities (0 is never handed out).
+static NEXT_ENV_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The named-table slots of an environment. Slot numbers are reused after a
+/// table is deleted; each slot counts its reuses (`gen`), and a handle keeps
+/// the count it was made with, so a handle of a deleted table stays invalid
+/// whatever takes its slot (libmdbx keeps per-slot sequence numbers too).
+pub(crate) struct DbRegistry {
+    /// Identity of the environment, unique in the process.
+    pub id: u64,
+    slots: std::sync::Mutex<Vec<DbSlot>>,
+}
+
+#[derive(Default)]
+struct DbSlot {
+    name: Option<Vec<u8>>,
+    /// Bumped each time the slot is freed (wrapping after 2^32 deletions).
+    gen: u32,
+}
+
+impl DbRegistry {
+    pub(crate) fn new() -> DbRegistry {
+        let id = NEXT_ENV_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        DbRegistry { id, slots: std::sync::Mutex::new(vec![DbSlot::default(), DbSlot::default()]) }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, Vec<DbSlot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handle(&self, dbi: usize, slot: &DbSlot) -> Db {
+        Db { dbi: dbi as u32, gen: slot.gen, env: self.id }
+    }
+
+    /// The handle of table `name`, taking a free slot if it has none.
+    pub(crate) fn register(&self, name: &[u8], max_dbs: u32) -> Result<Db> {
+        let mut slots = self.slots();
+        if let Some(i) = slots.iter().position(|s| s.name.as_deref() == Some(name)) {
+            return Ok(self.handle(i, &slots[i]));
+        }
+        let used = slots.iter().filter(|s| s.name.is_some()).count();
+        if used >= max_dbs as usize {
+            return Err(Error::DbsFull);
+        }
+        let i = match slots.iter().skip(2).position(|s| s.name.is_none()) {
+            Some(i) => i + 2,
+            None => {
+                slots.push(DbSlot::default());
+                slots.len() - 1
+            }
+        };
+        slots[i].name = Some(name.to_vec());
+        Ok(self.handle(i, &slots[i]))
+    }
+
+    /// The handle of table `name` if it has a slot.
+    pub(crate) fn lookup(&self, name: &[u8]) -> Option<Db> {
+        let slots = self.slots();
+        let i = slots.iter().position(|s| s.name.as_deref() == Some(name))?;
+        Some(self.handle(i, &slots[i]))
+    }
+
+    /// The name of `db`'s table; `Err(BadDbi)` unless `db` is the current
+    /// handle of a named table of this environment.
+    pub(crate) fn name_of(&self, db: Db) -> Result<Vec<u8>> {
+        if db.env != self.id {
+            return Err(Error::BadDbi);
+        }
+        let slots = self.slots();
+        match slots.get(db.dbi as usize) {
+            Some(DbSlot { name: Some(name), gen }) if *gen == db.gen && db.dbi >= 2 => Ok(name.clone()),
+            _ => Err(Error::BadDbi),
+        }
+    }
+
+    /// Frees slot `dbi`: its handles become stale.
+    pub(crate) fn forget(&self, dbi: u32) {
+        if let Some(s) = self.slots().get_mut(dbi as usize).filter(|_| dbi >= 2) {
+            s.name = None;
+            s.gen = s.gen.wrapping_add(1);
+        }
+    }
 }
 
 /// Statistics of one table (`MDBX_stat`).
@@ -170,6 +281,8 @@ pub(crate) struct Table {
     /// (`btree::write::put`). Any other change to the table clears it: every
     /// change goes through `RwTxn::table_mut`.
     pub append_leaf: Option<u32>,
+    /// Generation of the handle slot this state belongs to (see `Db`).
+    pub gen: u32,
 }
 
 /// The parts of a table a lookup needs (copied out without allocating).
@@ -187,7 +300,12 @@ impl Table {
 
     pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None }
+        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None, gen: 0 }
+    }
+
+    /// The state of named table `db`.
+    pub(crate) fn named(tree: Tree, name: Vec<u8>, db: Db) -> Table {
+        Table { gen: db.gen, ..Table::new(tree, Some(name)) }
     }
 }
 
@@ -354,17 +472,17 @@ macro_rules! read_methods {
             let Some(name) = name else {
                 return Ok(Db::MAIN);
             };
-            if let Some(dbi) = self.env.lookup_db(name) {
-                if self.has_table(dbi) {
-                    return Ok(Db { dbi });
+            if let Some(db) = self.env.lookup_db(name) {
+                if self.has_table(db) {
+                    return Ok(db);
                 }
             }
             let pages = self.pages();
             let main = self.table(Db::MAIN)?.tree;
             let tree = find_table(&pages, &main, name)?.ok_or(Error::NotFound)?;
-            let dbi = self.env.register_db(name)?;
-            self.remember(dbi, Table::new(tree, Some(name.to_vec())));
-            Ok(Db { dbi })
+            let db = self.env.register_db(name)?;
+            self.remember(db, Table::named(tree, name.to_vec(), db));
+            Ok(db)
         }
 
         /// The first value of `key`, borrowed from the transaction; `None` if absent.
@@ -462,33 +580,39 @@ impl<'env> RoTxn<'env> {
         }
     }
 
-    fn has_table(&self, dbi: u32) -> bool {
-        self.tables.borrow().get(dbi as usize).is_some_and(Option::is_some)
+    fn has_table(&self, db: Db) -> bool {
+        self.tables.borrow().get(db.dbi as usize).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
     }
 
-    fn remember(&self, dbi: u32, t: Table) {
+    fn remember(&self, db: Db, t: Table) {
         let mut tables = self.tables.borrow_mut();
-        if tables.len() <= dbi as usize {
-            tables.resize(dbi as usize + 1, None);
+        if tables.len() <= db.dbi as usize {
+            tables.resize(db.dbi as usize + 1, None);
         }
-        tables[dbi as usize] = Some(t);
+        tables[db.dbi as usize] = Some(t);
     }
 
+    /// The table of `db`: `Err(BadDbi)` for a foreign or stale handle.
     pub(crate) fn table(&self, db: Db) -> Result<View> {
+        db.check_env(self.env)?;
         if let Some(Some(t)) = self.tables.borrow().get(db.dbi as usize) {
-            return Ok(t.view());
+            if t.gen == db.gen {
+                return Ok(t.view());
+            }
+            // Another generation of the slot: load the table (or refuse)
+            // below. The cached one is clean (read-only), so it may go.
         }
         let t = match db.dbi {
             0 => Table::new(self.snap.meta.gc, None),
             1 => Table::new(self.snap.meta.main, None),
-            dbi => {
-                let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
+            _ => {
+                let name = self.env.db_name(db)?;
                 let tree = find_table(&self.pages(), &self.snap.meta.main, &name)?.ok_or(Error::BadDbi)?;
-                Table::new(tree, Some(name))
+                Table::named(tree, name, db)
             }
         };
         let v = t.view();
-        self.remember(db.dbi, t);
+        self.remember(db, t);
         Ok(v)
     }
 }
@@ -530,35 +654,43 @@ impl<'env> RwTxn<'env> {
         }
     }
 
-    fn has_table(&self, dbi: u32) -> bool {
-        self.tables.get(dbi as usize).is_some_and(Option::is_some)
+    fn has_table(&self, db: Db) -> bool {
+        self.tables.get(db.dbi as usize).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
     }
 
-    fn remember(&self, _dbi: u32, _t: Table) {
+    fn remember(&self, _db: Db, _t: Table) {
         // Write transactions load tables through `table_mut` (below); the
         // shared `open_db_bytes` path only needs the registry entry.
     }
 
+    /// The table of `db`: `Err(BadDbi)` for a foreign or stale handle.
     pub(crate) fn table(&self, db: Db) -> Result<View> {
+        db.check_env(self.env)?;
         if let Some(Some(t)) = self.tables.get(db.dbi as usize) {
-            return Ok(t.view());
+            // A table of this transaction (maybe changed): only its own
+            // generation of handles reaches it.
+            return if t.gen == db.gen { Ok(t.view()) } else { Err(Error::BadDbi) };
         }
-        self.load_table(db.dbi).map(|t| t.view())
+        self.load_table(db).map(|t| t.view())
     }
 
-    fn load_table(&self, dbi: u32) -> Result<Table> {
-        let name = self.env.db_name(dbi).ok_or(Error::BadDbi)?;
+    fn load_table(&self, db: Db) -> Result<Table> {
+        let name = self.env.db_name(db)?;
         let main = self.tables[1].as_ref().expect("main table").tree;
         let tree = find_table(&self.pages(), &main, &name)?.ok_or(Error::BadDbi)?;
-        Ok(Table::new(tree, Some(name)))
+        Ok(Table::named(tree, name, db))
     }
 
     /// The table state for editing (loaded on first use). Clears the APPEND
     /// hint: the caller may change the tree.
     pub(crate) fn table_mut(&mut self, db: Db) -> Result<&mut Table> {
+        db.check_env(self.env)?;
         let i = db.dbi as usize;
+        if self.tables.get(i).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen != db.gen)) {
+            return Err(Error::BadDbi);
+        }
         if self.tables.get(i).is_none_or(|t| t.is_none()) {
-            let t = self.load_table(db.dbi)?;
+            let t = self.load_table(db)?;
             if self.tables.len() <= i {
                 self.tables.resize(i + 1, None);
             }
@@ -635,29 +767,29 @@ impl<'env> RwTxn<'env> {
             return Err(Error::BadValSize(format!("table name of {} bytes", name.len())));
         }
         // Already open in this transaction (maybe created here)?
-        if let Some(dbi) = self.env.lookup_db(name) {
-            if let Ok(t) = self.table(Db { dbi }) {
+        if let Some(db) = self.env.lookup_db(name) {
+            if let Ok(t) = self.table(db) {
                 if t.flags != want {
                     return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
                 }
-                self.table_mut(Db { dbi })?;
-                return Ok(Db { dbi });
+                self.table_mut(db)?;
+                return Ok(db);
             }
         }
         let main = self.table(Db::MAIN)?.tree;
         if let Some(tree) = find_table(&self.pages(), &main, name)? {
-            let dbi = self.env.register_db(name)?;
-            let t = Table::new(tree, Some(name.to_vec()));
+            let db = self.env.register_db(name)?;
+            let t = Table::named(tree, name.to_vec(), db);
             if t.flags != want {
                 return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
             }
-            self.set_table(dbi, t);
-            return Ok(Db { dbi });
+            self.set_table(db.dbi, t);
+            return Ok(db);
         }
         if btree::get(&self.pages(), main.root, main.height, name, self.table(Db::MAIN)?.cmp)?.is_some() {
             return Err(Error::Incompatible("a plain record of the main table has this name".into()));
         }
-        let dbi = self.env.register_db(name)?;
+        let db = self.env.register_db(name)?;
         let mut tree = Tree::empty(want.bits() as u16);
         tree.mod_txnid = self.txnid;
         // The record goes into the main table now (as libmdbx does), so the
@@ -670,10 +802,10 @@ impl<'env> RwTxn<'env> {
             PutFlags::empty(),
             N_TREE,
         )?;
-        let mut t = Table::new(tree, Some(name.to_vec()));
+        let mut t = Table::named(tree, name.to_vec(), db);
         t.dirty = true;
-        self.set_table(dbi, t);
-        Ok(Db { dbi })
+        self.set_table(db.dbi, t);
+        Ok(db)
     }
 
     fn set_table(&mut self, dbi: u32, t: Table) {
@@ -766,7 +898,7 @@ impl<'env> RwTxn<'env> {
         flags: PutFlags,
         nflags: u8,
     ) -> Result<crate::btree::write::ValLoc> {
-        if db == Db::GC {
+        if db.dbi == Db::GC.dbi {
             return Err(Error::BadDbi);
         }
         let t = self.table(db)?;
@@ -791,10 +923,10 @@ impl<'env> RwTxn<'env> {
     /// Returns whether something was deleted.
     pub fn del(&mut self, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
         self.guarded(|t| {
-            if db == Db::GC {
+            if db.dbi == Db::GC.dbi {
                 return Err(Error::BadDbi);
             }
-            if db == Db::MAIN && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
+            if db.dbi == Db::MAIN.dbi && t.main_node_flags(key)?.is_some_and(|f| f & N_TREE != 0) {
                 return Err(Error::Incompatible("the key names a table; use drop_db".into()));
             }
             crate::btree::write::del(t, db, key, val)
@@ -807,13 +939,13 @@ impl<'env> RwTxn<'env> {
     /// pages (libmdbx leaves those pages leaked).
     pub fn clear_db(&mut self, db: Db) -> Result<()> {
         self.guarded(|t| {
-            if db == Db::MAIN {
+            if db.dbi == Db::MAIN.dbi {
                 for name in t.table_names()? {
-                    let dbi = match t.env.lookup_db(&name) {
-                        Some(dbi) => dbi,
-                        None => t.env.register_db(&name).unwrap_or(u32::MAX),
+                    let handle = match t.env.lookup_db(&name) {
+                        Some(db) => Some(db),
+                        None => t.env.register_db(&name).ok(),
                     };
-                    if dbi == u32::MAX {
+                    let Some(named) = handle else {
                         // No handle slot: free the pages straight from the record.
                         let main = t.table(Db::MAIN)?.tree;
                         if let Some(tree) = find_table(&t.pages(), &main, &name)? {
@@ -824,12 +956,12 @@ impl<'env> RwTxn<'env> {
                             }
                         }
                         continue;
-                    }
-                    crate::btree::write::clear(t, Db { dbi })?;
-                    if let Some(slot) = t.tables.get_mut(dbi as usize) {
+                    };
+                    crate::btree::write::clear(t, named)?;
+                    if let Some(slot) = t.tables.get_mut(named.dbi as usize) {
                         *slot = None;
                     }
-                    t.env.forget_db(dbi);
+                    t.env.forget_db(named.dbi);
                 }
             }
             crate::btree::write::clear(t, db)
@@ -839,7 +971,7 @@ impl<'env> RwTxn<'env> {
     /// Deletes table `db` and its record in the main table.
     pub fn drop_db(&mut self, db: Db) -> Result<()> {
         self.guarded(|t| {
-            if db.dbi < 2 {
+            if db.is_builtin() {
                 return crate::btree::write::clear(t, db);
             }
             crate::btree::write::clear(t, db)?;
@@ -928,8 +1060,8 @@ impl<'env> RwTxn<'env> {
 
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
-        self.table(db)?;
-        Ok(RwCursor { txn: self, db, pos: None, after_del: false })
+        let dupsort = self.table(db)?.flags.contains(DbFlags::DUP_SORT);
+        Ok(RwCursor { txn: self, db, dupsort, positioned: false, key: Vec::new(), val: Vec::new(), after_del: false })
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
@@ -1015,127 +1147,237 @@ impl<'env> RwTxn<'env> {
     }
 }
 
-/// A cursor of a write transaction that can also put and delete. After a change
-/// it repositions itself by key.
+/// A cursor of a write transaction that can also put and delete. It keeps its
+/// position as the record it stands on, (key, value) on multimaps (DUP_SORT
+/// tables), and finds it again after a change, so that every move visits each
+/// value of each key as the read-only [`Cursor`] does.
+///
+/// After [`RwCursor::del`] (or [`RwCursor::del_all`]) the cursor stands on the
+/// successor of what it deleted, as libmdbx's cursor does: `next()` and
+/// `get_current()` return that successor, `prev()` its predecessor, and a
+/// further `del()` or `put(.., CURRENT)` applies to it.
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
     db: Db,
-    /// Key of the current record (after a delete: the deleted key).
-    pos: Option<Vec<u8>>,
-    /// The record at `pos` was deleted: the cursor stands on its successor.
+    /// The table is a multimap: the position includes the value.
+    dupsort: bool,
+    /// `key`/`val` hold a position.
+    positioned: bool,
+    /// Key of the current record (after a delete: of the deleted one).
+    key: Vec<u8>,
+    /// Multimaps: value of the current record (after a delete: of the deleted one).
+    val: Vec<u8>,
+    /// The record at the position was deleted: the cursor stands on its successor.
     after_del: bool,
 }
 
 type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
 
+/// Where the remembered position is found again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// No position.
+    Nowhere,
+    /// On the remembered record.
+    On,
+    /// On its successor (it was deleted).
+    Successor,
+    /// Past the end (it was deleted and had no successor).
+    End,
+}
+
+/// A read cursor over `db` placed at the position `key`/`val` (see [`At`]).
+fn locate<'a>(
+    txn: &'a RwTxn<'_>,
+    db: Db,
+    dupsort: bool,
+    at: Option<(&[u8], &[u8])>,
+    after_del: bool,
+) -> Result<(Cursor<'a>, At)> {
+    let mut c = txn.cursor(db)?;
+    let Some((key, val)) = at else { return Ok((c, At::Nowhere)) };
+    let at = match c.set_lowerbound(key, dupsort.then_some(val))? {
+        None => At::End,
+        Some((true, _)) if !after_del => At::On,
+        Some(_) => At::Successor,
+    };
+    Ok((c, at))
+}
+
+/// Remembers `pair` as the position.
+fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
+    key.clear();
+    key.extend_from_slice(pair.0);
+    if dupsort {
+        val.clear();
+        val.extend_from_slice(pair.1);
+    }
+}
+
 impl<'t, 'env> RwCursor<'t, 'env> {
-    fn reposition<'a>(
+    /// Finds the position again, runs `f` on a read cursor there and
+    /// remembers where it ends (a `None` from `f` keeps the position).
+    /// `f` also gets the remembered key (after a delete: the deleted key).
+    fn moved<'a>(
         &'a mut self,
-        f: impl FnOnce(&mut Cursor<'a>, bool) -> Result<OwnedPair<'a>>,
+        f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
         let after_del = std::mem::take(&mut self.after_del);
-        let mut c = self.txn.cursor(self.db)?;
-        if let Some(k) = &self.pos {
-            if c.set_range(k)?.is_none() && !after_del {
-                c.last()?;
-            }
-        }
-        let r = f(&mut c, after_del)?;
-        if let Some(k) = c.current_key() {
-            self.pos = Some(k.to_vec());
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (mut c, at) = locate(self.txn, self.db, self.dupsort, at, after_del)?;
+        let r = f(&mut c, at, &self.key)?;
+        if let Some(p) = r {
+            keep(&mut self.key, &mut self.val, self.dupsort, p);
+            self.positioned = true;
         }
         Ok(r)
     }
 
+    /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
+    fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+        self.positioned = false;
+        self.moved(|c, _, _| f(c))
+    }
+
     /// First record.
     pub fn first(&mut self) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.first())
+        self.seek(|c| c.first())
     }
     /// Last record.
     pub fn last(&mut self) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.last())
+        self.seek(|c| c.last())
     }
-    /// Next record (after a delete: the successor of the deleted record).
+    /// Next record: the next value of the key on multimaps, else the first
+    /// value of the next key (after a delete: the successor of the deleted
+    /// record); on an unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<OwnedPair<'_>> {
-        let positioned = self.pos.is_some();
-        self.reposition(|c, after_del| match (positioned, after_del) {
-            (false, _) => c.first(),
-            (true, true) if c.eof() => Ok(None),
-            (true, true) => Ok(c.get_current().ok().flatten()),
-            (true, false) => c.next(),
+        self.moved(|c, at, _| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
         })
     }
-    /// Previous record.
+    /// Previous record (the previous value of the key on multimaps); on an
+    /// unpositioned cursor the last.
     pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
-        let positioned = self.pos.is_some();
-        self.reposition(|c, after_del| {
-            if !positioned {
-                return c.last();
-            }
-            if after_del && c.eof() {
-                // The deleted record was the last one.
-                return c.last();
-            }
-            c.prev()
+        self.moved(|c, at, _| match at {
+            At::Nowhere | At::End => c.last(),
+            At::On | At::Successor => c.prev(),
         })
     }
-    /// Exact key.
+    /// First value of the next key (after a delete: of the first key after
+    /// the deleted record's key); on an unpositioned cursor the first.
+    pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next_nodup(),
+            // The successor may be a further value of the deleted record's key.
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.next_nodup(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
+        })
+    }
+    /// Next value of the current key (after a delete: the value after the
+    /// deleted one, if its key has one); `None` at the key's last value.
+    pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::On => c.next_dup(),
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
+            At::Nowhere | At::Successor | At::End => Ok(None),
+        })
+    }
+    /// Exact key (its first value).
     pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.set(key))
+        self.seek(|c| c.set(key))
     }
-    /// First key `>= key`.
+    /// First key `>= key` (its first value).
     pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.pos = None;
-        self.reposition(|c, _| c.set_range(key))
+        self.seek(|c| c.set_range(key))
     }
-    /// The record at the cursor (after a delete: the successor).
+    /// The record at the cursor (after a delete: the successor of the deleted
+    /// record, `None` if there is none); `Err(NoData)` when unpositioned.
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let Some(k) = self.pos.clone() else {
-            return Err(Error::NoData);
-        };
-        let mut c = self.txn.cursor(self.db)?;
-        match c.set_range(&k)? {
-            Some(p) => Ok(Some(p)),
-            None => c.last()?.map(Some).ok_or(Error::NoData),
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        match at {
+            At::Nowhere => Err(Error::NoData),
+            At::On | At::Successor => c.get_current(),
+            At::End => Ok(None),
         }
     }
-    /// Stores a record and positions the cursor on it. With `CURRENT` the key must
-    /// equal the key at the cursor.
+
+    /// Stores a record and positions the cursor on it. With `CURRENT` the key
+    /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
+    /// value at the cursor (only that one) with `val`.
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
-            // After a delete the cursor stands on the successor of the deleted key.
-            let current = if self.after_del { self.get_current()?.map(|(k, _)| k.to_vec()) } else { self.pos.clone() };
-            match current {
-                Some(k) if t.cmp.cmp(&k, key).is_eq() => {}
-                Some(_) => return Err(Error::KeyMismatch("the key differs from the key at the cursor")),
-                None => return Err(Error::NoData),
+            let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+            let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+            let (k, v) = match at {
+                At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+                At::Nowhere | At::End => return Err(Error::NoData),
+            };
+            if !t.cmp.cmp(k, key).is_eq() {
+                return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
+            }
+            if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
+                let old = v.to_vec();
+                if !dcmp.cmp(&old, val).is_eq() {
+                    // The new value first: a refused put changes nothing.
+                    self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
+                    self.txn.del(self.db, key, Some(&old))?;
+                }
+                keep(&mut self.key, &mut self.val, true, (key, val));
+                self.positioned = true;
+                self.after_del = false;
+                return Ok(());
             }
         }
         self.txn.put(self.db, key, val, flags)?;
-        self.pos = Some(key.to_vec());
+        keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
+        self.positioned = true;
         self.after_del = false;
         Ok(())
     }
-    /// Deletes the record at the cursor; the cursor moves to its successor.
-    pub fn del(&mut self) -> Result<()> {
-        let k = if self.after_del {
-            // The cursor stands on the successor of the record deleted last.
-            match self.get_current()? {
-                Some((k, _)) => k.to_vec(),
-                None => return Err(Error::NoData),
-            }
-        } else {
-            self.pos.clone().ok_or(Error::NoData)?
+
+    /// The record a delete applies to: the one at the cursor (after a
+    /// delete: the successor), remembered as the position.
+    fn target(&mut self) -> Result<()> {
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        let p = match at {
+            At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+            At::Nowhere | At::End => return Err(Error::NoData),
         };
-        if !self.txn.del(self.db, &k, None)? {
+        keep(&mut self.key, &mut self.val, self.dupsort, p);
+        Ok(())
+    }
+
+    /// Deletes the record at the cursor — on a multimap only the current
+    /// value of the key (libmdbx's `mdbx_cursor_del` without `ALLDUPS`); the
+    /// cursor then stands on the successor (see [`RwCursor`]).
+    pub fn del(&mut self) -> Result<()> {
+        self.target()?;
+        let val = self.dupsort.then_some(&self.val[..]);
+        if !self.txn.del(self.db, &self.key, val)? {
             return Err(Error::NoData);
         }
-        self.pos = Some(k);
+        self.after_del = true;
+        Ok(())
+    }
+
+    /// Deletes the key at the cursor with all its values (libmdbx's
+    /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
+    pub fn del_all(&mut self) -> Result<()> {
+        self.target()?;
+        if !self.txn.del(self.db, &self.key, None)? {
+            return Err(Error::NoData);
+        }
         self.after_del = true;
         Ok(())
     }

@@ -212,8 +212,8 @@ fn content_for(
         }
     }
     let nt = nested_build(txn, t, vals)?;
-    tree.branch_pages += nt.branch_pages;
-    tree.leaf_pages += nt.leaf_pages;
+    tree.inc_branch(nt.branch_pages, host)?;
+    tree.inc_leaf(nt.leaf_pages, host)?;
     Ok((TREE_SIZE as u32, N_DUP | N_TREE, nt.to_bytes().to_vec()))
 }
 
@@ -255,8 +255,8 @@ fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
     let rightmost = is_rightmost(txn, &path)?;
     touch_path(txn, nt, &mut path)?;
     let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
+    nt.inc_items(1, path.e[leaf].0)?;
     insert_at(txn, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
-    nt.items += 1;
     nt.mod_txnid = txn.txnid;
     Ok(true)
 }
@@ -271,10 +271,10 @@ fn nested_delete(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
     if !exact {
         return Ok(false);
     }
+    nt.dec_items(1, path.e[path.leaf()].0)?;
     touch_path(txn, nt, &mut path)?;
     let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
     write::p_remove(txn.dirty_mut(path.e[leaf].0), idx);
-    nt.items -= 1;
     rebalance(txn, nt, &mut path, leaf)?;
     nt.mod_txnid = txn.txnid;
     Ok(true)
@@ -323,7 +323,7 @@ fn replace_node(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, key: &[u8], c
 }
 
 /// Frees a key's values (its nested tree pages); returns how many values it had.
-fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr) -> Result<u64> {
+fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr, host: u32) -> Result<u64> {
     Ok(match r {
         Repr::Plain(_) => 1,
         Repr::Sub(n) => *n as u64,
@@ -333,8 +333,8 @@ fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr) -> Result<u64> {
             for (pg, n) in runs {
                 gc::free(txn, pg, n);
             }
-            tree.branch_pages -= nt.branch_pages;
-            tree.leaf_pages -= nt.leaf_pages;
+            tree.dec_branch(nt.branch_pages, host)?;
+            tree.dec_leaf(nt.leaf_pages, host)?;
             nt.items
         }
     })
@@ -354,7 +354,8 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         let pg = gc::new_page(txn, pflags::LEAF)?;
         let c = content_for(txn, &t, &mut tree, key, &one, pg)?;
         node::insert(txn.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
-        tree = Tree { root: pg, height: 1, leaf_pages: tree.leaf_pages + 1, items: 1, ..tree };
+        tree.inc_leaf(1, pg)?;
+        tree = Tree { root: pg, height: 1, items: 1, ..tree };
         return done(txn, db, tree, &t, val);
     }
     let mut path = Path::new();
@@ -379,9 +380,9 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         let rightmost = is_rightmost(txn, &path)?;
         touch_path(txn, &mut tree, &mut path)?;
         let lpg = path.e[path.leaf()].0;
+        tree.inc_items(1, lpg)?;
         let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
         insert_at(txn, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
-        tree.items += 1;
         return done(txn, db, tree, &t, val);
     }
     if flags.contains(PutFlags::NO_OVERWRITE) {
@@ -397,12 +398,12 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
     let repr = read_repr(txn, &t, lpg, idx)?;
     if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
         touch_path(txn, &mut tree, &mut path)?;
-        let n = drop_values(txn, &mut tree, &repr)?;
-        tree.items -= n;
         let lpg = path.e[path.leaf()].0;
+        let n = drop_values(txn, &mut tree, &repr, lpg)?;
+        tree.dec_items(n, lpg)?;
+        tree.inc_items(1, lpg)?;
         let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
         replace_node(txn, &mut tree, &path, key, c)?;
-        tree.items += 1;
         return done(txn, db, tree, &t, val);
     }
     let exists_or_append = |found: std::result::Result<usize, usize>, n: usize| -> Result<Option<usize>> {
@@ -452,10 +453,9 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
                 }
             }
             touch_path(txn, &mut tree, &mut path)?;
-            let (b0, l0) = (nt.branch_pages, nt.leaf_pages);
+            let old = nt;
             nested_insert(txn, &t, &mut nt, val)?;
-            tree.branch_pages = tree.branch_pages + nt.branch_pages - b0;
-            tree.leaf_pages = tree.leaf_pages + nt.leaf_pages - l0;
+            tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
             store_nested(txn, &path, &nt);
             true
         }
@@ -463,7 +463,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
     if !added {
         return Ok(());
     }
-    tree.items += 1;
+    tree.inc_items(1, path.e[path.leaf()].0)?;
     done(txn, db, tree, &t, val)
 }
 
@@ -720,19 +720,20 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
     };
     let Some(val) = val else {
         touch_path(txn, &mut tree, &mut path)?;
-        let n = drop_values(txn, &mut tree, &repr)?;
-        tree.items -= n;
+        let n = drop_values(txn, &mut tree, &repr, path.e[path.leaf()].0)?;
+        tree.dec_items(n, path.e[path.leaf()].0)?;
         remove_node(txn, &mut tree, &mut path)?;
         write::finish(txn, db, tree);
         return Ok(true);
     };
-    // One value goes; counted before the tree changes (an emptied tree is reset).
-    tree.items -= 1;
+    // One value goes; counted before the tree changes (an emptied tree is
+    // reset), once the value is known to be there.
     match repr {
         Repr::Plain(old) => {
             if !dcmp.cmp(&old, val).is_eq() {
                 return Ok(false);
             }
+            tree.dec_items(1, lpg)?;
             touch_path(txn, &mut tree, &mut path)?;
             remove_node(txn, &mut tree, &mut path)?;
         }
@@ -744,6 +745,7 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
                 if !exact {
                     return Ok(false);
                 }
+                tree.dec_items(1, lpg)?;
                 if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
                     touch_path(txn, &mut tree, &mut path)?;
                     let lpg = path.e[path.leaf()].0;
@@ -772,11 +774,11 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
             if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_none() {
                 return Ok(false);
             }
+            tree.dec_items(1, lpg)?;
             touch_path(txn, &mut tree, &mut path)?;
-            let (b0, l0) = (nt.branch_pages, nt.leaf_pages);
+            let old = nt;
             nested_delete(txn, &t, &mut nt, val)?;
-            tree.branch_pages = tree.branch_pages + nt.branch_pages - b0;
-            tree.leaf_pages = tree.leaf_pages + nt.leaf_pages - l0;
+            tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
             if nt.root == P_INVALID {
                 remove_node(txn, &mut tree, &mut path)?;
             } else {

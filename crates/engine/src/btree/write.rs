@@ -318,9 +318,9 @@ pub(crate) fn insert_at(
     txn.dirty_replace(pgno, left);
     txn.pool.recycle(old, ps);
     if is_branch {
-        tree.branch_pages += 1;
+        tree.inc_branch(1, pgno)?;
     } else {
-        tree.leaf_pages += 1;
+        tree.inc_leaf(1, pgno)?;
     }
     if level == 0 {
         let root = gc::new_page(txn, pflags::BRANCH)?;
@@ -328,8 +328,8 @@ pub(crate) fn insert_at(
         p_insert(buf, 0, &[], pgno, 0, &[]);
         p_insert(buf, 1, &sep, right, 0, &[]);
         tree.root = root;
-        tree.height += 1;
-        tree.branch_pages += 1;
+        tree.inc_height(root)?;
+        tree.inc_branch(1, root)?;
         return Ok(());
     }
     let (_, pidx) = path.e[level - 1];
@@ -362,7 +362,7 @@ pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Res
     if pgno as u64 + n as u64 > txn.geo.first_unallocated as u64 {
         return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
     }
-    tree.large_pages = tree.large_pages.saturating_sub(n);
+    tree.dec_large(n, pgno)?;
     gc::free(txn, pgno, n as usize);
     Ok(())
 }
@@ -387,7 +387,7 @@ fn make_value<'v>(
     let n = txn.env.limits.large_pages(len);
     let pgno = gc::new_large(txn, n)?;
     val.copy_to(&mut txn.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
-    tree.large_pages += n as u32;
+    tree.inc_large(n as u32, pgno)?;
     Ok((len as u32, nflags | N_BIG, Cow::Owned(pgno.to_le_bytes().to_vec())))
 }
 
@@ -494,13 +494,17 @@ pub(crate) fn put(
         if oflags & N_BIG != 0 {
             free_large(txn, &mut tree, big_pgno)?;
         }
+        // The record is replaced: a count without it is corruption.
+        tree.dec_items(1, lpg)?;
+        tree.inc_items(1, lpg)?;
         p_remove(txn.dirty_mut(lpg), idx);
-        tree.items -= 1;
     }
     let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
     let leaves = tree.leaf_pages;
+    if !exact {
+        tree.inc_items(1, lpg)?;
+    }
     insert_at(txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
-    tree.items += 1;
     finish(txn, db, tree);
     if flags == PutFlags::APPEND && nflags == 0 && !exact && tree.leaf_pages == leaves {
         // No split: the leaf is still the rightmost one, and dirty.
@@ -540,8 +544,8 @@ fn append_fast(
     if (cmp == Cmp::Int && last.len() != key.len()) || !cmp.cmp(last, key).is_lt() {
         return Ok(false);
     }
+    tree.inc_items(1, lpg)?;
     p_insert(txn.dirty_mut(lpg), n, key, val.len() as u32, 0, val);
-    tree.items += 1;
     finish(txn, db, *tree);
     txn.table_mut(db)?.append_leaf = Some(lpg);
     Ok(true)
@@ -604,12 +608,12 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
             None
         }
     };
+    tree.dec_items(1, lpg)?;
     touch_path(txn, &mut tree, &mut path)?;
     if let Some(b) = big {
         free_large(txn, &mut tree, b)?;
     }
     p_remove(txn.dirty_mut(path.e[leaf].0), idx);
-    tree.items -= 1;
     rebalance(txn, &mut tree, &mut path, leaf)?;
     finish(txn, db, tree);
     Ok(true)
@@ -646,8 +650,8 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
                 let child = child_at(Page { buf: txn.dirty_ref(pgno) }, 0, pgno)?;
                 gc::free(txn, pgno, 1);
                 tree.root = child;
-                tree.height -= 1;
-                tree.branch_pages -= 1;
+                tree.dec_height(pgno)?;
+                tree.dec_branch(1, pgno)?;
             }
             return Ok(());
         }
@@ -698,9 +702,9 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             gc::free(txn, right, 1);
             txn.ops.merge += 1;
             if is_branch {
-                tree.branch_pages -= 1;
+                tree.dec_branch(1, right)?;
             } else {
-                tree.leaf_pages -= 1;
+                tree.dec_leaf(1, right)?;
             }
             p_remove(txn.dirty_mut(ppg), ridx);
             level -= 1;

@@ -15,6 +15,7 @@
 //! | 40 | 8 | `mod_txnid` |
 
 use super::{put_u16, put_u32, put_u64, u16_at, u32_at, u64_at, P_INVALID};
+use crate::error::{Error, Result};
 
 /// Size of a serialized tree descriptor.
 pub const TREE_SIZE: usize = 48;
@@ -104,6 +105,87 @@ impl Tree {
     }
 }
 
+/// Checked changes of the counters. A descriptor read from the file may hold
+/// any numbers: an edit that would take a counter below zero (or past its
+/// maximum) means the descriptor disagrees with the pages, so it fails with
+/// `Corrupted` naming `at` (the page being edited) instead of wrapping or
+/// panicking. Every change of `items`, the page counts and `height` by the
+/// tree editors goes through these.
+impl Tree {
+    pub(crate) fn inc_items(&mut self, n: u64, at: u32) -> Result<()> {
+        self.items = self.items.checked_add(n).ok_or_else(|| Error::corrupted(at, "record count overflows"))?;
+        Ok(())
+    }
+
+    pub(crate) fn dec_items(&mut self, n: u64, at: u32) -> Result<()> {
+        self.items = self
+            .items
+            .checked_sub(n)
+            .ok_or_else(|| Error::corrupted(at, "record count of the tree is lower than its records"))?;
+        Ok(())
+    }
+
+    pub(crate) fn inc_branch(&mut self, n: u32, at: u32) -> Result<()> {
+        self.branch_pages =
+            self.branch_pages.checked_add(n).ok_or_else(|| Error::corrupted(at, "branch page count overflows"))?;
+        Ok(())
+    }
+
+    pub(crate) fn dec_branch(&mut self, n: u32, at: u32) -> Result<()> {
+        self.branch_pages = self
+            .branch_pages
+            .checked_sub(n)
+            .ok_or_else(|| Error::corrupted(at, "branch page count of the tree is lower than its branch pages"))?;
+        Ok(())
+    }
+
+    pub(crate) fn inc_leaf(&mut self, n: u32, at: u32) -> Result<()> {
+        self.leaf_pages =
+            self.leaf_pages.checked_add(n).ok_or_else(|| Error::corrupted(at, "leaf page count overflows"))?;
+        Ok(())
+    }
+
+    pub(crate) fn dec_leaf(&mut self, n: u32, at: u32) -> Result<()> {
+        self.leaf_pages = self
+            .leaf_pages
+            .checked_sub(n)
+            .ok_or_else(|| Error::corrupted(at, "leaf page count of the tree is lower than its leaf pages"))?;
+        Ok(())
+    }
+
+    pub(crate) fn inc_large(&mut self, n: u32, at: u32) -> Result<()> {
+        self.large_pages =
+            self.large_pages.checked_add(n).ok_or_else(|| Error::corrupted(at, "large page count overflows"))?;
+        Ok(())
+    }
+
+    pub(crate) fn dec_large(&mut self, n: u32, at: u32) -> Result<()> {
+        self.large_pages = self
+            .large_pages
+            .checked_sub(n)
+            .ok_or_else(|| Error::corrupted(at, "large page count of the tree is lower than its large pages"))?;
+        Ok(())
+    }
+
+    /// The page counts follow a nested tree of this tree from `old` to `new`.
+    pub(crate) fn follow_nested(&mut self, old: &Tree, new: &Tree, at: u32) -> Result<()> {
+        self.dec_branch(old.branch_pages, at)?;
+        self.dec_leaf(old.leaf_pages, at)?;
+        self.inc_branch(new.branch_pages, at)?;
+        self.inc_leaf(new.leaf_pages, at)
+    }
+
+    pub(crate) fn inc_height(&mut self, at: u32) -> Result<()> {
+        self.height = self.height.checked_add(1).ok_or_else(|| Error::corrupted(at, "tree height overflows"))?;
+        Ok(())
+    }
+
+    pub(crate) fn dec_height(&mut self, at: u32) -> Result<()> {
+        self.height = self.height.checked_sub(1).ok_or_else(|| Error::corrupted(at, "tree height is zero"))?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +205,23 @@ mod tests {
             mod_txnid: 13,
         };
         assert_eq!(Tree::read(&t.to_bytes()), t);
+    }
+
+    #[test]
+    fn counters_never_wrap() {
+        let mut t = Tree::empty(0);
+        assert!(matches!(t.dec_items(1, 7), Err(Error::Corrupted { page: 7, .. })));
+        assert!(matches!(t.dec_branch(1, 7), Err(Error::Corrupted { page: 7, .. })));
+        assert!(matches!(t.dec_leaf(1, 7), Err(Error::Corrupted { page: 7, .. })));
+        assert!(matches!(t.dec_large(1, 7), Err(Error::Corrupted { page: 7, .. })));
+        assert!(matches!(t.dec_height(7), Err(Error::Corrupted { page: 7, .. })));
+        assert_eq!(t, Tree::empty(0));
+        t.items = u64::MAX;
+        t.branch_pages = u32::MAX;
+        t.height = u16::MAX;
+        assert!(t.inc_items(1, 9).is_err() && t.inc_branch(1, 9).is_err() && t.inc_height(9).is_err());
+        assert_eq!((t.items, t.branch_pages, t.height), (u64::MAX, u32::MAX, u16::MAX));
+        t.dec_items(2, 9).unwrap();
+        assert_eq!(t.items, u64::MAX - 2);
     }
 }
