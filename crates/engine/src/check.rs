@@ -1573,16 +1573,6 @@ impl Env {
                     }
                 }
             }
-            let t = &w.tables[tid];
-            if flags.contains(DbFlags::DUP_SORT) && t.entries >= 2 && t.entries == t.keys && t.problems == 0 {
-                w.report(
-                    Severity::Minor,
-                    Area::Tree,
-                    Some(tid),
-                    Some(tree.root),
-                    format!("table is flagged DUPSORT (flags {:#x}) but none of its {} keys has more than one value: the flags may be wrong", tree.flags, t.keys),
-                );
-            }
         }
 
         if w.stopped {
