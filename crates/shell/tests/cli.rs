@@ -595,6 +595,49 @@ fn session_commands() {
 // Maintenance
 
 #[test]
+fn copy_and_dump_never_overwrite_a_database_file() {
+    let d = db();
+    let dat = p(&d).join("mdbx.dat");
+    let before = std::fs::read(&dat).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // The open database under other names: a hard link, a symlink, the lock file.
+    let hard = out.path().join("hard.dat");
+    std::fs::hard_link(&dat, &hard).unwrap();
+    let soft = out.path().join("soft.dat");
+    std::os::unix::fs::symlink(&dat, &soft).unwrap();
+    let lck = p(&d).join("mdbx.lck");
+    for dst in [&hard, &soft, &lck] {
+        for c in [format!("copy {} --force", dst.display()), format!("dump {} --all --force", dst.display())] {
+            let r = cmd(p(&d), &c);
+            assert_eq!(r.code, Some(1), "{c}: {r:?}");
+            assert!(r.stderr.contains(&dst.display().to_string()), "{c}: {r:?}");
+            assert!(r.stderr.contains("choose another"), "{c}: {r:?}");
+        }
+    }
+    assert_eq!(std::fs::read(&dat).unwrap(), before, "the database is untouched");
+    // Another database, open in this process: its lock file never, its data
+    // file not without --force.
+    let other = tempfile::tempdir().unwrap();
+    make_db(other.path());
+    let env = rdbx::Env::builder().max_dbs(8).open(other.path()).unwrap();
+    let (odat, olck) = (other.path().join("mdbx.dat"), other.path().join("mdbx.lck"));
+    let (ob, lb) = (std::fs::read(&odat).unwrap(), std::fs::read(&olck).unwrap());
+    for c in [
+        format!("copy {} --force", olck.display()),
+        format!("dump {} --all --force", olck.display()),
+        format!("dump {} --all", odat.display()),
+        format!("copy {}", odat.display()),
+    ] {
+        let r = cmd(p(&d), &c);
+        assert_eq!(r.code, Some(1), "{c}: {r:?}");
+        assert!(r.stderr.contains("MDBX database"), "{c}: {r:?}");
+    }
+    assert_eq!(std::fs::read(&odat).unwrap(), ob);
+    assert_eq!(std::fs::read(&olck).unwrap(), lb);
+    drop(env);
+}
+
+#[test]
 fn check_copy_dump_load() {
     let d = db();
     let r = cmd(p(&d), "check");
@@ -613,11 +656,11 @@ fn check_copy_dump_load() {
         assert!(r.ok() && r.stdout.ends_with("500\n"), "{}: {r:?}", c.display());
     }
     let r = cmd(p(&d), &format!("copy {}", c1.display()));
-    assert!(r.stderr.contains("exists (--force replaces it)"), "{r:?}");
+    assert!(r.stderr.contains("data file of an MDBX database") && r.stderr.contains("--force"), "{r:?}");
     assert!(cmd(p(&d), &format!("copy {} --force", c1.display())).ok());
     let own = p(&d).join("mdbx.dat");
     let r = cmd(p(&d), &format!("copy {} --force", own.display()));
-    assert!(r.stderr.contains("a file of the open database"), "{r:?}");
+    assert!(r.stderr.contains("data file of the open database"), "{r:?}");
     assert!(cmd(p(&d), "check").ok(), "the database is intact");
 
     // dump a table, load it under another name, and compare

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdbx::{Durability, Env};
+use rdbx_dump::guard;
 
 pub const PROG: &str = "rdbx-tools";
 /// Table handles a tool may hold at once.
@@ -50,6 +51,23 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     f
 }
 
+/// Refuses an output file (`what`: "the copy") on the files of the database
+/// being read (`src`, called `src_desc`: "the database being copied") or of
+/// another database (see [`rdbx_dump::guard`]). `force`: the tool's `-f`.
+pub fn check_output(
+    dst: &Path,
+    what: &str,
+    src: &Target,
+    src_desc: &str,
+    force: Option<bool>,
+) -> Result<(), ToolError> {
+    let force = match force {
+        None => guard::Force::NoFlag,
+        Some(given) => guard::Force::Flag { name: "-f", given },
+    };
+    guard::check_output(dst, what, &[&src.data, &src.lck], src_desc, force).map_err(|m| ToolError::sys(libc::EEXIST, m))
+}
+
 /// A failure with its libmdbx-style code (negative: engine, positive: errno).
 #[derive(Debug)]
 pub struct ToolError {
@@ -87,6 +105,8 @@ impl std::fmt::Display for ToolError {
 pub struct Target {
     /// As given.
     pub path: PathBuf,
+    /// The data file.
+    pub data: PathBuf,
     pub lck: PathBuf,
     pub no_sub_dir: bool,
 }
@@ -105,6 +125,16 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
         }
         (data, path.join("mdbx.lck"), false)
     } else {
+        if let Some(db) = guard::lock_file_of(path) {
+            return Err(ToolError::sys(
+                libc::EINVAL,
+                format!(
+                    "{}: this is the lock file of the database {}, not a database; give the database's directory or data file",
+                    path.display(),
+                    db.display()
+                ),
+            ));
+        }
         let lck = if path.file_name().is_some_and(|n| n == "mdbx.dat") {
             path.parent().unwrap_or(Path::new(".")).join("mdbx.lck")
         } else {
@@ -127,7 +157,7 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
             format!("{}: file of {size} bytes is too short for a database (No data available)", data.display()),
         ));
     }
-    Ok(Target { path: path.to_path_buf(), lck, no_sub_dir })
+    Ok(Target { path: path.to_path_buf(), data, lck, no_sub_dir })
 }
 
 /// Opens an existing database. A lock file created by a failed read-only

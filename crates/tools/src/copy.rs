@@ -21,6 +21,10 @@ terminal), as with mdbx_copy, e.g. `rdbx-tools copy -c db | zstd > db.zst`;
 the summary then goes to standard error. A compacting copy to a stream reads
 the snapshot twice (the metas come first and depend on the whole tree).
 
+DST is never a file of the source database (also under another name: a
+link, DIR vs DIR/mdbx.dat) nor the lock file of any database; an existing
+data file of another database is replaced only with -f.
+
 EXIT STATUS: 0 success, 1 any failure (as mdbx_copy).")]
 pub struct CopyArgs {
     /// Compact: drop free pages and renumber pages densely
@@ -67,6 +71,10 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         ));
     }
     let t = locate(&a.src)?;
+    if let Some(dst) = &a.dst {
+        // Before anything is opened or created: never onto a database.
+        common::check_output(dst, "the copy", &t, "the database being copied", Some(a.force))?;
+    }
     let env = open_env(&t, true)?;
     let opts = CopyOptions { compact: a.compact, overwrite: a.force, force_dynamic: a.dynamic };
     let Some(dst) = &a.dst else {

@@ -18,6 +18,10 @@ a leading space of a key or value is written as \\20 (mdbx_load would read it
 as a continuation line), and -a also writes the plain records of the main
 table (as an unnamed first section) when named tables exist.
 
+FILE (-f) is never a file of the database being dumped (also under another
+name: a link, DIR vs DIR/mdbx.dat) nor a data or lock file of another
+database.
+
 EXIT STATUS: 0 success, 1 any failure (as mdbx_dump).")]
 pub struct DumpArgs {
     /// Every named table (and plain records of the main table)
@@ -85,6 +89,8 @@ fail at once (exit 1) instead of waiting for it, also between batches. The
 batches then commit durably one by one, so no final sync has to wait for
 the lock either.
 
+PATH is never the lock file of a database.
+
 EXIT STATUS: 0 success, 1 any failure (as mdbx_load).")]
 pub struct LoadArgs {
     /// Append: input must be sorted (puts with APPEND)
@@ -148,6 +154,10 @@ pub fn run_dump(a: DumpArgs) -> u8 {
 
 fn dump(a: &DumpArgs) -> Result<(), ToolError> {
     let t = locate(&a.path)?;
+    if let Some(f) = &a.file {
+        // Before anything is opened or created: never onto a database.
+        common::check_output(f, "the dump", &t, "the database being dumped", None)?;
+    }
     let env = open_env(&t, true)?;
     let p = a.path.display();
     let mut sink: Box<dyn Write> = match &a.file {
@@ -391,7 +401,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 && a.path.is_file()
                 && std::fs::metadata(&a.path).map(|m| m.len() == 0).unwrap_or(false)
             {
-                Ok(common::Target { path: a.path.clone(), lck: PathBuf::new(), no_sub_dir: true })
+                Ok(common::Target { path: a.path.clone(), data: a.path.clone(), lck: PathBuf::new(), no_sub_dir: true })
             } else {
                 Err(e)
             }
