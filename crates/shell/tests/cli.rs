@@ -76,11 +76,9 @@ fn create_demo_then_browse() {
     let dir = tempfile::tempdir().unwrap();
     let demo = dir.path().join("demo");
     let d = demo.to_str().unwrap();
-    for _ in 0..2 {
-        let r = run(&["--create-demo", d], None);
-        assert!(r.ok(), "{r:?}");
-        assert!(r.stdout.contains("created demo database"), "{r:?}");
-    }
+    let r = run(&["--create-demo", d], None);
+    assert!(r.ok(), "{r:?}");
+    assert!(r.stdout.contains("created demo database"), "{r:?}");
     let r = run(
         &[
             d,
@@ -102,6 +100,34 @@ fn create_demo_then_browse() {
     assert_eq!(lines[8], "www.rust-lang.org\t18.244.28.2", "{r:?}");
     let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
     assert!(r.raw.windows(big.len()).any(|w| w == big), "raw output carries the bytes as stored");
+}
+
+#[test]
+fn create_demo_refuses_an_existing_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let d = demo.to_str().unwrap();
+    assert!(run(&["--create-demo", d], None).ok());
+    let r = run(&[d, "--write", "-c", "put -t fruit apple green"], None);
+    assert!(r.ok(), "{r:?}");
+    let dat = demo.join("mdbx.dat");
+    let before = std::fs::read(&dat).unwrap();
+    for target in [demo.clone(), dat.clone()] {
+        let t = target.to_str().unwrap();
+        let r = run(&["--create-demo", t], None);
+        assert_eq!(r.code, Some(1), "{r:?}");
+        assert!(r.stderr.contains(t) && r.stderr.contains("already holds a database"), "{r:?}");
+        assert!(!r.stdout.contains("created demo database"), "{r:?}");
+    }
+    assert_eq!(std::fs::read(&dat).unwrap(), before, "the database is untouched");
+    let r = run(&[d, "-f", "raw", "-c", "get -t fruit apple"], None);
+    assert_eq!(r.stdout, "green\n", "the user's record stays: {r:?}");
+    // A fresh path, and an existing empty directory, still work.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(run(&["--create-demo", empty.to_str().unwrap()], None).ok());
+    let r = run(&[empty.to_str().unwrap(), "-f", "raw", "-c", "get -t fruit apple"], None);
+    assert_eq!(r.stdout, "red\n", "{r:?}");
 }
 
 // ---------------------------------------------------------------------------
