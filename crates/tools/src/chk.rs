@@ -29,7 +29,10 @@ newest meta is reported (exit 1 or 2) instead of silently checking an older
 snapshot; pages of orphaned subtrees and leaked pages are listed; a bad
 large-page run is one problem, not one per page; a DUPSORT table without a
 single multi-value is valid and no problem (-v mentions it: the flags may be
-wrong); a wrong -s table is an error (5).";
+wrong); a wrong -s table is an error (5).
+
+On SIGINT/SIGTERM/SIGHUP (Ctrl-C) the check stops where it is and exits 5
+(\" = interrupted by signal\" with the pages walked so far).";
 
 /// Arguments of `chk`.
 #[derive(Args, Debug)]
@@ -145,7 +148,7 @@ pub fn run(a: ChkArgs) -> u8 {
             );
         } else if !quiet {
             if code == 5 && e.code == libc::EINTR {
-                println!(" = interrupted by signal");
+                println!(" = {}", e.msg);
             } else {
                 eprintln!(" ! {e}");
             }
@@ -222,7 +225,7 @@ pub fn run(a: ChkArgs) -> u8 {
                     code: e.code(),
                     msg: format!("{}: the data file size is not a multiple of the system page: recovery is needed; run `{PROG} chk -w` to extend it", a.path.display()),
                 },
-                rdbx::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted => ToolError::sys(libc::EINTR, "interrupted by signal"),
+                rdbx::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted => ToolError::sys(libc::EINTR, format!("interrupted by signal ({io})")),
                 _ => ToolError::engine(&e, a.path.display()),
             };
             return fail(te);

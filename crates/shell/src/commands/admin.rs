@@ -244,7 +244,12 @@ pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     if dst.exists() && !force {
         return Err(format!("{} exists (--force replaces it)", dst.display()).into());
     }
-    let opts = CopyOptions { compact: inv.flag("compact"), overwrite: force, force_dynamic: false };
+    let opts = CopyOptions {
+        compact: inv.flag("compact"),
+        overwrite: force,
+        force_dynamic: false,
+        interrupt: Some(cx.s.interrupt.clone()),
+    };
     let _ = cx.s.out.flush();
     let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
     let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.show("copying", c.done, c.total));
