@@ -13,6 +13,8 @@
 //!   batches of write transactions; on bad input it stops with the line
 //!   number and the current batch is rolled back.
 
+pub mod guard;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::io::{self, BufRead, Write};

@@ -562,6 +562,10 @@ impl<'a> Walker<'a> {
         hi: Option<&'a [u8]>,
         w: &mut Walked,
     ) {
+        // Interrupted: unwind at once (the check returns `Interrupted`).
+        if self.stopped {
+            return;
+        }
         let Some(buf) = self.check_ref(ctx, pgno, "tree", parent) else {
             return;
         };
@@ -1525,6 +1529,9 @@ impl Env {
         }
         let found = std::mem::take(&mut w.found_tables);
         for (name, tree, host_txnid, host) in found {
+            if w.stopped {
+                break;
+            }
             let tid = w.tables.len();
             w.tables.push(TableReport {
                 name: Some(name.to_vec()),
@@ -1573,20 +1580,13 @@ impl Env {
                     }
                 }
             }
-            let t = &w.tables[tid];
-            if flags.contains(DbFlags::DUP_SORT) && t.entries >= 2 && t.entries == t.keys && t.problems == 0 {
-                w.report(
-                    Severity::Minor,
-                    Area::Tree,
-                    Some(tid),
-                    Some(tree.root),
-                    format!("table is flagged DUPSORT (flags {:#x}) but none of its {} keys has more than one value: the flags may be wrong", tree.flags, t.keys),
-                );
-            }
         }
 
         if w.stopped {
-            return Err(Error::Io(std::io::Error::new(std::io::ErrorKind::Interrupted, "the check was interrupted")));
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                format!("the check was interrupted after walking {} of {} pages", w.walked_pages, g.first_unallocated),
+            )));
         }
         // -- GC records --------------------------------------------------------
         (w.progress)(CheckProgress { stage: Stage::Gc, done: w.walked_pages, total: g.first_unallocated as u64 });

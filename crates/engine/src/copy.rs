@@ -42,6 +42,19 @@ pub struct CopyOptions {
     pub overwrite: bool,
     /// Give the copy a dynamic geometry (lower bound at the minimum).
     pub force_dynamic: bool,
+    /// Polled while pages are written: when it becomes true the copy stops
+    /// with an `Interrupted` I/O error (and `copy_to` removes the partial
+    /// destination), as [`crate::CheckOptions::interrupt`].
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl CopyOptions {
+    fn check_interrupt(&self) -> Result<()> {
+        if self.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(Error::Io(std::io::Error::new(std::io::ErrorKind::Interrupted, "the copy was interrupted")));
+        }
+        Ok(())
+    }
 }
 
 /// Progress of a copy.
@@ -191,6 +204,7 @@ struct Packer<'a, 's> {
     visited: Vec<bool>,
     progress: &'a mut dyn FnMut(CopyProgress),
     total: u64,
+    opts: &'a CopyOptions,
 }
 
 impl<'a> Packer<'a, '_> {
@@ -226,6 +240,7 @@ impl<'a> Packer<'a, '_> {
     }
 
     fn write(&mut self, pgno: u32, buf: &[u8]) -> Result<()> {
+        self.opts.check_interrupt()?;
         self.out.write(&[buf], pgno as u64 * self.ps as u64)
     }
 
@@ -601,6 +616,7 @@ impl Env {
                 visited: vec![false; alloc as usize],
                 progress,
                 total,
+                opts,
             };
             let main_flags = DbFlags::from_bits_truncate(snap.main.flags as u32);
             let mt = if snap.main.mod_txnid == 0 { snap.txnid() } else { snap.main.mod_txnid };
@@ -620,6 +636,7 @@ impl Env {
             let step = 1024usize;
             let mut p = NUM_METAS as usize;
             while p < alloc as usize {
+                opts.check_interrupt()?;
                 let n = step.min(alloc as usize - p);
                 sink.write(&[&src[p * ps..(p + n) * ps]], (p * ps) as u64)?;
                 p += n;
@@ -700,6 +717,32 @@ mod tests {
     /// A copy to a stream has exactly the bytes of a copy to a file, as-is
     /// and compacted, with every kind of page (tables, sub-pages, nested
     /// trees, DUPFIX leaves, large values, GC).
+    #[test]
+    fn an_interrupted_copy_stops_and_leaves_no_file() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().max_dbs(2).open(d.path().join("src")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+        for i in 0u32..3000 {
+            txn.put(t, &i.to_be_bytes(), &[7u8; 100], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for compact in [false, true] {
+            let opts = CopyOptions { compact, interrupt: Some(flag.clone()), ..Default::default() };
+            // The callback raises the flag at the first progress report.
+            let stop = |_: CopyProgress| flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            let dst = d.path().join(format!("copy-{compact}"));
+            let e = env.copy_to(&dst, &opts, &mut { stop }).unwrap_err();
+            assert!(matches!(e, Error::Io(ref io) if io.kind() == std::io::ErrorKind::Interrupted), "{e:?}");
+            assert!(!dst.exists(), "the partial copy is removed");
+            let mut sink = Vec::new();
+            let e = env.copy_to_writer(&mut sink, &opts, &mut |_| {}).unwrap_err();
+            assert!(matches!(e, Error::Io(ref io) if io.kind() == std::io::ErrorKind::Interrupted), "{e:?}");
+            flag.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     #[test]
     fn a_stream_copy_is_the_file_copy() {
         let d = tempfile::tempdir().unwrap();

@@ -5,8 +5,22 @@ use std::path::Path;
 
 use rdbx::{DbFlags, Env, PutFlags};
 
-/// Creates (or refreshes: records are upserted) the demo database.
+/// Creates the demo database in a new or empty directory. A path that
+/// already holds a database (a non-empty data file) is refused: the demo
+/// records would overwrite the user's.
 pub fn create(path: &Path) -> Result<String, String> {
+    let data = if path.is_dir() { path.join("mdbx.dat") } else { path.to_path_buf() };
+    if std::fs::metadata(&data).is_ok_and(|m| m.len() > 0) {
+        let what = if rdbx_dump::guard::file_kind(&data) == rdbx_dump::guard::FileKind::DataFile {
+            format!("it already holds a database ({})", data.display())
+        } else {
+            format!("{} exists and is not empty", data.display())
+        };
+        return Err(format!(
+            "{what}; nothing was changed. Give a new or empty directory for the demo, or open the database with `rdbx {}`",
+            path.display()
+        ));
+    }
     if !path.exists() {
         std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
     }

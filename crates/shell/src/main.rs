@@ -3,7 +3,7 @@
 //! ```text
 //! rdbx PATH                    interactive shell (a script when stdin is not a terminal)
 //! rdbx PATH -c "cmd; cmd"      run the commands and exit
-//! rdbx --create-demo PATH      create (or refresh) a small demo database
+//! rdbx --create-demo PATH      create a small demo database (new or empty directory)
 //! ```
 //!
 //! Modules, one concern each: `values` (words, key/value notations,
@@ -63,9 +63,11 @@ OPTIONS:
     -k, --keep-going     in scripts, go on after a failed command
     -q, --quiet          leave out status lines (\"loaded N records\", ...)
         --create-demo PATH
-                         create (or refresh) a small demo database at PATH
-                         (tables fruit, numbers [integerkey], domains
-                         [reversekey], blobs, by-color [dupsort]), then exit
+                         create a small demo database at PATH, a new or
+                         empty directory (tables fruit, numbers [integerkey],
+                         domains [reversekey], blobs, by-color [dupsort]),
+                         then exit; a PATH that already holds a database is
+                         refused (exit 1) and left as it is
     -h, --help           print this help
     -V, --version        print the version
 
@@ -86,7 +88,8 @@ ENVIRONMENT:
                          user's data directory; empty: no history file)
 
 EXIT STATUS:
-    0 success; 1 the database could not be opened, or a command of a
+    0 success; 1 the database could not be opened (or --create-demo was
+    given a PATH holding a database), or a command of a
     script failed (scripts stop at the first failure unless --keep-going,
     and the message names the line); 2 usage error.
 ";

@@ -76,11 +76,9 @@ fn create_demo_then_browse() {
     let dir = tempfile::tempdir().unwrap();
     let demo = dir.path().join("demo");
     let d = demo.to_str().unwrap();
-    for _ in 0..2 {
-        let r = run(&["--create-demo", d], None);
-        assert!(r.ok(), "{r:?}");
-        assert!(r.stdout.contains("created demo database"), "{r:?}");
-    }
+    let r = run(&["--create-demo", d], None);
+    assert!(r.ok(), "{r:?}");
+    assert!(r.stdout.contains("created demo database"), "{r:?}");
     let r = run(
         &[
             d,
@@ -102,6 +100,34 @@ fn create_demo_then_browse() {
     assert_eq!(lines[8], "www.rust-lang.org\t18.244.28.2", "{r:?}");
     let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
     assert!(r.raw.windows(big.len()).any(|w| w == big), "raw output carries the bytes as stored");
+}
+
+#[test]
+fn create_demo_refuses_an_existing_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let d = demo.to_str().unwrap();
+    assert!(run(&["--create-demo", d], None).ok());
+    let r = run(&[d, "--write", "-c", "put -t fruit apple green"], None);
+    assert!(r.ok(), "{r:?}");
+    let dat = demo.join("mdbx.dat");
+    let before = std::fs::read(&dat).unwrap();
+    for target in [demo.clone(), dat.clone()] {
+        let t = target.to_str().unwrap();
+        let r = run(&["--create-demo", t], None);
+        assert_eq!(r.code, Some(1), "{r:?}");
+        assert!(r.stderr.contains(t) && r.stderr.contains("already holds a database"), "{r:?}");
+        assert!(!r.stdout.contains("created demo database"), "{r:?}");
+    }
+    assert_eq!(std::fs::read(&dat).unwrap(), before, "the database is untouched");
+    let r = run(&[d, "-f", "raw", "-c", "get -t fruit apple"], None);
+    assert_eq!(r.stdout, "green\n", "the user's record stays: {r:?}");
+    // A fresh path, and an existing empty directory, still work.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(run(&["--create-demo", empty.to_str().unwrap()], None).ok());
+    let r = run(&[empty.to_str().unwrap(), "-f", "raw", "-c", "get -t fruit apple"], None);
+    assert_eq!(r.stdout, "red\n", "{r:?}");
 }
 
 // ---------------------------------------------------------------------------
@@ -595,6 +621,49 @@ fn session_commands() {
 // Maintenance
 
 #[test]
+fn copy_and_dump_never_overwrite_a_database_file() {
+    let d = db();
+    let dat = p(&d).join("mdbx.dat");
+    let before = std::fs::read(&dat).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // The open database under other names: a hard link, a symlink, the lock file.
+    let hard = out.path().join("hard.dat");
+    std::fs::hard_link(&dat, &hard).unwrap();
+    let soft = out.path().join("soft.dat");
+    std::os::unix::fs::symlink(&dat, &soft).unwrap();
+    let lck = p(&d).join("mdbx.lck");
+    for dst in [&hard, &soft, &lck] {
+        for c in [format!("copy {} --force", dst.display()), format!("dump {} --all --force", dst.display())] {
+            let r = cmd(p(&d), &c);
+            assert_eq!(r.code, Some(1), "{c}: {r:?}");
+            assert!(r.stderr.contains(&dst.display().to_string()), "{c}: {r:?}");
+            assert!(r.stderr.contains("choose another"), "{c}: {r:?}");
+        }
+    }
+    assert_eq!(std::fs::read(&dat).unwrap(), before, "the database is untouched");
+    // Another database, open in this process: its lock file never, its data
+    // file not without --force.
+    let other = tempfile::tempdir().unwrap();
+    make_db(other.path());
+    let env = rdbx::Env::builder().max_dbs(8).open(other.path()).unwrap();
+    let (odat, olck) = (other.path().join("mdbx.dat"), other.path().join("mdbx.lck"));
+    let (ob, lb) = (std::fs::read(&odat).unwrap(), std::fs::read(&olck).unwrap());
+    for c in [
+        format!("copy {} --force", olck.display()),
+        format!("dump {} --all --force", olck.display()),
+        format!("dump {} --all", odat.display()),
+        format!("copy {}", odat.display()),
+    ] {
+        let r = cmd(p(&d), &c);
+        assert_eq!(r.code, Some(1), "{c}: {r:?}");
+        assert!(r.stderr.contains("MDBX database"), "{c}: {r:?}");
+    }
+    assert_eq!(std::fs::read(&odat).unwrap(), ob);
+    assert_eq!(std::fs::read(&olck).unwrap(), lb);
+    drop(env);
+}
+
+#[test]
 fn check_copy_dump_load() {
     let d = db();
     let r = cmd(p(&d), "check");
@@ -613,11 +682,11 @@ fn check_copy_dump_load() {
         assert!(r.ok() && r.stdout.ends_with("500\n"), "{}: {r:?}", c.display());
     }
     let r = cmd(p(&d), &format!("copy {}", c1.display()));
-    assert!(r.stderr.contains("exists (--force replaces it)"), "{r:?}");
+    assert!(r.stderr.contains("data file of an MDBX database") && r.stderr.contains("--force"), "{r:?}");
     assert!(cmd(p(&d), &format!("copy {} --force", c1.display())).ok());
     let own = p(&d).join("mdbx.dat");
     let r = cmd(p(&d), &format!("copy {} --force", own.display()));
-    assert!(r.stderr.contains("a file of the open database"), "{r:?}");
+    assert!(r.stderr.contains("data file of the open database"), "{r:?}");
     assert!(cmd(p(&d), "check").ok(), "the database is intact");
 
     // dump a table, load it under another name, and compare

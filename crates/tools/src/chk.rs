@@ -28,7 +28,11 @@ Beyond mdbx_chk: a bad table root is reported, not a crash; a torn or lost
 newest meta is reported (exit 1 or 2) instead of silently checking an older
 snapshot; pages of orphaned subtrees and leaked pages are listed; a bad
 large-page run is one problem, not one per page; a DUPSORT table without a
-single multi-value is flagged (minor); a wrong -s table is an error (5).";
+single multi-value is valid and no problem (-v mentions it: the flags may be
+wrong); a wrong -s table is an error (5).
+
+On SIGINT/SIGTERM/SIGHUP (Ctrl-C) the check stops where it is and exits 5
+(\" = interrupted by signal\" with the pages walked so far).";
 
 /// Arguments of `chk`.
 #[derive(Args, Debug)]
@@ -144,7 +148,7 @@ pub fn run(a: ChkArgs) -> u8 {
             );
         } else if !quiet {
             if code == 5 && e.code == libc::EINTR {
-                println!(" = interrupted by signal");
+                println!(" = {}", e.msg);
             } else {
                 eprintln!(" ! {e}");
             }
@@ -221,7 +225,7 @@ pub fn run(a: ChkArgs) -> u8 {
                     code: e.code(),
                     msg: format!("{}: the data file size is not a multiple of the system page: recovery is needed; run `{PROG} chk -w` to extend it", a.path.display()),
                 },
-                rdbx::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted => ToolError::sys(libc::EINTR, "interrupted by signal"),
+                rdbx::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted => ToolError::sys(libc::EINTR, format!("interrupted by signal ({io})")),
                 _ => ToolError::engine(&e, a.path.display()),
             };
             return fail(te);
@@ -285,9 +289,29 @@ fn to_json(a: &ChkArgs, r: &CheckReport, code: u8, elapsed: f64) -> serde_json::
             "severity": sev(p.severity), "area": p.area.as_str(), "table": p.table, "page": p.page, "message": p.message,
         })).collect::<Vec<_>>(),
         "notes": r.notes,
+        "info": info(r),
         "repairs": r.repairs,
         "turned": r.turned,
     })
+}
+
+/// Facts worth a mention that are not problems (printed with -v, listed as
+/// "info" in JSON; they do not change the exit code).
+fn info(r: &CheckReport) -> Vec<String> {
+    r.tables
+        .iter()
+        .filter(|t| {
+            !t.is_gc && t.flags & rdbx::DbFlags::DUP_SORT.bits() as u16 != 0 && t.entries >= 2 && t.dups() == 0 && t.problems == 0
+        })
+        .map(|t| {
+            format!(
+                "{}: table is flagged DUPSORT (flags {:#x}) but none of its {} keys has more than one value (valid; if no key is meant to, the flags may be wrong)",
+                t.display_name(),
+                t.flags,
+                t.keys
+            )
+        })
+        .collect()
 }
 
 fn flags_text(f: u16) -> String {
@@ -525,6 +549,11 @@ fn print_report(a: &ChkArgs, env: &rdbx::Env, r: &CheckReport, elapsed: f64) {
                 let _ = writeln!(o, "    - Processing table {}... {}", t.display_name(), summary(t));
                 details(&mut o, t, "    ");
             }
+        }
+    }
+    if v >= 1 {
+        for i in info(r) {
+            let _ = writeln!(o, " - info: {i}");
         }
     }
     drop(o);

@@ -1,13 +1,14 @@
 //! Shared pieces of the subcommands: locating and opening a database, error
 //! classification, signals, progress bars, number formatting.
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rdbx::{Durability, Env};
+use rdbx_dump::guard;
 
 pub const PROG: &str = "rdbx-tools";
 /// Table handles a tool may hold at once.
@@ -15,16 +16,35 @@ pub const MAX_DBS: u32 = 32_000;
 
 /// Set by SIGINT/SIGTERM/SIGHUP.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The same, as the flag the engine polls in long loops (`CheckOptions`,
+/// `CopyOptions`); set by the handler itself, so the engine sees it at once.
+static ENGINE_FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// What the tools print when a signal stopped them (as the mdbx_* tools).
+pub const INTERRUPTED_MSG: &str = "Interrupted by signal/user";
 
 extern "C" fn on_signal(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    if let Some(f) = ENGINE_FLAG.get() {
+        f.store(true, Ordering::SeqCst);
+    }
 }
 
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP. Without SA_RESTART:
+/// a read(2) or write(2) blocked on a terminal or a pipe returns EINTR, so
+/// that [`Interruptible`] streams notice the signal at once.
 pub fn install_signal_handlers() {
-    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    let _ = ENGINE_FLAG.set(Arc::new(AtomicBool::new(false)));
+    // SAFETY: `on_signal` only stores to atomics (the OnceLock was set above,
+    // so `get` is a plain load), which is async-signal-safe; the sigaction
+    // structure is fully initialised (zeroed, empty mask) before the call.
     unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        sa.sa_flags = 0;
+        libc::sigemptyset(&mut sa.sa_mask);
         for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::signal(s, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::sigaction(s, &sa, std::ptr::null_mut());
         }
     }
 }
@@ -33,21 +53,76 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// An interrupt flag for the engine (polled by long loops).
+/// The interrupt flag for the engine (set by the signal handler).
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let f = Arc::new(AtomicBool::new(false));
-    let g = f.clone();
-    std::thread::spawn(move || loop {
-        if INTERRUPTED.load(Ordering::Relaxed) {
-            g.store(true, Ordering::Relaxed);
-            break;
+    ENGINE_FLAG.get_or_init(|| Arc::new(AtomicBool::new(INTERRUPTED.load(Ordering::SeqCst)))).clone()
+}
+
+/// The error of a stream stopped by a signal: not `ErrorKind::Interrupted`,
+/// which the standard library retries.
+pub fn interrupted_io() -> io::Error {
+    io::Error::other(INTERRUPTED_MSG)
+}
+
+/// A reader or writer (standard input or output, a pipe) that stops with
+/// [`interrupted_io`] once a signal came, also when blocked in the system call.
+pub struct Interruptible<T>(pub T);
+
+impl<R: Read> Read for Interruptible<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if interrupted() {
+                return Err(interrupted_io());
+            }
+            match self.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
         }
-        if Arc::strong_count(&g) == 1 {
-            break;
+    }
+}
+
+impl<W: Write> Write for Interruptible<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            if interrupted() {
+                return Err(interrupted_io());
+            }
+            match self.0.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    });
-    f
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Standard output as a plain file (the same descriptor): writes go straight
+/// to write(2), so that a signal interrupts a write blocked on a full pipe
+/// (the buffered `Stdout` retries EINTR). Wrap it in [`Interruptible`].
+pub fn raw_stdout() -> io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    io::stdout().flush()?;
+    Ok(std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// Refuses an output file (`what`: "the copy") on the files of the database
+/// being read (`src`, called `src_desc`: "the database being copied") or of
+/// another database (see [`rdbx_dump::guard`]). `force`: the tool's `-f`.
+pub fn check_output(
+    dst: &Path,
+    what: &str,
+    src: &Target,
+    src_desc: &str,
+    force: Option<bool>,
+) -> Result<(), ToolError> {
+    let force = match force {
+        None => guard::Force::NoFlag,
+        Some(given) => guard::Force::Flag { name: "-f", given },
+    };
+    guard::check_output(dst, what, &[&src.data, &src.lck], src_desc, force).map_err(|m| ToolError::sys(libc::EEXIST, m))
 }
 
 /// A failure with its libmdbx-style code (negative: engine, positive: errno).
@@ -87,6 +162,8 @@ impl std::fmt::Display for ToolError {
 pub struct Target {
     /// As given.
     pub path: PathBuf,
+    /// The data file.
+    pub data: PathBuf,
     pub lck: PathBuf,
     pub no_sub_dir: bool,
 }
@@ -105,6 +182,16 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
         }
         (data, path.join("mdbx.lck"), false)
     } else {
+        if let Some(db) = guard::lock_file_of(path) {
+            return Err(ToolError::sys(
+                libc::EINVAL,
+                format!(
+                    "{}: this is the lock file of the database {}, not a database; give the database's directory or data file",
+                    path.display(),
+                    db.display()
+                ),
+            ));
+        }
         let lck = if path.file_name().is_some_and(|n| n == "mdbx.dat") {
             path.parent().unwrap_or(Path::new(".")).join("mdbx.lck")
         } else {
@@ -127,7 +214,7 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
             format!("{}: file of {size} bytes is too short for a database (No data available)", data.display()),
         ));
     }
-    Ok(Target { path: path.to_path_buf(), lck, no_sub_dir })
+    Ok(Target { path: path.to_path_buf(), data, lck, no_sub_dir })
 }
 
 /// Opens an existing database. A lock file created by a failed read-only

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use rdbx::{CopyOptions, CopyProgress};
 
-use crate::common::{self, locate, open_env, ToolError, PROG};
+use crate::common::{self, locate, open_env, Interruptible, ToolError, INTERRUPTED_MSG, PROG};
 
 /// Arguments of `copy`.
 #[derive(Args, Debug)]
@@ -21,7 +21,14 @@ terminal), as with mdbx_copy, e.g. `rdbx-tools copy -c db | zstd > db.zst`;
 the summary then goes to standard error. A compacting copy to a stream reads
 the snapshot twice (the metas come first and depend on the whole tree).
 
-EXIT STATUS: 0 success, 1 any failure (as mdbx_copy).")]
+DST is never a file of the source database (also under another name: a
+link, DIR vs DIR/mdbx.dat) nor the lock file of any database; an existing
+data file of another database is replaced only with -f.
+
+On SIGINT/SIGTERM/SIGHUP (Ctrl-C) the copy stops, removes the partial DST
+and exits 1 with \"Interrupted by signal/user\".
+
+EXIT STATUS: 0 success, 1 any failure or interrupted (as mdbx_copy).")]
 pub struct CopyArgs {
     /// Compact: drop free pages and renumber pages densely
     #[arg(short = 'c', long = "compact")]
@@ -67,8 +74,17 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         ));
     }
     let t = locate(&a.src)?;
+    if let Some(dst) = &a.dst {
+        // Before anything is opened or created: never onto a database.
+        common::check_output(dst, "the copy", &t, "the database being copied", Some(a.force))?;
+    }
     let env = open_env(&t, true)?;
-    let opts = CopyOptions { compact: a.compact, overwrite: a.force, force_dynamic: a.dynamic };
+    let opts = CopyOptions {
+        compact: a.compact,
+        overwrite: a.force,
+        force_dynamic: a.dynamic,
+        interrupt: Some(common::interrupt_flag()),
+    };
     let Some(dst) = &a.dst else {
         let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" });
         let mut cb = |p: CopyProgress| {
@@ -77,13 +93,20 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
                 pb.set_position(p.done);
             }
         };
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        let stdout = common::raw_stdout()
+            .map_err(|e| ToolError::sys(e.raw_os_error().unwrap_or(libc::EIO), format!("standard output: {e}")))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, Interruptible(stdout));
         let r = env.copy_to_writer(&mut out, &opts, &mut cb);
         if let Some(pb) = pb {
             pb.finish_and_clear();
         }
         let st = r.map_err(|e| {
+            if common::interrupted() {
+                return ToolError::sys(
+                    libc::EINTR,
+                    format!("{INTERRUPTED_MSG} (the copy on standard output is incomplete)"),
+                );
+            }
             ToolError::engine(
                 &e,
                 format!("{}: copying to standard output failed (the output is incomplete)", a.src.display()),
@@ -121,8 +144,14 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let st =
-        r.map_err(|e| ToolError::engine(&e, format!("{}: copying to {} failed", a.src.display(), dst.display())))?;
+    // On failure the engine removed the partial copy.
+    let st = r.map_err(|e| {
+        if common::interrupted() {
+            ToolError::sys(libc::EINTR, format!("{INTERRUPTED_MSG} (the partial copy {} was removed)", dst.display()))
+        } else {
+            ToolError::engine(&e, format!("{}: copying to {} failed", a.src.display(), dst.display()))
+        }
+    })?;
     if !a.quiet {
         println!(
             "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes",

@@ -8,7 +8,7 @@ use clap::Args;
 use rdbx::{Durability, Env};
 use rdbx_dump::{DumpError, DumpOptions, DumpReader, Format, LoadOptions};
 
-use crate::common::{self, locate, open_env, ToolError, MAX_DBS, PROG};
+use crate::common::{self, locate, open_env, Interruptible, ToolError, INTERRUPTED_MSG, MAX_DBS, PROG};
 
 /// Arguments of `dump`.
 #[derive(Args, Debug)]
@@ -18,7 +18,12 @@ a leading space of a key or value is written as \\20 (mdbx_load would read it
 as a continuation line), and -a also writes the plain records of the main
 table (as an unnamed first section) when named tables exist.
 
-EXIT STATUS: 0 success, 1 any failure (as mdbx_dump).")]
+FILE (-f) is never a file of the database being dumped (also under another
+name: a link, DIR vs DIR/mdbx.dat) nor a data or lock file of another
+database. On SIGINT/SIGTERM/SIGHUP (Ctrl-C) the dump stops, removes FILE if
+it created it, and exits 1 with \"Interrupted by signal/user\".
+
+EXIT STATUS: 0 success, 1 any failure or interrupted (as mdbx_dump).")]
 pub struct DumpArgs {
     /// Every named table (and plain records of the main table)
     #[arg(short = 'a', conflicts_with = "table")]
@@ -85,7 +90,13 @@ fail at once (exit 1) instead of waiting for it, also between batches. The
 batches then commit durably one by one, so no final sync has to wait for
 the lock either.
 
-EXIT STATUS: 0 success, 1 any failure (as mdbx_load).")]
+On SIGINT/SIGTERM/SIGHUP (Ctrl-C), also while waiting for input on a
+terminal or a pipe, the load stops: the current batch is rolled back, a
+database this load created is removed, an existing one keeps the batches
+committed before; exit 1 with \"Interrupted by signal/user\". PATH is never the
+lock file of a database.
+
+EXIT STATUS: 0 success, 1 any failure or interrupted (as mdbx_load).")]
 pub struct LoadArgs {
     /// Append: input must be sorted (puts with APPEND)
     #[arg(short = 'a')]
@@ -148,18 +159,43 @@ pub fn run_dump(a: DumpArgs) -> u8 {
 
 fn dump(a: &DumpArgs) -> Result<(), ToolError> {
     let t = locate(&a.path)?;
+    if let Some(f) = &a.file {
+        // Before anything is opened or created: never onto a database.
+        common::check_output(f, "the dump", &t, "the database being dumped", None)?;
+    }
     let env = open_env(&t, true)?;
-    let p = a.path.display();
+    // A file this dump creates is removed again when a signal stops it.
+    let created = a.file.as_ref().filter(|f| f.symlink_metadata().is_err());
     let mut sink: Box<dyn Write> = match &a.file {
         Some(f) => Box::new(File::create(f).map_err(|e| {
             ToolError::sys(e.raw_os_error().unwrap_or(libc::EIO), format!("{}: cannot create: {e}", f.display()))
         })?),
-        None => Box::new(io::stdout().lock()),
+        None => Box::new(Interruptible(common::raw_stdout().map_err(io_err)?)),
     };
+    let r = dump_to(a, &env, &mut sink);
+    drop(sink);
+    match r {
+        Err(e) if e.code == libc::EINTR || common::interrupted() => {
+            let mut msg = INTERRUPTED_MSG.to_string();
+            if let Some(f) = created {
+                if std::fs::remove_file(f).is_ok() {
+                    msg.push_str(&format!(" (the partial dump {} was removed)", f.display()));
+                }
+            } else if let Some(f) = &a.file {
+                msg.push_str(&format!(" ({} is incomplete)", f.display()));
+            }
+            Err(ToolError::sys(libc::EINTR, msg))
+        }
+        r => r,
+    }
+}
+
+fn dump_to(a: &DumpArgs, env: &Env, sink: &mut Box<dyn Write>) -> Result<(), ToolError> {
+    let p = a.path.display();
     if a.list {
         let txn = env.begin_ro_txn().map_err(|e| ToolError::engine(&e, &p))?;
         let names = txn.table_names().map_err(|e| ToolError::engine(&e, &p))?;
-        let mut o = BufWriter::new(&mut sink);
+        let mut o = BufWriter::new(sink);
         for n in names {
             o.write_all(&n).and_then(|_| o.write_all(b"\n")).map_err(io_err)?;
         }
@@ -179,7 +215,7 @@ fn dump(a: &DumpArgs) -> Result<(), ToolError> {
         rdbx_dump::count_records(&txn, &opts).unwrap_or(0)
     };
     let pb = common::progress_bar(show_bar, total, "dump");
-    let mut out = BufWriter::with_capacity(1 << 20, &mut sink);
+    let mut out = BufWriter::with_capacity(1 << 20, sink);
     let quiet = a.quiet;
     let mut warn = |m: String| {
         if !quiet {
@@ -192,7 +228,7 @@ fn dump(a: &DumpArgs) -> Result<(), ToolError> {
         }
         !common::interrupted()
     };
-    let r = rdbx_dump::dump(&env, &opts, &mut out, &mut warn, &mut progress);
+    let r = rdbx_dump::dump(env, &opts, &mut out, &mut warn, &mut progress);
     let flushed = out.flush();
     if let Some(pb) = pb {
         pb.finish_and_clear();
@@ -221,7 +257,7 @@ fn dump_err(e: DumpError, path: &str) -> ToolError {
         }
         DumpError::Engine { context, error } => ToolError::engine(&error, format!("{path}: {context}")),
         DumpError::Usage(m) => ToolError::sys(libc::EINVAL, format!("{path}: {m}")),
-        DumpError::Interrupted => ToolError::sys(libc::EINTR, "Interrupted by signal/user"),
+        DumpError::Interrupted => ToolError::sys(libc::EINTR, INTERRUPTED_MSG),
         other => ToolError::sys(libc::EINVAL, format!("{path}: {other}")),
     }
 }
@@ -340,9 +376,10 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 ToolError::sys(e.raw_os_error().unwrap_or(libc::EIO), format!("{}: open: {e}", f.display()))
             })?;
             let len = file.metadata().ok().map(|m| m.len());
-            (Box::new(BufReader::with_capacity(1 << 20, file)), len)
+            (Box::new(BufReader::with_capacity(1 << 20, Interruptible(file))), len)
         }
-        None => (Box::new(BufReader::with_capacity(1 << 20, io::stdin().lock())), None),
+        // A read blocked on a terminal or a pipe returns at a signal.
+        None => (Box::new(BufReader::with_capacity(1 << 20, Interruptible(io::stdin().lock()))), None),
     };
     let mut reader = DumpReader::with_mode(input, a.plain_text);
     let quiet = a.quiet;
@@ -352,6 +389,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         }
     };
     let parse_err = |e: DumpError| match e {
+        _ if common::interrupted() => ToolError::sys(libc::EINTR, INTERRUPTED_MSG),
         DumpError::Parse { line, message } => ToolError::sys(libc::EINVAL, format!("{p}: line {line}: {message}")),
         DumpError::Io { context, error } => {
             ToolError::sys(error.raw_os_error().unwrap_or(libc::EIO), format!("{context}: {error}"))
@@ -382,6 +420,8 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
     };
     let exists = a.path.exists();
     let mut existing_db = false;
+    // Set when this load creates the database: it removes it again.
+    let mut remove_created = None;
     let (env, durability) = if exists
         && !(a.path.is_dir() && std::fs::read_dir(&a.path).map(|mut d| d.next().is_none()).unwrap_or(false))
     {
@@ -391,7 +431,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 && a.path.is_file()
                 && std::fs::metadata(&a.path).map(|m| m.len() == 0).unwrap_or(false)
             {
-                Ok(common::Target { path: a.path.clone(), lck: PathBuf::new(), no_sub_dir: true })
+                Ok(common::Target { path: a.path.clone(), data: a.path.clone(), lck: PathBuf::new(), no_sub_dir: true })
             } else {
                 Err(e)
             }
@@ -405,18 +445,25 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
     } else {
         // A new database: on failure remove what the attempt created.
         let existed_dir = a.path.is_dir();
+        let no_sub_dir = a.no_sub_dir;
+        let path = a.path.clone();
+        remove_created = Some(move || {
+            if existed_dir {
+                let _ = std::fs::remove_file(path.join("mdbx.dat"));
+                let _ = std::fs::remove_file(path.join("mdbx.lck"));
+            } else if no_sub_dir {
+                let _ = std::fs::remove_file(&path);
+                let mut l = path.as_os_str().to_owned();
+                l.push("-lck");
+                let _ = std::fs::remove_file(PathBuf::from(l));
+            } else {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        });
         open_for_load(&a.path, a.no_sub_dir, Some(new_geometry()), a.nonblock)
             .inspect_err(|_| {
-                if existed_dir {
-                    let _ = std::fs::remove_file(a.path.join("mdbx.dat"));
-                    let _ = std::fs::remove_file(a.path.join("mdbx.lck"));
-                } else if a.no_sub_dir {
-                    let _ = std::fs::remove_file(&a.path);
-                    let mut l = a.path.as_os_str().to_owned();
-                    l.push("-lck");
-                    let _ = std::fs::remove_file(PathBuf::from(l));
-                } else {
-                    let _ = std::fs::remove_dir_all(&a.path);
+                if let Some(rm) = remove_created.take() {
+                    rm();
                 }
             })
             .map_err(geometry_hint)?
@@ -461,6 +508,23 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
     let r = rdbx_dump::load(&env, &mut reader, Some(first), &opts, &mut warn, &mut progress);
     if let Some(pb) = pb {
         pb.finish_and_clear();
+    }
+    if r.is_err() && common::interrupted() {
+        // Stopped by a signal: a database this load created is partial
+        // output and goes; an existing one keeps the batches committed before.
+        drop(env);
+        return Err(ToolError::sys(
+            libc::EINTR,
+            match remove_created {
+                Some(rm) => {
+                    rm();
+                    format!("{INTERRUPTED_MSG} (the new database {p} was removed)")
+                }
+                None => format!(
+                    "{INTERRUPTED_MSG} ({p} keeps the batches committed before; the current one was rolled back)"
+                ),
+            },
+        ));
     }
     match r {
         Ok(_) => {

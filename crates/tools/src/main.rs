@@ -26,7 +26,12 @@ EXIT STATUS:
            not a database, needs recovery), 4 system error (missing or
            empty file, locked exclusively, I/O), 5 usage error or
            interrupted (as mdbx_chk)
-    other: 0 success, 1 any failure including usage errors (as mdbx_*)";
+    other: 0 success, 1 any failure including usage errors and
+           interruption by SIGINT/SIGTERM/SIGHUP (as mdbx_*)
+
+A copy or a dump is never written onto a file of a database: the source's
+data or lock file (under any name) or another database's lock file; another
+database's data file only with copy -f.";
 
 /// Operations tools for MDBX/rdbx databases, interoperable with the mdbx_* tools.
 #[derive(Parser, Debug)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use rdbx::{CheckOptions, CheckProgress, CopyOptions, CopyProgress, Geometry, Severity, Stage};
-use rdbx_dump::{DumpOptions, DumpReader, LoadOptions};
+use rdbx_dump::{guard, DumpOptions, DumpReader, LoadOptions};
 
 use super::{describe, Action, Ctx, Fail, Result};
 use crate::access::{self, label};
@@ -223,15 +223,14 @@ pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
     Ok(Action::Done)
 }
 
-/// Refuses a destination that is a file of the open database.
-fn not_the_database(cx: &Ctx<'_, '_>, dst: &Path) -> Result<()> {
+/// Refuses an output file on a file of the open database (under any name:
+/// links, `DIR` vs `DIR/mdbx.dat`) or of another database (its lock file
+/// always, its data file unless `--force`); see [`rdbx_dump::guard`].
+fn check_output(cx: &Ctx<'_, '_>, dst: &Path, what: &str, force: bool) -> Result<()> {
     let db = cx.db()?;
-    let Ok(d) = dst.canonicalize() else { return Ok(()) };
     let own = [db.env.data_path(), db.env.lock_path()];
-    if own.iter().any(|p| p.canonicalize().is_ok_and(|p| p == d)) {
-        return Err(format!("{} is a file of the open database; choose another destination", dst.display()).into());
-    }
-    Ok(())
+    let force = guard::Force::Flag { name: "--force", given: force };
+    guard::check_output(dst, what, &own, "the open database", force).map_err(Fail::from)
 }
 
 pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
@@ -240,12 +239,17 @@ pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     if dst.is_dir() {
         dst = dst.join("mdbx.dat");
     }
-    not_the_database(cx, &dst)?;
     let force = inv.flag("force");
+    check_output(cx, &dst, "the copy", force)?;
     if dst.exists() && !force {
         return Err(format!("{} exists (--force replaces it)", dst.display()).into());
     }
-    let opts = CopyOptions { compact: inv.flag("compact"), overwrite: force, force_dynamic: false };
+    let opts = CopyOptions {
+        compact: inv.flag("compact"),
+        overwrite: force,
+        force_dynamic: false,
+        interrupt: Some(cx.s.interrupt.clone()),
+    };
     let _ = cx.s.out.flush();
     let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
     let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.show("copying", c.done, c.total));
@@ -288,7 +292,7 @@ pub fn dump(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         }
         Some(f) => {
             let path = PathBuf::from(f.text());
-            not_the_database(cx, &path)?;
+            check_output(cx, &path, "the dump", inv.flag("force"))?;
             let file = if inv.flag("force") {
                 File::create(&path)
             } else {
