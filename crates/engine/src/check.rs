@@ -1784,7 +1784,7 @@ impl Env {
         nm.bootid = crate::bootid::boot_id();
         env.write_at(&[&nm.body()], (target * ps + META_OFF) as u64)?;
         env.sync_data()?;
-        env.lck.after_commit(new_txnid, true);
+        env.lck.after_commit(new_txnid, true, true);
         Ok(())
     }
 }

@@ -322,24 +322,29 @@ impl EnvInner {
             });
         }
         let mut t = troika(states);
-        // Crash recovery by the exclusive opener (format doc §8.4).
-        if lo.exclusive && t.recent != t.prefer_steady {
+        // Crash recovery by the exclusive opener (format doc §8.4): weak
+        // metas written before a reboot are purged, every one of them, newest
+        // first, until the head is the steady meta (as libmdbx loops): after
+        // a power loss no unsynced commit can be trusted.
+        while lo.exclusive && t.recent != t.prefer_steady {
             let recent = &metas[t.recent].0;
-            if !bootid::bootid_matches(&recent.bootid) {
-                if b.read_only {
-                    return Err(Error::WannaRecovery);
-                }
-                if states[t.prefer_steady].1 {
-                    let mut purged = recent.clone();
-                    purged.txnid_a = 0;
-                    purged.txnid_b = 0;
-                    purged.sign = SIGN_STEADY;
-                    io.write_at(&[&purged.body()], (t.recent * page_size + META_OFF) as u64)?;
-                    io.sync_data()?;
-                    states[t.recent] = (0, false);
-                    t = troika(states);
-                }
+            if bootid::bootid_matches(&recent.bootid) {
+                break;
             }
+            if b.read_only {
+                return Err(Error::WannaRecovery);
+            }
+            if !states[t.prefer_steady].1 {
+                break;
+            }
+            let mut purged = recent.clone();
+            purged.txnid_a = 0;
+            purged.txnid_b = 0;
+            purged.sign = SIGN_STEADY;
+            io.write_at(&[&purged.body()], (t.recent * page_size + META_OFF) as u64)?;
+            io.sync_data()?;
+            states[t.recent] = (0, false);
+            t = troika(states);
         }
         let meta = metas[t.recent].0.clone();
         if meta.geo.first_unallocated as u64 * page_size as u64 > size {
@@ -560,6 +565,19 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
     }
 }
 
+/// The txnid of the newest commit a crash cannot take away: the preferred
+/// steady meta, unless its meta page was written without a sync (NoMetaSync:
+/// the lock file's `meta_sync_txnid` says so), in which case the next older
+/// steady meta, which the data sync of that commit made durable. Pages this
+/// snapshot still uses must not be reused (the GC detent).
+fn durable_steady_txnid(metas: &[Meta; 3], t: Troika, lck: &LockFile) -> u64 {
+    let s = metas[t.prefer_steady].txnid();
+    if !metas[t.prefer_steady].is_steady() || lck.meta_is_synced(s) {
+        return s;
+    }
+    metas.iter().filter(|m| m.is_steady() && m.txnid() < s).map(|m| m.txnid()).max().unwrap_or(0)
+}
+
 /// Whether `file` is what an interrupted creation leaves (see
 /// [`crate::format::meta::unfinished_creation`]): its meta slots are blank or
 /// initial, and nothing but zeros follows them. Reads at most 64 MiB of
@@ -755,7 +773,7 @@ impl Env {
             map,
             geo: base.geo,
             canary: base.canary,
-            steady_txnid: metas[t.prefer_steady].txnid(),
+            steady_txnid: durable_steady_txnid(&metas, t, &env.lck),
             base_slot: t.tail,
             recent_slot: t.recent,
             txnid,
@@ -841,12 +859,16 @@ impl EnvInner {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (metas, t) = self.read_troika(&map)?;
         let m = &metas[t.recent];
+        if m.is_steady() && !self.lck.meta_is_synced(m.txnid()) {
+            // NoMetaSync: the sync above flushed the meta written lazily.
+            self.lck.after_commit(m.txnid(), true, true);
+        }
         if !m.is_steady() {
             let mut s = m.clone();
             s.sign = SIGN_STEADY;
             self.write_at(&[&s.body()], (t.recent * self.page_size + META_OFF) as u64)?;
             self.sync_data()?;
-            self.lck.after_commit(s.txnid(), true);
+            self.lck.after_commit(s.txnid(), true, true);
         }
         Ok(())
     }

@@ -199,7 +199,7 @@ fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
     m.sign = SIGN_STEADY;
     env.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
     env.sync_data()?;
-    env.lck.after_commit(m.txnid(), true);
+    env.lck.after_commit(m.txnid(), true, true);
     txn.base = m;
     txn.steady_txnid = txn.base.txnid();
     txn.detent = None;
@@ -687,7 +687,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
     }
-    txn.env.lck.after_commit(meta_txnid, steady);
+    txn.env.lck.after_commit(meta_txnid, steady, txn.env.durability == crate::env::Durability::SyncDurable);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.
         let _ = txn.env.set_file_len(now as u64 * ps as u64);

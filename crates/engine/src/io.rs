@@ -43,6 +43,13 @@ pub trait IoFaults: Send + Sync {
     fn before_write(&self, offset: u64, len: usize) -> io::Result<()>;
     /// Called before each sync.
     fn before_sync(&self) -> io::Result<()>;
+    /// Called after a write reached the file (the page cache), with the bytes
+    /// written. Crash tests keep a model of what is durable from these calls.
+    fn after_write(&self, _offset: u64, _bufs: &[&[u8]]) {}
+    /// Called after a sync succeeded: everything written before it is durable.
+    fn after_sync(&self) {}
+    /// Called after the file length was set.
+    fn after_set_len(&self, _len: u64) {}
 }
 
 pub(crate) struct FaultyIo {
@@ -53,13 +60,19 @@ pub(crate) struct FaultyIo {
 impl PageIo for FaultyIo {
     fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
         self.faults.before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
-        self.inner.write_at(bufs, offset)
+        self.inner.write_at(bufs, offset)?;
+        self.faults.after_write(offset, bufs);
+        Ok(())
     }
     fn sync_data(&self) -> io::Result<()> {
         self.faults.before_sync()?;
-        self.inner.sync_data()
+        self.inner.sync_data()?;
+        self.faults.after_sync();
+        Ok(())
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
+        self.inner.set_len(len)?;
+        self.faults.after_set_len(len);
+        Ok(())
     }
 }

@@ -1063,18 +1063,20 @@ impl LockFile {
         largest
     }
 
-    /// After a commit: `rdt_refresh_flag = 0`; if `steady`, `unsynced_pages = 0`
-    /// and `eoos_timestamp = 0`; `meta_sync_txnid = low32(txnid)` (minus the
-    /// lazy bias when not steady, §15.8).
-    pub fn after_commit(&self, txnid: u64, steady: bool) {
+    /// After a commit: `rdt_refresh_flag = 0`; `meta_sync_txnid = low32(txnid)`
+    /// when the meta itself is on stable storage (`meta_synced`), else minus the
+    /// lazy bias, as libmdbx marks a meta it wrote without syncing (§15.8). A
+    /// steady commit (its data synced) resets `unsynced_pages` and
+    /// `eoos_timestamp`; its unsynced meta counts as one unsynced page.
+    pub fn after_commit(&self, txnid: u64, steady: bool, meta_synced: bool) {
         let Some(sh) = &self.shared else { return };
         sh.refresh().store(0, Ordering::Release);
         if steady {
-            sh.u64(OFF_UNSYNCED_PAGES).store(0, Ordering::Relaxed);
+            sh.u64(OFF_UNSYNCED_PAGES).store(u64::from(!meta_synced), Ordering::Relaxed);
             sh.u64(OFF_EOOS_TIMESTAMP).store(0, Ordering::Relaxed);
         }
         let low = txnid as u32;
-        let v = if steady { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
+        let v = if steady && meta_synced { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
         sh.u32(OFF_META_SYNC_TXNID).store(v, Ordering::Release);
     }
 
@@ -1113,6 +1115,15 @@ impl LockFile {
     }
 
     /// `meta_sync_txnid` of the lock region.
+    /// Whether the meta of commit `txnid` is known to be on stable storage
+    /// (always true without a lock region: then every sync is this process's).
+    pub fn meta_is_synced(&self, txnid: u64) -> bool {
+        match &self.shared {
+            Some(sh) => sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire) == txnid as u32,
+            None => true,
+        }
+    }
+
     pub fn meta_sync_txnid(&self) -> u32 {
         self.shared.as_ref().map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
     }

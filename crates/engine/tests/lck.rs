@@ -338,7 +338,7 @@ fn oldest_reader_protocol() {
     assert_eq!(lck.oldest_reader(10), 6);
     assert_eq!(r.cached_oldest(), 6);
     assert_eq!(lck.oldest_reader_ex(10, Some(3)), (6, 1));
-    lck.after_commit(11, true);
+    lck.after_commit(11, true, true);
     assert_eq!(lck.meta_sync_txnid(), 11);
     assert_eq!(u32_at(&read_file(&lck_path), 556), 0);
     assert_eq!(lck.oldest_reader(11), 6);
@@ -356,11 +356,11 @@ fn oldest_reader_protocol() {
     r.clear();
     assert_eq!(lck.oldest_reader(12), 12);
     // Not steady: meta_sync_txnid gets the lazy bias.
-    lck.after_commit(8, false);
+    lck.after_commit(8, false, false);
     assert_eq!(lck.meta_sync_txnid(), 0x8AAAAAB4);
     lck.add_unsynced_pages(3);
     assert_eq!(lck.unsynced_pages(), 3);
-    lck.after_commit(9, true);
+    lck.after_commit(9, true, true);
     assert_eq!(lck.unsynced_pages(), 0);
 }
 
@@ -627,7 +627,7 @@ fn libmdbx_shares_our_lock_file() {
         let w = open.lck.lock_writer().unwrap();
         assert!(!w.owner_died());
         assert_eq!(open.lck.oldest_reader(after), txnid);
-        open.lck.after_commit(after, true);
+        open.lck.after_commit(after, true, true);
     }
     drop(slot);
     drop(open);
