@@ -379,3 +379,38 @@ fn drop_nonblock_fails_at_once_and_the_default_waits() {
     let r = ok(&["drop", "--nonblock", "-d", "-s", "users", &s(&p)]);
     assert!(r.stdout.contains("deleted"), "{r:?}");
 }
+
+#[test]
+fn stat_says_what_retains_gc_pages() {
+    use rdbx::{Db, Env, PutFlags};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let env = Env::builder().open(&p).unwrap();
+    let write = |n: u64| {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0..200u64 {
+            txn.put(Db::MAIN, &(i % 150).to_be_bytes(), &[n as u8; 100], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    write(0);
+    let reader = env.begin_ro_txn().unwrap();
+    let snap = reader.id();
+    for n in 1..=3 {
+        write(n);
+    }
+    let r = ok(&["stat", "-f", &s(&p)]);
+    assert!(r.stdout.contains("  max reader lag 3\n"), "{r:?}");
+    let line = format!("  GC|retained by: reader pid {} (snapshot txnid {snap}, lag 3)\n", std::process::id());
+    assert!(r.stdout.contains(&line), "{r:?}");
+    let r = ok(&["stat", "-f", "--json", &s(&p)]);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["gc"]["retained_by"]["kind"], "reader");
+    assert_eq!(v["gc"]["retained_by"]["pid"], std::process::id());
+    assert_eq!(v["gc"]["max_reader_lag"], 3);
+    assert!(v["gc"]["free_tail"].is_u64(), "{v}");
+    drop(reader);
+    let r = ok(&["stat", "-f", "--json", &s(&p)]);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert!(v["gc"]["retained_by"].is_null(), "{v}");
+}
