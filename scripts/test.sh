@@ -6,7 +6,8 @@
 #   2. cargo fmt --all --check;
 #   3. cargo clippy --workspace --all-targets -- -D warnings;
 #   4. cargo test --workspace --release --no-fail-fast (release: the interop
-#      tests are heavy; every test binary runs even after a failure);
+#      tests are heavy; every test binary runs even after a failure), then
+#      the damaged-file suites again with overflow checks (profile `damage`);
 # and prints a final "summary: N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,13 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --release --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# The damaged-file suites again with overflow checks (profile `damage`:
+# release plus overflow checks), so a counter that would wrap fails loudly.
+echo "== cargo test --profile damage (damaged-file suites with overflow checks)"
+cargo test --profile damage -p rdbx --no-fail-fast \
+    --test corruption --test corruption_multimap --test check_agrees 2>&1 | tee -a "$log"
+damage_status=${PIPESTATUS[0]}
+[ "$status" = 0 ] && status=$damage_status
 set -e
 
 passed=0 failed=0 ignored=0
