@@ -1491,7 +1491,10 @@ impl Env {
         if !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
             return Err(Error::Invalid(format!("{}: page size {ps}", env.data_path.display())));
         }
-        report.oldest_reader_txnid = env.lck.oldest_reader(states[t.prefer_steady].0).min(report.recent_txnid);
+        // Without touching the shared cache of the oldest reader (writers only).
+        let steady = states[t.prefer_steady].0;
+        report.oldest_reader_txnid =
+            env.lck.oldest_live_reader().map_or(steady, |r| r.min(steady)).min(report.recent_txnid);
 
         if opts.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
             w.stopped = true;

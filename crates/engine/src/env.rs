@@ -346,12 +346,34 @@ impl EnvInner {
             states[t.recent] = (0, false);
             t = troika(states);
         }
-        let meta = metas[t.recent].0.clone();
-        if meta.geo.first_unallocated as u64 * page_size as u64 > size {
-            return Err(Error::corrupted(
-                t.recent as u32,
-                "the data file is shorter than the pages its newest meta uses (truncated?)",
-            ));
+        let mut meta = metas[t.recent].0.clone();
+        // Another process may have grown the file and committed after the size
+        // was read (a writer grows the file before it writes the meta), or
+        // shrunk it after committing a newer meta: look again before calling
+        // the file truncated.
+        let mut attempts = 0;
+        while meta.geo.first_unallocated as u64 * page_size as u64 > size {
+            size = file::file_size(&file)?;
+            if meta.geo.first_unallocated as u64 * page_size as u64 <= size {
+                break;
+            }
+            attempts += 1;
+            if lo.exclusive || attempts > 100 {
+                return Err(Error::corrupted(
+                    t.recent as u32,
+                    "the data file is shorter than the pages its newest meta uses (truncated?)",
+                ));
+            }
+            std::thread::yield_now();
+            let (_, again) = read_metas(&file, size)?;
+            let st = again.each_ref().map(|m| match &m.1 {
+                Ok(()) => (m.0.txnid(), m.0.is_steady()),
+                Err(_) => (0, false),
+            });
+            let t2 = troika(st);
+            if st[t2.recent].0 != 0 {
+                meta = again[t2.recent].0.clone();
+            }
         }
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
