@@ -669,29 +669,36 @@ impl Actor {
             return self.hill(0);
         }
         let env = self.env.take().expect("env is open");
-        if self.role == Role::DeadRead {
-            let t = env.begin_ro_txn()?;
-            let mut c = t.cursor(self.db)?;
-            c.first()?;
-            std::mem::forget(c);
-            std::mem::forget(t);
-        } else {
-            let mut txn = env.begin_rw_txn()?;
-            let mut ops = Vec::new();
-            for _ in 0..self.rng.range(1, 20) {
-                let x = self.rng.below(1 << 20);
-                let k = self.key(x);
-                let v = self.value(None);
-                put(&mut txn, self.db, &k, &v, PutFlags::empty(), &mut ops)?;
-            }
-            let n = self.next_n;
-            if self.rng.chance(1, 2) {
-                // Died before commit: the block is complete but never committed.
-                self.log.block(n, &ops)?;
+        let r = (|| -> R<()> {
+            if self.role == Role::DeadRead {
+                let t = env.begin_ro_txn()?;
+                let mut c = t.cursor(self.db)?;
+                c.first()?;
+                std::mem::forget(c);
+                std::mem::forget(t);
             } else {
-                self.log.open_block(n, &ops)?;
+                let mut txn = env.begin_rw_txn()?;
+                let mut ops = Vec::new();
+                for _ in 0..self.rng.range(1, 20) {
+                    let x = self.rng.below(1 << 20);
+                    let k = self.key(x);
+                    let v = self.value(None);
+                    put(&mut txn, self.db, &k, &v, PutFlags::empty(), &mut ops)?;
+                }
+                let n = self.next_n;
+                if self.rng.chance(1, 2) {
+                    // Died before commit: the block is complete but never committed.
+                    self.log.block(n, &ops)?;
+                } else {
+                    self.log.open_block(n, &ops)?;
+                }
+                std::mem::forget(txn);
             }
-            std::mem::forget(txn);
+            Ok(())
+        })();
+        if r.is_err() {
+            self.env = Some(env);
+            return r;
         }
         std::process::exit(EXIT_DEAD);
     }

@@ -503,8 +503,16 @@ impl ProbeCtx<'_> {
 
     fn stderr_tail(&self, p: &ActorPlan) -> String {
         let t = std::fs::read_to_string(self.pdir.join(format!("{}.err", p.table))).unwrap_or_default();
-        let lines: Vec<&str> = t.lines().collect();
-        lines[lines.len().saturating_sub(6)..].join(" | ")
+        // Without backtrace frames: the message and the panic location.
+        let lines: Vec<&str> = t
+            .lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                !(l.starts_with("at ") || l.split(':').next().is_some_and(|d| d.parse::<u32>().is_ok()))
+            })
+            .filter(|l| !l.starts_with("stack backtrace") && !l.starts_with("note: "))
+            .collect();
+        lines[lines.len().saturating_sub(4)..].join(" | ")
     }
 
     fn repro(&self) -> String {
@@ -675,11 +683,14 @@ fn run_probe(
             break;
         }
         std::thread::sleep(tick);
-        // What readers (and, in the lazy modes, the last steady commit) keep
-        // from reuse: the space check allows for the most seen.
-        if let Ok(g) = env.gc_info() {
-            let kept = g.pages_gc.saturating_sub(g.pages_reclaimable);
-            max_retained = max_retained.max(g.max_retained_pages).max(kept);
+        // What readers keep from reuse: the space check allows for the most
+        // seen. (Only the reader table is read: `Env::gc_info` would update
+        // the shared oldest-reader cache without the writer lock, which
+        // libmdbx writers do not expect.)
+        if let Ok(rs) = env.readers() {
+            let ps = cfg.page_size as u64;
+            let kept = rs.iter().map(|r| r.bytes_retained / ps).max().unwrap_or(0);
+            max_retained = max_retained.max(kept);
         }
         if last_sample.elapsed() >= Duration::from_millis(200) {
             last_sample = Instant::now();
