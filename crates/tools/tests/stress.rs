@@ -153,7 +153,7 @@ fn is_live_actor(pid: u32) -> bool {
 #[test]
 fn ctrl_c_stops_every_actor() {
     let dir = tempfile::tempdir_in(ram_dir()).unwrap();
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .arg("stress")
         .arg(dir.path())
         .args(["--seed", "5", "--duration", "10m", "--processes", "4", "--actors", "hill,ttl,reader"])
