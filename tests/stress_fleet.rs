@@ -32,9 +32,6 @@ fn mixed_fleet_smoke_run_with_kills() {
         .arg(dir.path())
         .args(["--seed", "20261124", "--loops", "4", "--probe-time", "11s", "--processes", "5"])
         .args(["--kill-rate", "30", "--db-upto-mb", "32", "--keep", "--json"])
-        // Small pages are left out until the engine fixes the open-vs-growth race
-        // (tests/stress.rs of rdbx-tools, engine_bug_open_while_another_process_grows_the_file).
-        .args(["--page-sizes", "4096,16384,65536"])
         .arg("--foreign-actor")
         .arg(env!("CARGO_BIN_EXE_mdbx-stress-actor"))
         .output()

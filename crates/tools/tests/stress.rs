@@ -3,7 +3,7 @@
 //! (exit 130). The mixed-fleet smoke run is tests/stress_fleet.rs (it needs
 //! the libmdbx actor binary of the tests crate).
 //!
-//! Two ignored tests reproduce engine bugs the runner found (see their docs).
+//! Two tests reproduce engine bugs the runner found (fixed; see their docs).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -189,7 +189,7 @@ fn ctrl_c_stops_every_actor() {
 }
 
 // ---------------------------------------------------------------------------
-// Engine bugs found by the runner (reproducers; ignored until fixed).
+// Engine bugs found by the runner (reproducers, now regression tests).
 
 fn race_env(dir: &Path) -> rdbx::Env {
     rdbx::Env::builder()
@@ -212,8 +212,9 @@ fn race_env(dir: &Path) -> rdbx::Env {
 /// size = file::file_size(..)` then `read_metas`), so a growth plus commit in
 /// between looks like truncation. A non-exclusive opener should re-read the
 /// size (or take it after the metas) before calling the file truncated.
+/// (Fixed: open reads the size again and re-reads the metas; this test now
+/// guards the fix.)
 #[test]
-#[ignore = "engine bug: a non-exclusive open races file growth"]
 fn engine_bug_open_while_another_process_grows_the_file() {
     if let Ok(dir) = std::env::var("RDBX_REPRO_GROW_DIR") {
         let env = race_env(Path::new(&dir));
@@ -233,7 +234,7 @@ fn engine_bug_open_while_another_process_grows_the_file() {
     let dir = tempfile::tempdir_in(ram_dir()).unwrap();
     drop(race_env(dir.path()));
     let mut writer = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "engine_bug_open_while_another_process_grows_the_file", "--ignored", "--nocapture"])
+        .args(["--exact", "engine_bug_open_while_another_process_grows_the_file", "--nocapture"])
         .env("RDBX_REPRO_GROW_DIR", dir.path())
         .spawn()
         .unwrap();
@@ -259,9 +260,9 @@ fn engine_bug_open_while_another_process_grows_the_file() {
 /// transaction: libmdbx then aborts with `txn_basal_end: Assertion
 /// 'txn->txnid > env->lck->cached_oldest_txnid.weak' failed` (found by the
 /// mixed fleet). Here a libmdbx writer process commits in a loop while this
-/// process calls `gc_info` in a loop; the writer must not abort.
+/// process calls `gc_info` in a loop; the writer must not abort. (Fixed:
+/// gc_info and check scan the reader slots without writing the cache.)
 #[test]
-#[ignore = "engine bug: gc_info updates the shared oldest cache without the writer lock"]
 fn engine_bug_gc_info_next_to_a_libmdbx_writer() {
     use rdbx_tests::oracle;
     if let Ok(dir) = std::env::var("RDBX_REPRO_MDBX_WRITER_DIR") {
@@ -279,7 +280,7 @@ fn engine_bug_gc_info_next_to_a_libmdbx_writer() {
     let dir = tempfile::tempdir_in(ram_dir()).unwrap();
     let env = race_env(dir.path());
     let mut writer = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "engine_bug_gc_info_next_to_a_libmdbx_writer", "--ignored", "--nocapture"])
+        .args(["--exact", "engine_bug_gc_info_next_to_a_libmdbx_writer", "--nocapture"])
         .env("RDBX_REPRO_MDBX_WRITER_DIR", dir.path())
         .stderr(Stdio::piped())
         .spawn()
