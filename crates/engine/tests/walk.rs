@@ -166,6 +166,20 @@ fn run(case: &str, op: &str, path: &Path, bad: u32) {
     }
     // The transaction failed: committing must not write anything.
     assert!(txn.commit().is_err(), "{case}/{op}: a failed transaction committed");
+    if op == "drop" {
+        // The other whole-tree walkers reject the same file.
+        let ro = env.begin_ro_txn().unwrap();
+        let db = ro.open_db(Some("t")).unwrap();
+        let r = ro.verify_table(db);
+        assert!(matches!(r, Err(Error::Corrupted { .. })), "{case}: verify_table: {r:?}");
+        drop(ro);
+        let dst = path.with_extension("copy");
+        let r = env.copy_to(&dst, &rdbx::CopyOptions { compact: true, ..Default::default() }, &mut |_| {});
+        assert!(matches!(r, Err(Error::Corrupted { .. })), "{case}: compacting copy: {r:?}");
+        assert!(!dst.exists());
+        let r = env.check(&rdbx::CheckOptions::default(), &mut |_| {}).unwrap();
+        assert!(r.major > 0, "{case}: check found nothing");
+    }
     drop(env);
     assert!(std::fs::read(path).unwrap() == before, "{case}/{op}: the data file changed");
 }
