@@ -24,6 +24,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use crate::btree::walk::{legal_node, Kind};
 use crate::btree::{check_subpage, key_at, Cmp, MAX_DEPTH};
 use crate::env::Env;
 use crate::error::{Error, Reason, Result};
@@ -308,16 +309,6 @@ impl CheckReport {
 
 const OWNER_NONE: u16 = 0;
 const OWNER_GC_LISTED: u16 = u16::MAX;
-
-/// Kind of tree being walked (decides allowed page and node types).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Gc,
-    Main,
-    Table,
-    /// Nested multimap tree (keys are values; no data).
-    Nested,
-}
 
 #[derive(Clone, Copy)]
 struct Ctx {
@@ -812,7 +803,19 @@ impl<'a> Walker<'a> {
     ) {
         let is_dupsort = ctx.dup_cmp.is_some();
         let tid = ctx.tid;
+        // Which flags are legal where is the shared walk's rule (btree/walk.rs).
+        let legal = legal_node(ctx.kind, is_dupsort, nd.flags);
         match (ctx.kind, nd.flags) {
+            _ if !legal => {
+                let kind = match ctx.kind {
+                    Kind::Gc => "the GC",
+                    Kind::Main => "the main table",
+                    Kind::Nested => "a nested tree",
+                    _ if is_dupsort => "a DUPSORT table",
+                    _ => "a table without DUPSORT",
+                };
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] has flags {:#x}, invalid in {kind}", nd.flags));
+            }
             (Kind::Nested, 0) => {
                 if nd.dsize != 0 {
                     self.bad(
@@ -823,9 +826,6 @@ impl<'a> Walker<'a> {
                 }
                 w.items += 1;
                 self.check_val_width(ctx, pgno, key.len());
-            }
-            (Kind::Nested, f) => {
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] of a nested tree has flags {f:#x}"));
             }
             (_, 0) => {
                 w.items += 1;
