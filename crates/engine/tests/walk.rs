@@ -233,3 +233,34 @@ fn branch_naming_one_child_twice() {
 fn nested_tree_inside_a_nested_tree() {
     in_child("nested_in_nested");
 }
+
+/// A meta whose growth step is damaged to a huge value must not make the next
+/// write grow the file to the upper bound (64 GiB by default).
+#[test]
+fn damaged_growth_step_does_not_grow_the_file_to_the_upper_bound() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let env = open(&path);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+    txn.put(t, b"k", b"v", PutFlags::empty()).unwrap();
+    txn.commit().unwrap();
+    drop(env);
+    let mut b = std::fs::read(&path).unwrap();
+    let head = (0..3).max_by_key(|&i| rd64(&b, i * PS + 28)).unwrap();
+    let g = head * PS + 20 + 20;
+    assert!(rd16(&b, g) < 0x8000, "a modest step to start with");
+    b[g..g + 2].copy_from_slice(&0xFFFDu16.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    let env = open(&path);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.open_db(Some("t")).unwrap();
+    for i in 0..200u32 {
+        txn.put(t, format!("key{i:05}").as_bytes(), &[7u8; 1000], PutFlags::empty()).unwrap();
+    }
+    txn.commit().unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len < 64 << 20, "the file grew to {len} bytes");
+    let info = env.info().unwrap();
+    assert!(info.growth_step <= 1 << 20, "the committed step is {}", info.growth_step);
+}
