@@ -793,7 +793,7 @@ impl Env {
             env,
             _guard: guard,
             map,
-            geo: base.geo,
+            geo: plausible_growth(base.geo, env.page_size),
             canary: base.canary,
             steady_txnid: durable_steady_txnid(&metas, t, &env.lck),
             base_slot: t.tail,
@@ -869,6 +869,24 @@ impl Env {
     pub fn page_ops(&self) -> crate::lck::PageOps {
         self.inner.lck.page_ops()
     }
+}
+
+/// The geometry a write transaction acts on. A growth step that no sane
+/// geometry has — more than the whole range (`upper - lower`) and more than
+/// half the upper bound, as a damaged meta may hold — would make the next
+/// allocation grow the file to its upper bound. Such a step is replaced by
+/// the default step (1 MiB, at most the range, at least a page), which the
+/// next commit then records. A smaller damaged step cannot be told from a
+/// chosen one (metas have no checksum); a fixed-size geometry (lower = upper)
+/// with a modest step is left as it is.
+fn plausible_growth(mut geo: crate::format::meta::MetaGeo, ps: usize) -> crate::format::meta::MetaGeo {
+    use crate::format::meta::{pages2pv, pv2pages};
+    let range = geo.upper.saturating_sub(geo.lower);
+    let step = pv2pages(geo.grow_pv);
+    if step > range && step > geo.upper / 2 {
+        geo.grow_pv = pages2pv(((1usize << 20) / ps).min(range as usize).max(1) as u32);
+    }
+    geo
 }
 
 impl EnvInner {

@@ -524,7 +524,12 @@ macro_rules! read_methods {
         /// names the first bad page. (The full integrity check builds on this.)
         pub fn verify_table(&self, db: Db) -> Result<()> {
             let t = self.table(db)?;
-            btree::verify::verify(&self.pages(), &t.tree, t.cmp, Cmp::for_dups(t.flags)).map(|_| ())
+            let kind = match db.dbi {
+                0 => btree::walk::Kind::Gc,
+                1 => btree::walk::Kind::Main,
+                _ => btree::walk::Kind::Table,
+            };
+            btree::verify::verify(&self.pages(), &t.tree, kind, t.flags).map(|_| ())
         }
 
         /// Estimated number of records with keys in `[lo, hi)` (`None`: from the
@@ -1058,7 +1063,9 @@ impl<'env> RwTxn<'env> {
                         let main = t.table(Db::MAIN)?.tree;
                         if let Some(tree) = find_table(&t.pages(), &main, &name)? {
                             let mut runs = Vec::new();
-                            crate::btree::write::collect_pages(t, tree.root, tree.height, &mut runs)?;
+                            let flags = DbFlags::from_bits_truncate(tree.flags as u32);
+                            let kind = crate::btree::walk::Kind::Table;
+                            crate::btree::write::collect_pages(t, &tree, kind, flags, None, &mut runs)?;
                             for (pg, n) in runs {
                                 crate::gc::free(t, pg, n);
                             }
