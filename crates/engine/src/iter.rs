@@ -9,7 +9,7 @@
 //! other end yielded, in the table's order (key, then value for multimaps).
 
 use std::cmp::Ordering;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 use crate::btree::cursor::Cursor;
 use crate::error::{Error, Result};
@@ -171,6 +171,57 @@ impl DoubleEndedIterator for Iter<'_> {
 
 impl std::iter::FusedIterator for Iter<'_> {}
 
+/// A range of keys given as byte strings: `a..b`, `a..=b`, `a..`, `..b`,
+/// `..=b`, `..` and `(Bound, Bound)` pairs, for any key type that is
+/// `AsRef<[u8]>` (`&[u8]`, `&[u8; N]`, `Vec<u8>`, `&str`, ...). (The standard
+/// `RangeBounds` cannot express this without type annotations at every call.)
+pub trait KeyRange {
+    /// The two bounds, borrowed.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
+}
+
+impl<T: AsRef<[u8]>> KeyRange for std::ops::Range<T> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Included(self.start.as_ref()), Bound::Excluded(self.end.as_ref()))
+    }
+}
+
+impl<T: AsRef<[u8]>> KeyRange for std::ops::RangeInclusive<T> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Included(self.start().as_ref()), Bound::Included(self.end().as_ref()))
+    }
+}
+
+impl<T: AsRef<[u8]>> KeyRange for std::ops::RangeFrom<T> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Included(self.start.as_ref()), Bound::Unbounded)
+    }
+}
+
+impl<T: AsRef<[u8]>> KeyRange for std::ops::RangeTo<T> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Excluded(self.end.as_ref()))
+    }
+}
+
+impl<T: AsRef<[u8]>> KeyRange for std::ops::RangeToInclusive<T> {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Included(self.end.as_ref()))
+    }
+}
+
+impl KeyRange for std::ops::RangeFull {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<T: AsRef<[u8]>> KeyRange for (Bound<T>, Bound<T>) {
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (self.0.as_ref().map(|k| k.as_ref()), self.1.as_ref().map(|k| k.as_ref()))
+    }
+}
+
 /// The smallest key greater than every key starting with `p` (lexicographic
 /// order), `None` when there is none (`p` is empty or all 0xFF).
 fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
@@ -184,6 +235,28 @@ fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// ```
+/// # fn main() -> rdbx::Result<()> {
+/// use rdbx::{Db, Env, PutFlags, ReadTxn};
+/// # let dir = std::env::temp_dir().join(format!("rdbx-doc-iter-{}", std::process::id()));
+/// let env = Env::builder().open(&dir)?;
+/// let mut txn = env.begin_rw_txn()?;
+/// for k in [&b"apple"[..], b"banana", b"cherry"] {
+///     txn.put(Db::MAIN, k, b"x", PutFlags::empty())?;
+/// }
+/// // Written once, used with any transaction kind.
+/// fn keys(t: &impl ReadTxn, lo: &[u8], hi: &[u8]) -> rdbx::Result<Vec<Vec<u8>>> {
+///     t.range(Db::MAIN, lo..hi)?.map(|r| r.map(|(k, _)| k.to_vec())).collect()
+/// }
+/// assert_eq!(keys(&txn, b"b", b"z")?, [b"banana".to_vec(), b"cherry".to_vec()]);
+/// txn.commit()?;
+/// let ro = env.begin_ro_txn()?;
+/// let last = ro.range(Db::MAIN, b"a"..b"c")?.rev().next().transpose()?;
+/// assert_eq!(last.map(|(k, _)| k), Some(&b"banana"[..]));
+/// # drop(ro); drop(env); std::fs::remove_dir_all(&dir).ok();
+/// # Ok(()) }
+/// ```
+///
 /// Reading, shared by [`crate::RoTxn`], [`crate::RwTxn`] and
 /// [`crate::NestedTxn`]: write code that only reads once, generic over
 /// `T: ReadTxn` (or `&dyn ReadTxn`: every method but the generic `range`
@@ -221,13 +294,13 @@ pub trait ReadTxn {
     }
 
     /// The records whose keys lie in `range`, in the table's key order: any
-    /// range of byte strings, e.g. `b"a"..b"m"`, `..=key`, `(Bound::Excluded(k), Bound::Unbounded)`.
-    fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, db: Db, range: R) -> Result<Iter<'_>>
+    /// range of byte strings ([`KeyRange`]), e.g. `b"a"..b"m"`, `..=key`,
+    /// `(Bound::Excluded(k), Bound::Unbounded)`.
+    fn range<R: KeyRange>(&self, db: Db, range: R) -> Result<Iter<'_>>
     where
         Self: Sized,
     {
-        let lo = range.start_bound().map(|k| k.as_ref());
-        let hi = range.end_bound().map(|k| k.as_ref());
+        let (lo, hi) = range.key_bounds();
         Ok(Iter::new(self.cursor(db)?, self.cursor(db)?, lo, hi))
     }
 

@@ -57,7 +57,7 @@ pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
 pub use io::IoFaults;
-pub use iter::{Iter, ReadTxn};
+pub use iter::{Iter, KeyRange, ReadTxn};
 pub use lck::PageOps;
 pub use readers::{GcInfo, ReaderInfo, Retainer};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

@@ -552,7 +552,7 @@ macro_rules! read_methods {
         }
 
         /// The records whose keys lie in `range`, e.g. `b"a"..b"m"` (see [`crate::ReadTxn::range`]).
-        pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, db: Db, range: R) -> Result<crate::Iter<'_>> {
+        pub fn range<R: crate::KeyRange>(&self, db: Db, range: R) -> Result<crate::Iter<'_>> {
             <Self as crate::ReadTxn>::range(self, db, range)
         }
 
