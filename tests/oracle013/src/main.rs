@@ -81,6 +81,9 @@ impl Env {
         check(unsafe { ffi::mdbx_env_create(&mut env) })?;
         let env = Env(env);
         let c = CString::new(path).map_err(|_| MdbxError(ffi::MDBX_EINVAL))?;
+        // Read transactions are not tied to threads: a session holds one and
+        // begins others on the same thread.
+        let flags = flags | ffi::MDBX_NOSTICKYTHREADS;
         // SAFETY: a created, not yet opened handle and a NUL-terminated path.
         check(unsafe { ffi::mdbx_env_open(env.0, c.as_ptr(), flags as _, 0o644) })?;
         Ok(env)
@@ -272,7 +275,8 @@ fn readers(env: &Env) -> Result<Vec<String>, MdbxError> {
     let mut lines: Vec<String> = Vec::new();
     // SAFETY: an open env; the callback gets our Vec for the duration of the call.
     let rc = unsafe { ffi::mdbx_reader_list(env.0, Some(list_reader), &mut lines as *mut Vec<String> as *mut _) };
-    if rc < 0 {
+    // MDBX_RESULT_TRUE (-1): no reader at all.
+    if rc < 0 && rc != ffi::MDBX_RESULT_TRUE {
         return Err(MdbxError(rc));
     }
     Ok(lines)
