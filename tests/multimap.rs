@@ -54,7 +54,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-use rdbx::{Cursor, Db, DbFlags, Env, Geometry, PutFlags, RoTxn, RwTxn, Stat};
+use rdbx::{Cursor, Db, DbFlags, Env, Geometry, PutFlags, ReadTxn, RwTxn};
 use rdbx_tests::engine::{figures, OracleCli};
 use rdbx_tests::golden::StatFigures;
 use rdbx_tests::oracle;
@@ -1182,35 +1182,6 @@ fn rdbx_tables(env: &Env, model: &[Table]) -> Vec<Db> {
     dbs
 }
 
-/// Read access through either kind of rdbx transaction.
-trait Reader {
-    fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>>;
-    fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>>;
-    fn r_stat(&self, db: Db) -> rdbx::Result<Stat>;
-    fn r_verify(&self, db: Db) -> rdbx::Result<()>;
-}
-
-macro_rules! impl_reader {
-    ($t:ty) => {
-        impl Reader for $t {
-            fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>> {
-                self.cursor(db)
-            }
-            fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>> {
-                Ok(self.get(db, key)?.map(<[u8]>::to_vec))
-            }
-            fn r_stat(&self, db: Db) -> rdbx::Result<Stat> {
-                self.db_stat(db)
-            }
-            fn r_verify(&self, db: Db) -> rdbx::Result<()> {
-                self.verify_table(db)
-            }
-        }
-    };
-}
-impl_reader!(RoTxn<'_>);
-impl_reader!(RwTxn<'_>);
-
 type Kv = Option<(Vec<u8>, Vec<u8>)>;
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -1230,7 +1201,7 @@ fn show(kv: &Kv) -> String {
 /// values through set/count/next_dup/prev_dup/first_dup/last_dup/get (and
 /// get_multiple on DUP_FIXED tables), next_nodup/prev_nodup walks, and
 /// sampled get_both/get_both_range/set_range/set_lowerbound/set_upperbound.
-fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Vec<String> {
+fn check_table<R: ReadTxn>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Vec<String> {
     let mut p = Vec::new();
     let name = &t.name;
     macro_rules! problem {
@@ -1242,7 +1213,7 @@ fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Ve
     }
     let want = t.pairs();
     let walk = |forward: bool| -> Result<Pairs, String> {
-        let mut c = r.r_cursor(db).map_err(|e| format!("cursor: {e:?}"))?;
+        let mut c = r.cursor(db).map_err(|e| format!("cursor: {e:?}"))?;
         let mut out = Vec::new();
         let mut x = own(if forward { c.first() } else { c.last() })?;
         while let Some(kv) = x {
@@ -1268,17 +1239,17 @@ fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Ve
             Err(e) => problem!("walk: {e}"),
         }
     }
-    match r.r_stat(db) {
+    match r.db_stat(db) {
         Ok(st) if st.entries == want.len() as u64 => {}
         other => problem!("db_stat: {other:?}, the model has {} pairs", want.len()),
     }
-    if let Err(e) = r.r_verify(db) {
+    if let Err(e) = r.verify_table(db) {
         problem!("verify_table: {e:?}");
     }
     if !full || !p.is_empty() {
         return p;
     }
-    let mut c = r.r_cursor(db).unwrap();
+    let mut c = r.cursor(db).unwrap();
     let fixed = t.kind.fixed();
     let mut nodup_fwd = Vec::new();
     for (ksk, vs) in &t.map {
@@ -1296,7 +1267,7 @@ fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Ve
             Ok(n) if n == vals.len() as u64 => {}
             other => problem!("count at {} -> {other:?}, want {}", hex(&k), vals.len()),
         }
-        match r.r_get(db, &k) {
+        match r.get(db, &k).map(|o| o.map(<[u8]>::to_vec)) {
             Ok(Some(v)) if v == vals[0] => {}
             other => problem!("get({}) -> {other:?}, want the first value {}", hex(&k), hex(&vals[0])),
         }
@@ -1379,7 +1350,7 @@ fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Ve
         }
     }
     // next_nodup / prev_nodup walks.
-    let mut c = r.r_cursor(db).unwrap();
+    let mut c = r.cursor(db).unwrap();
     let mut got = Vec::new();
     let mut x = own(c.first());
     while let Ok(Some(kv)) = &x {
@@ -1476,7 +1447,7 @@ fn check_table<R: Reader>(r: &R, db: Db, t: &Table, full: bool, seed: u64) -> Ve
 }
 
 /// Every table of rdbx against the model (panics with all problems found).
-fn rdbx_verify_tables<R: Reader>(r: &R, dbs: &[Db], model: &[Table], full: bool, what: &str) {
+fn rdbx_verify_tables<R: ReadTxn>(r: &R, dbs: &[Db], model: &[Table], full: bool, what: &str) {
     let mut problems = Vec::new();
     for (i, t) in model.iter().enumerate() {
         problems.extend(check_table(r, dbs[i], t, full, i as u64 + 17));

@@ -24,6 +24,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use crate::btree::walk::{legal_node, Kind};
 use crate::btree::{check_subpage, key_at, Cmp, MAX_DEPTH};
 use crate::env::Env;
 use crate::error::{Error, Reason, Result};
@@ -308,16 +309,6 @@ impl CheckReport {
 
 const OWNER_NONE: u16 = 0;
 const OWNER_GC_LISTED: u16 = u16::MAX;
-
-/// Kind of tree being walked (decides allowed page and node types).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Gc,
-    Main,
-    Table,
-    /// Nested multimap tree (keys are values; no data).
-    Nested,
-}
 
 #[derive(Clone, Copy)]
 struct Ctx {
@@ -812,7 +803,19 @@ impl<'a> Walker<'a> {
     ) {
         let is_dupsort = ctx.dup_cmp.is_some();
         let tid = ctx.tid;
+        // Which flags are legal where is the shared walk's rule (btree/walk.rs).
+        let legal = legal_node(ctx.kind, is_dupsort, nd.flags);
         match (ctx.kind, nd.flags) {
+            _ if !legal => {
+                let kind = match ctx.kind {
+                    Kind::Gc => "the GC",
+                    Kind::Main => "the main table",
+                    Kind::Nested => "a nested tree",
+                    _ if is_dupsort => "a DUPSORT table",
+                    _ => "a table without DUPSORT",
+                };
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] has flags {:#x}, invalid in {kind}", nd.flags));
+            }
             (Kind::Nested, 0) => {
                 if nd.dsize != 0 {
                     self.bad(
@@ -823,9 +826,6 @@ impl<'a> Walker<'a> {
                 }
                 w.items += 1;
                 self.check_val_width(ctx, pgno, key.len());
-            }
-            (Kind::Nested, f) => {
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] of a nested tree has flags {f:#x}"));
             }
             (_, 0) => {
                 w.items += 1;
@@ -1344,19 +1344,35 @@ impl Env {
         };
 
         // -- metas -------------------------------------------------------------
-        let newer_pages = || -> u64 {
-            // Largest page txnid in the file (a sign of lost newer snapshots).
+        // Largest txnid of a tree or large page in the file (a sign of lost
+        // newer snapshots). Bounded by what the data costs, not the file size:
+        // only up to the largest `first_unallocated` any meta claims (clamped
+        // to the file), holes skipped, headers read with pread in 1 MiB chunks
+        // (reading a sparse file through the map would make every hole page
+        // resident).
+        let scan_end = metas.iter().map(|(m, _)| m.geo.first_unallocated as u64).max().unwrap_or(0).min(file_pages);
+        let newer_pages = || -> Result<u64> {
+            let psz = ps as u64;
+            let chunk = (1u64 << 20).max(psz);
+            let mut buf = vec![0u8; chunk as usize];
+            let (mut off, end) = (NUM_METAS as u64 * psz, scan_end * psz);
             let mut max = 0u64;
-            for p in NUM_METAS as u64..file_pages {
-                let o = p as usize * ps;
-                if let Some(h) = file_bytes.get(o..o + 12) {
-                    let f = u16::from_le_bytes([h[10], h[11]]);
-                    if matches!(f, 0x01 | 0x02 | 0x22 | 0x04) {
+            while off < end {
+                let Some(data) = file::next_data(&env.file, off)? else { break };
+                off = off.max(data / psz * psz);
+                if off >= end {
+                    break;
+                }
+                let n = chunk.min(end - off) as usize;
+                file::pread_exact(&env.file, &mut buf[..n], off)?;
+                for h in buf[..n].chunks_exact(ps) {
+                    if matches!(u16::from_le_bytes([h[10], h[11]]), 0x01 | 0x02 | 0x22 | 0x04) {
                         max = max.max(u64_at(h, 0));
                     }
                 }
+                off += n as u64;
             }
-            max
+            Ok(max)
         };
         let mut newest_page_txnid: Option<u64> = None;
         for (i, (m, v)) in metas.iter().enumerate() {
@@ -1402,7 +1418,10 @@ impl Env {
                 ));
                 continue;
             }
-            let newest = *newest_page_txnid.get_or_insert_with(newer_pages);
+            let newest = match newest_page_txnid {
+                Some(n) => n,
+                None => *newest_page_txnid.insert(newer_pages()?),
+            };
             if newest > txnid {
                 w.report(
                     Severity::Major,
@@ -1491,7 +1510,10 @@ impl Env {
         if !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
             return Err(Error::Invalid(format!("{}: page size {ps}", env.data_path.display())));
         }
-        report.oldest_reader_txnid = env.lck.oldest_reader(states[t.prefer_steady].0).min(report.recent_txnid);
+        // Without touching the shared cache of the oldest reader (writers only).
+        let steady = states[t.prefer_steady].0;
+        report.oldest_reader_txnid =
+            env.lck.oldest_live_reader().map_or(steady, |r| r.min(steady)).min(report.recent_txnid);
 
         if opts.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
             w.stopped = true;

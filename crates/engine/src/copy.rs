@@ -23,6 +23,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::btree::walk::{self, Kind, NodeEv, PageEv, Spec, Src, Visitor, Walk};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
@@ -198,38 +199,18 @@ struct Builder {
 struct Packer<'a, 's> {
     src: &'a [u8],
     ps: usize,
-    limit: u32,
     out: &'a mut Sink<'s>,
     next: u32,
-    visited: Vec<bool>,
+    /// Trees being written: the table, and above it a nested tree being written.
+    builders: Vec<Builder>,
+    /// The table being written is DUPFIXED (its nested trees have DUPFIX leaves).
+    dupfixed: bool,
     progress: &'a mut dyn FnMut(CopyProgress),
     total: u64,
     opts: &'a CopyOptions,
 }
 
 impl<'a> Packer<'a, '_> {
-    fn page(&self, pgno: u32) -> Result<&'a [u8]> {
-        if pgno < NUM_METAS || pgno >= self.limit {
-            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
-        }
-        let off = pgno as usize * self.ps;
-        self.src.get(off..off + self.ps).ok_or_else(|| Error::corrupted(pgno, "page beyond the end of the file"))
-    }
-
-    fn visit(&mut self, pgno: u32, n: u32) -> Result<()> {
-        for p in pgno..pgno.saturating_add(n) {
-            let v = self
-                .visited
-                .get_mut(p as usize)
-                .ok_or_else(|| Error::corrupted(p, "page number outside the allocated pages"))?;
-            if *v {
-                return Err(Error::corrupted(p, "page is used twice (the source is corrupted; run chk)"));
-            }
-            *v = true;
-        }
-        Ok(())
-    }
-
     fn alloc(&mut self, n: u32) -> u32 {
         let p = self.next;
         self.next += n;
@@ -242,31 +223,6 @@ impl<'a> Packer<'a, '_> {
     fn write(&mut self, pgno: u32, buf: &[u8]) -> Result<()> {
         self.opts.check_interrupt()?;
         self.out.write(&[buf], pgno as u64 * self.ps as u64)
-    }
-
-    /// The leaves of a source tree in key order (branches validated, pages marked).
-    fn source_leaves(&mut self, root: u32, height: u16) -> Result<Vec<u32>> {
-        if height == 0 || height as usize > crate::btree::MAX_DEPTH {
-            return Err(Error::corrupted(root, "tree height is invalid"));
-        }
-        let mut out = Vec::new();
-        let mut stack = vec![(root, 1usize)];
-        while let Some((pgno, depth)) = stack.pop() {
-            self.visit(pgno, 1)?;
-            let p = Page { buf: self.page(pgno)? };
-            p.check_tree_page(pgno, u64::MAX)?;
-            if p.is_leaf() != (depth == height as usize) {
-                return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
-            }
-            if p.is_leaf() {
-                out.push(pgno);
-                continue;
-            }
-            for i in (0..p.num_entries()).rev() {
-                stack.push((crate::btree::child_at(p, i, pgno)?, depth + 1));
-            }
-        }
-        Ok(out)
     }
 
     fn new_builder(&self, txnid: u64, leaf_flags: u16, dupfix: usize) -> Builder {
@@ -392,18 +348,9 @@ impl<'a> Packer<'a, '_> {
         Ok((level[0].1, height, branches, leaves))
     }
 
-    /// Copies a large chunk; returns its new head page.
+    /// Copies a large chunk (validated by the walk); returns its new head page.
     fn copy_large(&mut self, big: u32, dsize: usize, txnid: u64, b: &mut Builder) -> Result<u32> {
-        let head = Page { buf: self.page(big)? };
-        if head.flags() != pflags::LARGE || head.pgno() != big {
-            return Err(Error::corrupted(big, "large value points to a page that is not a large page"));
-        }
-        let cnt = head.large_count();
         let need = (PAGEHDRSZ + dsize).div_ceil(self.ps) as u32;
-        if cnt == 0 || big as u64 + cnt as u64 > self.limit as u64 || need > cnt {
-            return Err(Error::corrupted(big, "large chunk has a bad page count"));
-        }
-        self.visit(big, cnt)?;
         let off = big as usize * self.ps;
         // Only the pages the value needs are written.
         let mut chunk = self
@@ -420,72 +367,26 @@ impl<'a> Packer<'a, '_> {
         Ok(nb)
     }
 
-    /// Rewrites tree `t` densely; `kind`: 0 main, 1 named table, 2 nested.
-    fn pack(&mut self, t: &Tree, kind: u8, flags: DbFlags, txnid: u64) -> Result<Tree> {
+    /// Rewrites the tree of `spec` densely with page txnid `txnid`, walking it
+    /// with the shared validating walk.
+    fn pack(&mut self, w: &mut Walk<'a>, spec: &Spec, txnid: u64) -> Result<Tree> {
+        let t = &spec.tree;
+        let flags = spec.flags;
         if t.root == P_INVALID {
             return Ok(*t);
         }
-        let leaves = self.source_leaves(t.root, t.height)?;
-        let dupsort = kind != 2 && flags.contains(DbFlags::DUP_SORT);
-        let dupfixed_nested = kind == 2 && flags.contains(DbFlags::DUP_FIXED);
-        let mut b = self.new_builder(txnid, if dupfixed_nested { 0x22 } else { pflags::LEAF }, 0);
-        let src = self.src;
-        let ps = self.ps;
-        for leaf in leaves {
-            let p = Page { buf: &src[leaf as usize * ps..(leaf as usize + 1) * ps] };
-            if p.is_dupfix() != dupfixed_nested {
-                return Err(Error::corrupted(leaf, "unexpected leaf page type"));
-            }
-            if p.is_dupfix() {
-                b.dupfix = p.dupfix_ksize() as usize;
-                for i in 0..p.num_entries() {
-                    let item = crate::btree::key_at(p, i, leaf)?;
-                    self.add_item(&mut b, item)?;
-                }
-                continue;
-            }
-            for i in 0..p.num_entries() {
-                let nd = crate::format::node::node(p, i, leaf)?;
-                match nd.flags {
-                    0 if kind == 2 => self.add_node(&mut b, nd.key, 0, 0, &[])?,
-                    0 => self.add_node(&mut b, nd.key, nd.data.len() as u32, 0, nd.data)?,
-                    N_BIG if kind != 2 && !dupsort => {
-                        let nb = self.copy_large(nd.big_pgno(), nd.dsize as usize, txnid, &mut b)?;
-                        self.add_node(&mut b, nd.key, nd.dsize, N_BIG, &nb.to_le_bytes())?;
-                    }
-                    N_TREE if kind == 0 && !dupsort => {
-                        if nd.data.len() != TREE_SIZE {
-                            return Err(Error::corrupted(leaf, "table record has a bad size"));
-                        }
-                        let sub = Tree::read(nd.data);
-                        let tf = DbFlags::from_bits_truncate(sub.flags as u32);
-                        let tt = if sub.mod_txnid == 0 { txnid } else { sub.mod_txnid.min(txnid) };
-                        let nt = self.pack(&sub, 1, tf, tt)?;
-                        self.add_node(&mut b, nd.key, TREE_SIZE as u32, N_TREE, &nt.to_bytes())?;
-                    }
-                    N_DUP if dupsort => {
-                        // Spare room of the sub-page is dropped.
-                        let sp = Page { buf: nd.data };
-                        crate::btree::check_subpage(sp, leaf)?;
-                        let sp = crate::btree::dupsort::compact_subpage(sp, leaf)?;
-                        self.add_node(&mut b, nd.key, sp.len() as u32, N_DUP, &sp)?;
-                    }
-                    f if f == N_DUP | N_TREE && dupsort => {
-                        if nd.data.len() != TREE_SIZE {
-                            return Err(Error::corrupted(leaf, "nested tree descriptor has a bad size"));
-                        }
-                        let sub = Tree::read(nd.data);
-                        let mut nt = self.pack(&sub, 2, flags, txnid)?;
-                        nt.mod_txnid = sub.mod_txnid.min(txnid);
-                        b.nested_branch += nt.branch_pages;
-                        b.nested_leaf += nt.leaf_pages;
-                        self.add_node(&mut b, nd.key, TREE_SIZE as u32, N_DUP | N_TREE, &nt.to_bytes())?;
-                    }
-                    _ => return Err(Error::corrupted(leaf, "unexpected node flags")),
-                }
-            }
-        }
-        let (root, height, branch, leaf) = self.finish(&mut b)?;
+        let b = self.new_builder(txnid, pflags::LEAF, 0);
+        self.builders.push(b);
+        let saved = std::mem::replace(&mut self.dupfixed, flags.contains(DbFlags::DUP_FIXED));
+        let r = w.tree(spec, self);
+        self.dupfixed = saved;
+        let mut b = self.builders.pop().expect("the table's builder");
+        r?;
+        self.finish_tree(&mut b, t)
+    }
+
+    fn finish_tree(&mut self, b: &mut Builder, t: &Tree) -> Result<Tree> {
+        let (root, height, branch, leaf) = self.finish(b)?;
         Ok(Tree {
             root,
             height,
@@ -493,6 +394,84 @@ impl<'a> Packer<'a, '_> {
             leaf_pages: leaf + b.nested_leaf,
             large_pages: b.large,
             ..*t
+        })
+    }
+
+    /// Runs `f` on the builder of the tree being written.
+    fn with_builder(&mut self, f: impl FnOnce(&mut Self, &mut Builder) -> Result<()>) -> Result<()> {
+        let mut b = self.builders.pop().expect("a builder");
+        let r = f(self, &mut b);
+        self.builders.push(b);
+        r
+    }
+}
+
+impl<'a> Visitor<'a> for Packer<'a, '_> {
+    fn page(&mut self, _w: &mut Walk<'a>, ev: &PageEv<'a>) -> Result<()> {
+        let p = ev.page;
+        if !p.is_dupfix() {
+            return Ok(());
+        }
+        // A leaf of a nested DUPFIXED tree: its items are the values.
+        self.with_builder(|c, b| {
+            b.dupfix = p.dupfix_ksize() as usize;
+            for i in 0..p.num_entries() {
+                c.add_item(b, crate::btree::key_at(p, i, ev.pgno)?)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn node(&mut self, w: &mut Walk<'a>, ev: &NodeEv<'a>) -> Result<()> {
+        let nd = ev.node;
+        match nd.flags {
+            0 if ev.nested => self.with_builder(|c, b| c.add_node(b, nd.key, 0, 0, &[])),
+            0 => self.with_builder(|c, b| c.add_node(b, nd.key, nd.data.len() as u32, 0, nd.data)),
+            N_TREE => {
+                // A named table (only in the main table; size checked by the walk).
+                let sub = Tree::read(nd.data);
+                let tf = DbFlags::from_bits_truncate(sub.flags as u32);
+                let txnid = self.builders.last().expect("the main builder").txnid;
+                let tt = if sub.mod_txnid == 0 { txnid } else { sub.mod_txnid.min(txnid) };
+                let spec = Spec { kind: Kind::Table, flags: tf, tree: sub, front: ev.leaf_txnid, host: Some(ev.leaf) };
+                let nt = self.pack(w, &spec, tt)?;
+                self.with_builder(|c, b| c.add_node(b, nd.key, TREE_SIZE as u32, N_TREE, &nt.to_bytes()))
+            }
+            // Large values, sub-pages and nested trees come with their own events.
+            _ => Ok(()),
+        }
+    }
+
+    fn large(&mut self, ev: &NodeEv<'a>, head: u32, _pages: u32, _v: &'a [u8]) -> Result<()> {
+        let nd = ev.node;
+        self.with_builder(|c, b| {
+            let nb = c.copy_large(head, nd.dsize as usize, b.txnid, b)?;
+            c.add_node(b, nd.key, nd.dsize, N_BIG, &nb.to_le_bytes())
+        })
+    }
+
+    fn subpage(&mut self, ev: &NodeEv<'a>, sp: Page<'a>) -> Result<()> {
+        // Spare room of the sub-page is dropped.
+        let sp = crate::btree::dupsort::compact_subpage(sp, ev.leaf)?;
+        self.with_builder(|c, b| c.add_node(b, ev.node.key, sp.len() as u32, N_DUP, &sp))
+    }
+
+    fn enter(&mut self, _ev: &NodeEv<'a>, _t: &Tree) -> Result<bool> {
+        let outer = self.builders.last().expect("the table's builder");
+        let dupfixed = self.dupfixed;
+        let b = self.new_builder(outer.txnid, if dupfixed { 0x22 } else { pflags::LEAF }, 0);
+        self.builders.push(b);
+        Ok(true)
+    }
+
+    fn leave(&mut self, ev: &NodeEv<'a>, sub: &Tree, _c: &walk::Counts) -> Result<()> {
+        let mut nb = self.builders.pop().expect("the nested builder");
+        let mut nt = self.finish_tree(&mut nb, sub)?;
+        self.with_builder(|c, b| {
+            nt.mod_txnid = sub.mod_txnid.min(b.txnid);
+            b.nested_branch += nt.branch_pages;
+            b.nested_leaf += nt.leaf_pages;
+            c.add_node(b, ev.node.key, TREE_SIZE as u32, N_DUP | N_TREE, &nt.to_bytes())
         })
     }
 }
@@ -610,17 +589,19 @@ impl Env {
             let mut c = Packer {
                 src,
                 ps,
-                limit: alloc,
                 out: sink,
                 next: NUM_METAS,
-                visited: vec![false; alloc as usize],
+                builders: Vec::new(),
+                dupfixed: false,
                 progress,
                 total,
                 opts,
             };
             let main_flags = DbFlags::from_bits_truncate(snap.main.flags as u32);
             let mt = if snap.main.mod_txnid == 0 { snap.txnid() } else { snap.main.mod_txnid };
-            meta.main = c.pack(&snap.main, 0, main_flags, mt)?;
+            let mut w = Walk::new(Src::File { bytes: src, ps, limit: alloc });
+            let spec = Spec { kind: Kind::Main, flags: main_flags, tree: snap.main, front: snap.txnid(), host: None };
+            meta.main = c.pack(&mut w, &spec, mt)?;
             meta.gc = Tree {
                 dupfix_size: ps as u32,
                 mod_txnid: snap.gc.mod_txnid.min(snap.txnid()),

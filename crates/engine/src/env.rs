@@ -361,12 +361,34 @@ impl EnvInner {
             states[t.recent] = (0, false);
             t = troika(states);
         }
-        let meta = metas[t.recent].0.clone();
-        if meta.geo.first_unallocated as u64 * page_size as u64 > size {
-            return Err(Error::corrupted(
-                t.recent as u32,
-                "the data file is shorter than the pages its newest meta uses (truncated?)",
-            ));
+        let mut meta = metas[t.recent].0.clone();
+        // Another process may have grown the file and committed after the size
+        // was read (a writer grows the file before it writes the meta), or
+        // shrunk it after committing a newer meta: look again before calling
+        // the file truncated.
+        let mut attempts = 0;
+        while meta.geo.first_unallocated as u64 * page_size as u64 > size {
+            size = file::file_size(&file)?;
+            if meta.geo.first_unallocated as u64 * page_size as u64 <= size {
+                break;
+            }
+            attempts += 1;
+            if lo.exclusive || attempts > 100 {
+                return Err(Error::corrupted(
+                    t.recent as u32,
+                    "the data file is shorter than the pages its newest meta uses (truncated?)",
+                ));
+            }
+            std::thread::yield_now();
+            let (_, again) = read_metas(&file, size)?;
+            let st = again.each_ref().map(|m| match &m.1 {
+                Ok(()) => (m.0.txnid(), m.0.is_steady()),
+                Err(_) => (0, false),
+            });
+            let t2 = troika(st);
+            if st[t2.recent].0 != 0 {
+                meta = again[t2.recent].0.clone();
+            }
         }
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
@@ -793,7 +815,7 @@ impl Env {
             env,
             _guard: guard,
             map,
-            geo: base.geo,
+            geo: plausible_growth(base.geo, env.page_size),
             canary: base.canary,
             steady_txnid: durable_steady_txnid(&metas, t, &env.lck),
             base_slot: t.tail,
@@ -869,6 +891,24 @@ impl Env {
     pub fn page_ops(&self) -> crate::lck::PageOps {
         self.inner.lck.page_ops()
     }
+}
+
+/// The geometry a write transaction acts on. A growth step that no sane
+/// geometry has — more than the whole range (`upper - lower`) and more than
+/// half the upper bound, as a damaged meta may hold — would make the next
+/// allocation grow the file to its upper bound. Such a step is replaced by
+/// the default step (1 MiB, at most the range, at least a page), which the
+/// next commit then records. A smaller damaged step cannot be told from a
+/// chosen one (metas have no checksum); a fixed-size geometry (lower = upper)
+/// with a modest step is left as it is.
+fn plausible_growth(mut geo: crate::format::meta::MetaGeo, ps: usize) -> crate::format::meta::MetaGeo {
+    use crate::format::meta::{pages2pv, pv2pages};
+    let range = geo.upper.saturating_sub(geo.lower);
+    let step = pv2pages(geo.grow_pv);
+    if step > range && step > geo.upper / 2 {
+        geo.grow_pv = pages2pv(((1usize << 20) / ps).min(range as usize).max(1) as u32);
+    }
+    geo
 }
 
 impl EnvInner {

@@ -1202,12 +1202,9 @@ impl LockFile {
 
     // -- writer-side queries -------------------------------------------------
 
-    /// Oldest snapshot still needed: `min(steady_txnid, txnid of every live
-    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol of
-    /// §15.6 (stale slots below the previous cached value are kicked like
-    /// libmdbx does). Call only while holding the writer lock.
     /// The oldest snapshot of any live reader slot, scanned without touching
-    /// the shared cache (`None`: no reader holds a snapshot).
+    /// the shared cache (`None`: no reader holds a snapshot). Safe without
+    /// the writer lock.
     pub fn oldest_live_reader(&self) -> Option<u64> {
         let sh = self.shared.as_ref()?;
         let mut oldest: Option<u64> = None;
@@ -1223,6 +1220,12 @@ impl LockFile {
         oldest
     }
 
+    /// Oldest snapshot still needed: `min(steady_txnid, txnid of every live
+    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol of
+    /// §15.6 (stale slots below the previous cached value are kicked like
+    /// libmdbx does). It updates the shared cache: call only while holding
+    /// the writer lock (a libmdbx writer asserts that the cache never passes
+    /// its own transaction).
     pub fn oldest_reader(&self, steady_txnid: u64) -> u64 {
         self.oldest_reader_ex(steady_txnid, None).0
     }

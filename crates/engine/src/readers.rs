@@ -115,7 +115,10 @@ impl Env {
         let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (metas, t) = env.read_troika(&map)?;
         let steady = metas[t.prefer_steady].txnid();
-        let oldest = env.lck.oldest_reader(steady).min(meta.txnid());
+        // A scan that does not touch the lock file's cached oldest txnid:
+        // only a writer (holding the writer lock) may update it, and a libmdbx
+        // writer asserts on it.
+        let oldest = env.lck.oldest_live_reader().map_or(steady, |r| r.min(steady)).min(meta.txnid());
         let gc = meta.gc;
         let mut info = GcInfo {
             pages_total: meta.geo.upper as u64,

@@ -524,7 +524,12 @@ macro_rules! read_methods {
         /// names the first bad page. (The full integrity check builds on this.)
         pub fn verify_table(&self, db: Db) -> Result<()> {
             let t = self.table(db)?;
-            btree::verify::verify(&self.pages(), &t.tree, t.cmp, Cmp::for_dups(t.flags)).map(|_| ())
+            let kind = match db.dbi {
+                0 => btree::walk::Kind::Gc,
+                1 => btree::walk::Kind::Main,
+                _ => btree::walk::Kind::Table,
+            };
+            btree::verify::verify(&self.pages(), &t.tree, kind, t.flags).map(|_| ())
         }
 
         /// Estimated number of records with keys in `[lo, hi)` (`None`: from the
@@ -540,7 +545,115 @@ macro_rules! read_methods {
         pub fn canary(&self) -> [u64; 4] {
             self.canary_values()
         }
+
+        /// Every record of `db` in order (see [`crate::Iter`]).
+        pub fn iter(&self, db: Db) -> Result<crate::Iter<'_>> {
+            <Self as crate::ReadTxn>::iter(self, db)
+        }
+
+        /// The records whose keys lie in `range`, e.g. `b"a"..b"m"` (see [`crate::ReadTxn::range`]).
+        pub fn range<R: crate::KeyRange>(&self, db: Db, range: R) -> Result<crate::Iter<'_>> {
+            <Self as crate::ReadTxn>::range(self, db, range)
+        }
+
+        /// The records whose keys start with `prefix` (lexicographic tables).
+        pub fn prefix(&self, db: Db, prefix: &[u8]) -> Result<crate::Iter<'_>> {
+            <Self as crate::ReadTxn>::prefix(self, db, prefix)
+        }
+
+        /// The values of `key` (every value of a multimap key, in order).
+        pub fn iter_dup(&self, db: Db, key: &[u8]) -> Result<crate::Iter<'_>> {
+            <Self as crate::ReadTxn>::iter_dup(self, db, key)
+        }
     };
+}
+
+/// `ReadTxn` by the inherent read methods.
+macro_rules! impl_read_txn {
+    ($t:ty) => {
+        impl crate::ReadTxn for $t {
+            fn id(&self) -> u64 {
+                <$t>::id(self)
+            }
+            fn open_db(&self, name: Option<&str>) -> Result<Db> {
+                <$t>::open_db(self, name)
+            }
+            fn open_db_bytes(&self, name: Option<&[u8]>) -> Result<Db> {
+                <$t>::open_db_bytes(self, name)
+            }
+            fn get(&self, db: Db, key: &[u8]) -> Result<Option<&[u8]>> {
+                <$t>::get(self, db, key)
+            }
+            fn cursor(&self, db: Db) -> Result<Cursor<'_>> {
+                <$t>::cursor(self, db)
+            }
+            fn db_stat(&self, db: Db) -> Result<Stat> {
+                <$t>::db_stat(self, db)
+            }
+            fn db_flags(&self, db: Db) -> Result<DbFlags> {
+                <$t>::db_flags(self, db)
+            }
+            fn db_sequence(&self, db: Db) -> Result<u64> {
+                <$t>::db_sequence(self, db)
+            }
+            fn table_names(&self) -> Result<Vec<Vec<u8>>> {
+                <$t>::table_names(self)
+            }
+            fn estimate_range(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+                <$t>::estimate_range(self, db, lo, hi)
+            }
+            fn verify_table(&self, db: Db) -> Result<()> {
+                <$t>::verify_table(self, db)
+            }
+            fn canary(&self) -> [u64; 4] {
+                <$t>::canary(self)
+            }
+        }
+    };
+}
+
+impl_read_txn!(RoTxn<'_>);
+impl_read_txn!(RwTxn<'_>);
+
+/// A nested transaction reads like its parent write transaction (it derefs
+/// to it).
+impl crate::ReadTxn for NestedTxn<'_, '_> {
+    fn id(&self) -> u64 {
+        (**self).id()
+    }
+    fn open_db(&self, name: Option<&str>) -> Result<Db> {
+        (**self).open_db(name)
+    }
+    fn open_db_bytes(&self, name: Option<&[u8]>) -> Result<Db> {
+        (**self).open_db_bytes(name)
+    }
+    fn get(&self, db: Db, key: &[u8]) -> Result<Option<&[u8]>> {
+        (**self).get(db, key)
+    }
+    fn cursor(&self, db: Db) -> Result<Cursor<'_>> {
+        (**self).cursor(db)
+    }
+    fn db_stat(&self, db: Db) -> Result<Stat> {
+        (**self).db_stat(db)
+    }
+    fn db_flags(&self, db: Db) -> Result<DbFlags> {
+        (**self).db_flags(db)
+    }
+    fn db_sequence(&self, db: Db) -> Result<u64> {
+        (**self).db_sequence(db)
+    }
+    fn table_names(&self) -> Result<Vec<Vec<u8>>> {
+        (**self).table_names()
+    }
+    fn estimate_range(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        (**self).estimate_range(db, lo, hi)
+    }
+    fn verify_table(&self, db: Db) -> Result<()> {
+        (**self).verify_table(db)
+    }
+    fn canary(&self) -> [u64; 4] {
+        (**self).canary()
+    }
 }
 
 impl<'env> RoTxn<'env> {
@@ -950,7 +1063,9 @@ impl<'env> RwTxn<'env> {
                         let main = t.table(Db::MAIN)?.tree;
                         if let Some(tree) = find_table(&t.pages(), &main, &name)? {
                             let mut runs = Vec::new();
-                            crate::btree::write::collect_pages(t, tree.root, tree.height, &mut runs)?;
+                            let flags = DbFlags::from_bits_truncate(tree.flags as u32);
+                            let kind = crate::btree::walk::Kind::Table;
+                            crate::btree::write::collect_pages(t, &tree, kind, flags, None, &mut runs)?;
                             for (pg, n) in runs {
                                 crate::gc::free(t, pg, n);
                             }

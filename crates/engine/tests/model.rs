@@ -15,7 +15,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
-use rdbx::{Cursor, Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, RoTxn, RwTxn, Stat};
+use rdbx::{Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, ReadTxn, RwTxn};
 
 // ---------------------------------------------------------------------------
 // Tables and key orders
@@ -366,34 +366,6 @@ fn config(default_cases: u32) -> ProptestConfig {
 // ---------------------------------------------------------------------------
 // Reading through either transaction type
 
-trait Reader {
-    fn r_open(&self, name: Option<&[u8]>) -> rdbx::Result<Db>;
-    fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>>;
-    fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>>;
-    fn r_stat(&self, db: Db) -> rdbx::Result<Stat>;
-}
-
-macro_rules! impl_reader {
-    ($t:ty) => {
-        impl Reader for $t {
-            fn r_open(&self, name: Option<&[u8]>) -> rdbx::Result<Db> {
-                self.open_db_bytes(name)
-            }
-            fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>> {
-                Ok(self.get(db, key)?.map(|v| v.to_vec()))
-            }
-            fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>> {
-                self.cursor(db)
-            }
-            fn r_stat(&self, db: Db) -> rdbx::Result<Stat> {
-                self.db_stat(db)
-            }
-        }
-    };
-}
-impl_reader!(RoTxn<'_>);
-impl_reader!(RwTxn<'_>);
-
 type Kv = Option<(Vec<u8>, Vec<u8>)>;
 
 fn own(r: rdbx::Result<Option<(&[u8], &[u8])>>) -> rdbx::Result<Kv> {
@@ -467,10 +439,11 @@ fn expected_large_pages(ps: usize, table: &Table) -> u64 {
 }
 
 /// Full comparison of a table: forward and backward scans, entries, stat.
-fn check_table<R: Reader>(r: &R, model: &Model, t: usize, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
-    let db = r.r_open(name_of(t).map(str::as_bytes)).map_err(|e| fail(format!("{ctx}: open table {t}: {e:?}")))?;
+fn check_table<R: ReadTxn>(r: &R, model: &Model, t: usize, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+    let db =
+        r.open_db_bytes(name_of(t).map(str::as_bytes)).map_err(|e| fail(format!("{ctx}: open table {t}: {e:?}")))?;
     let view = model.view(t);
-    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
+    let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
     let mut got = Vec::new();
     let mut rec = own(c.first()).map_err(|e| fail(format!("{ctx}: first on table {t}: {e:?}")))?;
     while let Some(kv) = rec {
@@ -481,7 +454,7 @@ fn check_table<R: Reader>(r: &R, model: &Model, t: usize, ps: usize, ctx: &str) 
         rec = own(c.next()).map_err(|e| fail(format!("{ctx}: next on table {t}: {e:?}")))?;
     }
     compare_scan(&got, &view, t, &format!("{ctx}: forward scan"))?;
-    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
+    let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor on table {t}: {e:?}")))?;
     let mut back = Vec::new();
     let mut rec = own(c.last()).map_err(|e| fail(format!("{ctx}: last on table {t}: {e:?}")))?;
     while let Some(kv) = rec {
@@ -494,7 +467,7 @@ fn check_table<R: Reader>(r: &R, model: &Model, t: usize, ps: usize, ctx: &str) 
     back.reverse();
     compare_scan(&back, &view, t, &format!("{ctx}: backward scan"))?;
 
-    let st = r.r_stat(db).map_err(|e| fail(format!("{ctx}: db_stat table {t}: {e:?}")))?;
+    let st = r.db_stat(db).map_err(|e| fail(format!("{ctx}: db_stat table {t}: {e:?}")))?;
     if st.entries != view.len() as u64 {
         return Err(fail(format!(
             "{ctx}: table {t}: db_stat().entries = {} but the model has {}",
@@ -743,11 +716,11 @@ fn is_read(op: &Op) -> bool {
     matches!(op, Op::Get { .. } | Op::Walk { .. })
 }
 
-fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), TestCaseError> {
+fn read_op<R: ReadTxn>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), TestCaseError> {
     match op {
         Op::Get { t, key } => {
             let t = *t;
-            let db = match (r.r_open(name_of(t).map(str::as_bytes)), &model.tables[t]) {
+            let db = match (r.open_db_bytes(name_of(t).map(str::as_bytes)), &model.tables[t]) {
                 (Err(Error::NotFound), None) => return Ok(()),
                 (Ok(db), Some(_)) => db,
                 (res, m) => {
@@ -755,7 +728,7 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
                 }
             };
             let key = resolve_key(model, t, key);
-            let got = r.r_get(db, &key);
+            let got = r.get(db, &key).map(|o| o.map(<[u8]>::to_vec));
             let want = match kind(t) {
                 Kind::Integer if key.len() != 8 => None,
                 k => model.tables[t].as_ref().unwrap().get(&sort_key(k, &key)).cloned(),
@@ -772,7 +745,7 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
         }
         Op::Walk { t, start, key, moves } => {
             let t = *t;
-            let db = match (r.r_open(name_of(t).map(str::as_bytes)), &model.tables[t]) {
+            let db = match (r.open_db_bytes(name_of(t).map(str::as_bytes)), &model.tables[t]) {
                 (Err(Error::NotFound), None) => return Ok(()),
                 (Ok(db), Some(_)) => db,
                 (res, m) => {
@@ -782,7 +755,7 @@ fn read_op<R: Reader>(r: &R, model: &Model, op: &Op, ctx: &str) -> Result<(), Te
             let view = model.view(t);
             let key = resolve_key(model, t, key);
             let k = kind(t);
-            let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+            let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
             // model position (index into view); None = unpositioned
             let mut pos: Option<usize> = None;
             let mut trace = String::new();

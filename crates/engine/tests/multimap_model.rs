@@ -25,7 +25,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
-use rdbx::{Cursor, Db, DbFlags, Env, Error, Geometry, PutFlags, RoTxn, RwTxn, Stat};
+use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags, ReadTxn, RwTxn};
 
 // ---------------------------------------------------------------------------
 // Tables and the model
@@ -349,34 +349,6 @@ fn max_key(ps: usize) -> usize {
 // ---------------------------------------------------------------------------
 // Reading through either transaction type
 
-trait Reader {
-    fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>>;
-    fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>>;
-    fn r_stat(&self, db: Db) -> rdbx::Result<Stat>;
-    fn r_verify(&self, db: Db) -> rdbx::Result<()>;
-}
-
-macro_rules! impl_reader {
-    ($t:ty) => {
-        impl Reader for $t {
-            fn r_cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>> {
-                self.cursor(db)
-            }
-            fn r_get(&self, db: Db, key: &[u8]) -> rdbx::Result<Option<Vec<u8>>> {
-                Ok(self.get(db, key)?.map(<[u8]>::to_vec))
-            }
-            fn r_stat(&self, db: Db) -> rdbx::Result<Stat> {
-                self.db_stat(db)
-            }
-            fn r_verify(&self, db: Db) -> rdbx::Result<()> {
-                self.verify_table(db)
-            }
-        }
-    };
-}
-impl_reader!(RoTxn<'_>);
-impl_reader!(RwTxn<'_>);
-
 type Kv = Option<(Vec<u8>, Vec<u8>)>;
 
 fn own(r: rdbx::Result<Option<(&[u8], &[u8])>>) -> rdbx::Result<Kv> {
@@ -406,11 +378,11 @@ fn show(kv: &Kv) -> String {
 }
 
 /// Contents (forward and backward), entries and structure of every table.
-fn check_all<R: Reader>(r: &R, dbs: &[Db; NTABLES], model: &Model, ctx: &str) -> Result<(), TestCaseError> {
+fn check_all<R: ReadTxn>(r: &R, dbs: &[Db; NTABLES], model: &Model, ctx: &str) -> Result<(), TestCaseError> {
     for t in 0..NTABLES {
         let want = flat(&model.t[t]);
         for forward in [true, false] {
-            let mut c = r.r_cursor(dbs[t]).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+            let mut c = r.cursor(dbs[t]).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
             let mut got = Vec::new();
             let mut x = own(if forward { c.first() } else { c.last() });
             loop {
@@ -437,13 +409,13 @@ fn check_all<R: Reader>(r: &R, dbs: &[Db; NTABLES], model: &Model, ctx: &str) ->
                 )));
             }
         }
-        match r.r_stat(dbs[t]) {
+        match r.db_stat(dbs[t]) {
             Ok(st) if st.entries == want.len() as u64 => {}
             other => {
                 return Err(fail(format!("{ctx}: table {}: db_stat {other:?}, the model has {}", NAMES[t], want.len())))
             }
         }
-        if let Err(e) = r.r_verify(dbs[t]) {
+        if let Err(e) = r.verify_table(dbs[t]) {
             return Err(fail(format!("{ctx}: table {}: verify_table: {e:?}", NAMES[t])));
         }
     }
@@ -751,7 +723,7 @@ enum Pos {
     Eof(usize),
 }
 
-fn read_op<R: Reader>(
+fn read_op<R: ReadTxn>(
     r: &R,
     dbs: &[Db; NTABLES],
     model: &Model,
@@ -768,7 +740,7 @@ fn read_op<R: Reader>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn walk<R: Reader>(
+fn walk<R: ReadTxn>(
     r: &R,
     db: Db,
     m: &Multi,
@@ -782,7 +754,7 @@ fn walk<R: Reader>(
     let n = pairs.len();
     let at = |i: usize| Some(pairs[i].clone());
     let index_of = |kv: &Kv| kv.as_ref().map(|p| pairs.binary_search(p).expect("model pair"));
-    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+    let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
     let mut trail = format!("table {}: ", NAMES[t]);
     // The start.
     let (what, got, want): (String, rdbx::Result<Kv>, Kv) = match start {
@@ -939,7 +911,7 @@ fn walk<R: Reader>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn point<R: Reader>(
+fn point<R: ReadTxn>(
     r: &R,
     db: Db,
     m: &Multi,
@@ -953,11 +925,11 @@ fn point<R: Reader>(
     let v = resolve_val(m, t, &k, vg, ps);
     let ctx = format!("{ctx}: table {}, key {}, value {}", NAMES[t], hex(&k), hex(&v));
     let first = m.get(&k).map(|vs| vs.first().unwrap().clone());
-    match r.r_get(db, &k) {
+    match r.get(db, &k).map(|o| o.map(<[u8]>::to_vec)) {
         Ok(g) if g == first => {}
         other => return Err(fail(format!("{ctx}: get -> {other:?}, the model says {first:?}"))),
     }
-    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+    let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
     if let Some(vs) = m.get(&k) {
         c.set(&k).map_err(|e| fail(format!("{ctx}: set: {e:?}")))?;
         match c.count() {
@@ -1002,10 +974,10 @@ fn point<R: Reader>(
 
 /// get_multiple then next_multiple over a key of the DUP_FIXED table: the
 /// chunks are whole values and together are the key's values in order.
-fn multiple<R: Reader>(r: &R, db: Db, m: &Multi, kg: &KeyGen, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+fn multiple<R: ReadTxn>(r: &R, db: Db, m: &Multi, kg: &KeyGen, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
     let k = resolve_key(m, kg, ps);
     let Some(vs) = m.get(&k) else { return Ok(()) };
-    let mut c = r.r_cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
+    let mut c = r.cursor(db).map_err(|e| fail(format!("{ctx}: cursor: {e:?}")))?;
     c.set(&k).map_err(|e| fail(format!("{ctx}: set: {e:?}")))?;
     let want: Vec<u8> = vs.iter().flatten().copied().collect();
     let mut all = Vec::new();

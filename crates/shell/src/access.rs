@@ -2,51 +2,13 @@
 //! transactions (so reads inside `begin ... commit` see the pending changes),
 //! and finding a table by name with what is needed to read its keys.
 
-use rdbx::{Cursor, Db, DbFlags, RoTxn, RwTxn, Stat};
+use rdbx::{Db, DbFlags};
 
 use crate::values::{render, IntWidth, ItemKind};
 
-/// The read methods shared by both transaction kinds.
-pub trait ReadTxn {
-    fn open_db(&self, name: Option<&[u8]>) -> rdbx::Result<Db>;
-    fn flags(&self, db: Db) -> rdbx::Result<DbFlags>;
-    fn stat(&self, db: Db) -> rdbx::Result<Stat>;
-    fn sequence(&self, db: Db) -> rdbx::Result<u64>;
-    fn cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>>;
-    fn names(&self) -> rdbx::Result<Vec<Vec<u8>>>;
-    fn estimate(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> rdbx::Result<u64>;
-}
-
-macro_rules! impl_read {
-    ($t:ty) => {
-        impl ReadTxn for $t {
-            fn open_db(&self, name: Option<&[u8]>) -> rdbx::Result<Db> {
-                self.open_db_bytes(name)
-            }
-            fn flags(&self, db: Db) -> rdbx::Result<DbFlags> {
-                self.db_flags(db)
-            }
-            fn stat(&self, db: Db) -> rdbx::Result<Stat> {
-                self.db_stat(db)
-            }
-            fn sequence(&self, db: Db) -> rdbx::Result<u64> {
-                self.db_sequence(db)
-            }
-            fn cursor(&self, db: Db) -> rdbx::Result<Cursor<'_>> {
-                <$t>::cursor(self, db)
-            }
-            fn names(&self) -> rdbx::Result<Vec<Vec<u8>>> {
-                self.table_names()
-            }
-            fn estimate(&self, db: Db, lo: Option<&[u8]>, hi: Option<&[u8]>) -> rdbx::Result<u64> {
-                self.estimate_range(db, lo, hi)
-            }
-        }
-    };
-}
-
-impl_read!(RoTxn<'_>);
-impl_read!(RwTxn<'_>);
+/// The read methods shared by every transaction kind (the engine's trait:
+/// reads inside `begin ... commit` see the pending changes).
+pub use rdbx::ReadTxn;
 
 /// The pseudo name of the main (unnamed) table.
 pub const MAIN: &str = "@MAIN";
@@ -96,14 +58,14 @@ impl TableRef {
 
 /// Opens table `name` (`None`: the main table).
 pub fn open_table(r: &dyn ReadTxn, name: Option<&[u8]>) -> Result<TableRef, String> {
-    let db = r.open_db(name).map_err(|e| match e {
+    let db = r.open_db_bytes(name).map_err(|e| match e {
         rdbx::Error::NotFound => missing_table(name),
         rdbx::Error::Incompatible(_) => {
             format!("{} is a plain record of the main table, not a table", label(name))
         }
         e => format!("table {}: {e}", label(name)),
     })?;
-    let flags = r.flags(db).map_err(|e| format!("table {}: {e}", label(name)))?;
+    let flags = r.db_flags(db).map_err(|e| format!("table {}: {e}", label(name)))?;
     Ok(TableRef { db, name: name.map(<[u8]>::to_vec), flags })
 }
 

@@ -134,8 +134,8 @@ impl Session {
             return;
         }
         let names = match (txn, db) {
-            (Some(t), _) => t.names().ok(),
-            (None, Some(o)) => o.env.begin_ro_txn().ok().and_then(|t| t.names().ok()),
+            (Some(t), _) => t.table_names().ok(),
+            (None, Some(o)) => o.env.begin_ro_txn().ok().and_then(|t| t.table_names().ok()),
             (None, None) => Some(Vec::new()),
         };
         if let Some(n) = names {
@@ -314,7 +314,7 @@ impl Session {
     /// transaction): the main table becomes current then.
     fn forget_missing_table(&mut self, r: &dyn ReadTxn) {
         if let Some(name) = &self.table {
-            if r.open_db(Some(name)).is_err() {
+            if r.open_db_bytes(Some(name)).is_err() {
                 self.table = None;
                 let _ = self.note("the current table is gone with the transaction: the current table is now @MAIN");
             }

@@ -11,6 +11,7 @@ mod copy;
 mod drop;
 mod dumpload;
 mod stat;
+mod stress;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,9 @@ EXIT STATUS:
            not a database, needs recovery), 4 system error (missing or
            empty file, locked exclusively, I/O), 5 usage error or
            interrupted (as mdbx_chk)
+    stress: 0 no failure found, 1 usage or setup error, 2 a failure was
+           found (database kept, reproducing command printed),
+           130 interrupted before a failure was found
     other: 0 success, 1 any failure including usage errors and
            interruption by SIGINT/SIGTERM/SIGHUP (as mdbx_*)
 
@@ -61,6 +65,11 @@ enum Cmd {
     Copy(copy::CopyArgs),
     /// Empty or delete a table (as mdbx_drop)
     Drop(drop::DropArgs),
+    /// Long stochastic stress run with crash injection (for RAM disks)
+    Stress(stress::StressArgs),
+    /// One actor of a stress run (internal)
+    #[command(hide = true, name = "stress-actor")]
+    StressActor(stress::actor::ActorArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +98,8 @@ fn main() -> ExitCode {
         Cmd::Load(a) => dumpload::run_load(a),
         Cmd::Copy(a) => copy::run(a),
         Cmd::Drop(a) => drop::run(a),
+        Cmd::Stress(a) => stress::run(a),
+        Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };
     ExitCode::from(code)
 }

@@ -74,6 +74,16 @@ impl<'t> Cursor<'t> {
         self.dup_cmp = cmp;
     }
 
+    /// Order of two keys under this table's key comparator.
+    pub(crate) fn key_order(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        self.cmp.cmp(a, b)
+    }
+
+    /// Order of two records in this table: by key, then (multimaps) by value.
+    pub(crate) fn pair_order(&self, a: Pair<'_>, b: Pair<'_>) -> std::cmp::Ordering {
+        self.cmp.cmp(a.0, b.0).then_with(|| self.dup_cmp.map_or(std::cmp::Ordering::Equal, |c| c.cmp(a.1, b.1)))
+    }
+
     /// Whether the cursor is not positioned on a record.
     pub fn eof(&self) -> bool {
         self.depth == 0 || self.eof

@@ -329,7 +329,8 @@ fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr, host: u32) -> Res
         Repr::Sub(n) => *n as u64,
         Repr::Nested(nt) => {
             let mut runs = Vec::new();
-            write::collect_pages(txn, nt.root, nt.height, &mut runs)?;
+            let flags = DbFlags::from_bits_truncate(tree.flags as u32);
+            write::collect_pages(txn, nt, super::walk::Kind::Nested, flags, Some(host), &mut runs)?;
             for (pg, n) in runs {
                 gc::free(txn, pg, n);
             }

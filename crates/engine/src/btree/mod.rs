@@ -6,6 +6,7 @@ pub mod cursor;
 pub(crate) mod dupsort;
 pub(crate) mod estimate;
 pub(crate) mod verify;
+pub(crate) mod walk;
 pub(crate) mod write;
 
 use std::cmp::Ordering;

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use super::walk::{self, Kind, NodeEv, PageEv, Spec, Visitor, Walk};
 use super::{child_at, key_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::flags::{DbFlags, PutFlags};
@@ -760,58 +761,44 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
 }
 
 /// Collects every page of a tree (and of its nested trees and large chunks) as
-/// (first page, count) runs, checking structure on the way.
-pub(crate) fn collect_pages(txn: &RwTxn<'_>, root: u32, height: u16, out: &mut Vec<(u32, usize)>) -> Result<()> {
-    if root == P_INVALID {
-        return Ok(());
+/// (first page, count) runs, checking its structure with the shared walk
+/// (`walk`): the first fault is `Corrupted`, before anything was freed.
+/// `kind` and `flags` are the tree's (for a nested tree: its host table's
+/// flags); `host` is the page holding the descriptor.
+pub(crate) fn collect_pages(
+    txn: &RwTxn<'_>,
+    tree: &Tree,
+    kind: Kind,
+    flags: DbFlags,
+    host: Option<u32>,
+    out: &mut Vec<(u32, usize)>,
+) -> Result<()> {
+    struct Collect<'a>(&'a mut Vec<(u32, usize)>);
+    impl<'t> Visitor<'t> for Collect<'_> {
+        fn page(&mut self, _w: &mut Walk<'t>, ev: &PageEv<'t>) -> Result<()> {
+            self.0.push((ev.pgno, 1));
+            Ok(())
+        }
+        fn large(&mut self, _ev: &NodeEv<'t>, head: u32, pages: u32, _v: &'t [u8]) -> Result<()> {
+            self.0.push((head, pages as usize));
+            Ok(())
+        }
     }
     let pages = txn.pages();
-    let mut stack = vec![(root, pages.front, 1usize, root)];
-    while let Some((pgno, front, depth, from)) = stack.pop() {
-        if depth > height as usize || depth > MAX_DEPTH {
-            return Err(Error::corrupted(pgno, "tree deeper than its height (cycle?)"));
-        }
-        let p = load(&pages, pgno, front, from)?;
-        if p.is_leaf() != (depth == height as usize) {
-            return Err(Error::corrupted(pgno, "leaf at a depth that differs from the tree height"));
-        }
-        out.push((pgno, 1));
-        if p.is_dupfix() {
-            continue;
-        }
-        for i in 0..p.num_entries() {
-            if p.is_branch() {
-                stack.push((child_at(p, i, pgno)?, p.txnid(), depth + 1, pgno));
-                continue;
-            }
-            let n = node::node(p, i, pgno)?;
-            if n.flags == node::N_DUP | node::N_TREE {
-                if n.data.len() != crate::format::tree::TREE_SIZE {
-                    return Err(Error::corrupted(pgno, "nested tree descriptor has a bad size"));
-                }
-                let nt = Tree::read(n.data);
-                collect_pages(txn, nt.root, nt.height, out)?;
-            } else if n.flags & N_BIG != 0 {
-                let hp = Page { buf: pages.get(n.big_pgno())? };
-                let cnt = hp.large_count() as usize;
-                if hp.flags() != pflags::LARGE
-                    || cnt == 0
-                    || n.big_pgno() as usize + cnt > txn.geo.first_unallocated as usize
-                {
-                    return Err(Error::corrupted(n.big_pgno(), "bad large chunk"));
-                }
-                out.push((n.big_pgno(), cnt));
-            }
-        }
-    }
-    Ok(())
+    let spec = Spec { kind, flags, tree: *tree, front: pages.front, host };
+    walk::walk_txn(pages, &spec, &mut Collect(out)).map(|_| ())
 }
 
 /// Frees every page of `db` and empties it.
 pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
     let t = txn.table(db)?;
     let mut runs = Vec::new();
-    collect_pages(txn, t.tree.root, t.tree.height, &mut runs)?;
+    let kind = match db.dbi {
+        0 => Kind::Gc,
+        1 => Kind::Main,
+        _ => Kind::Table,
+    };
+    collect_pages(txn, &t.tree, kind, t.flags, None, &mut runs)?;
     for (pg, n) in runs {
         gc::free(txn, pg, n);
     }

@@ -524,7 +524,7 @@ pub fn count(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     cx.read(|s, r, _| {
         let t = open_table(r, name.as_deref())?;
         let n = if inv.args.is_empty() && inv.value("prefix").is_none() {
-            r.stat(t.db)?.entries
+            r.db_stat(t.db)?.entries
         } else {
             let range = range_of(r, &t, inv, false, false)?;
             let mut c = r.cursor(t.db)?;
@@ -542,7 +542,7 @@ pub fn estimate(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         let t = open_table(r, name.as_deref())?;
         let lo = bound(r, &t, inv.arg(0))?;
         let hi = bound(r, &t, inv.arg(1))?;
-        let est = r.estimate(t.db, lo.as_deref(), hi.as_deref())?;
+        let est = r.estimate_range(t.db, lo.as_deref(), hi.as_deref())?;
         let shown = |b: &Option<Vec<u8>>| match b {
             Some(k) => Cell::item(k, t.key_kind()),
             None => Cell::text("*"),

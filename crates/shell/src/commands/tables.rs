@@ -10,32 +10,33 @@ use crate::values::{flag_by_name, flag_words, ItemKind, FLAG_NAMES};
 
 pub fn tables(cx: &mut Ctx<'_, '_>) -> Result<Action> {
     cx.read(|s, r, _| {
-        let names = r.names()?;
+        let names = r.table_names()?;
         let mut l = s.out.listing(&["name", "flags", "entries", "depth", "pages"], 1000);
         for n in &names {
-            let row =
-                match open_table(r, Some(n)).and_then(|t| r.stat(t.db).map(|st| (t, st)).map_err(|e| e.to_string())) {
-                    Ok((t, st)) => [
-                        Cell::item(n, ItemKind::Bytes),
-                        Cell::text(flag_words(t.flags)),
-                        Cell::Int(st.entries),
-                        Cell::Int(st.depth as u64),
-                        Cell::Int(st.branch_pages + st.leaf_pages + st.overflow_pages),
-                    ],
-                    Err(e) => [
-                        Cell::item(n, ItemKind::Bytes),
-                        Cell::text(format!("(cannot open: {e})")),
-                        Cell::Absent,
-                        Cell::Absent,
-                        Cell::Absent,
-                    ],
-                };
+            let row = match open_table(r, Some(n))
+                .and_then(|t| r.db_stat(t.db).map(|st| (t, st)).map_err(|e| e.to_string()))
+            {
+                Ok((t, st)) => [
+                    Cell::item(n, ItemKind::Bytes),
+                    Cell::text(flag_words(t.flags)),
+                    Cell::Int(st.entries),
+                    Cell::Int(st.depth as u64),
+                    Cell::Int(st.branch_pages + st.leaf_pages + st.overflow_pages),
+                ],
+                Err(e) => [
+                    Cell::item(n, ItemKind::Bytes),
+                    Cell::text(format!("(cannot open: {e})")),
+                    Cell::Absent,
+                    Cell::Absent,
+                    Cell::Absent,
+                ],
+            };
             l.push(&row)?;
         }
         l.flush()?;
         drop(l);
         if names.is_empty() {
-            let main = r.stat(rdbx::Db::MAIN)?.entries;
+            let main = r.db_stat(rdbx::Db::MAIN)?.entries;
             s.out.footer(&format!("no named tables; the main table (@MAIN) holds {main} record(s)"))?;
         } else {
             s.out.footer(&format!("{} table(s)", names.len()))?;
@@ -105,7 +106,7 @@ pub fn drop_table(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let shown = label(Some(&name));
     let entries = cx.read(|_, r, _| {
         let t = open_table(r, Some(&name))?;
-        Ok(r.stat(t.db)?.entries)
+        Ok(r.db_stat(t.db)?.entries)
     })?;
     if cx.src.interactive() && !inv.flag("yes") {
         let q = if empty {
@@ -146,8 +147,8 @@ pub fn stat(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     cx.read(|s, r, _| {
         let t = open_table(r, name.as_deref())?;
-        let st = r.stat(t.db)?;
-        let seq = r.sequence(t.db)?;
+        let st = r.db_stat(t.db)?;
+        let seq = r.db_sequence(t.db)?;
         s.out.record(&[
             ("table", table_cell(t.name.as_deref())),
             ("flags", Cell::text(flag_words(t.flags))),

@@ -1,0 +1,129 @@
+//! Heap allocations on the hot paths, counted by a global allocator (counts
+//! are deterministic; nothing here measures time).
+//!
+//! In steady state a get, a cursor step and an overwrite put of an existing
+//! key allocate nothing.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rdbx::{Db, DbFlags, Env, PutFlags};
+
+struct Counting;
+
+static COUNT: AtomicU64 = AtomicU64::new(0);
+static ON: AtomicBool = AtomicBool::new(false);
+
+// SAFETY: delegates every call to the system allocator unchanged; it only
+// counts allocations while `ON` is set.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if ON.load(Ordering::Relaxed) {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if ON.load(Ordering::Relaxed) {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by `f` (one test function in this binary, so no other
+/// test thread allocates meanwhile).
+fn allocations(f: impl FnOnce()) -> u64 {
+    COUNT.store(0, Ordering::SeqCst);
+    ON.store(true, Ordering::SeqCst);
+    f();
+    ON.store(false, Ordering::SeqCst);
+    COUNT.load(Ordering::SeqCst)
+}
+
+const N: u64 = 20_000;
+
+fn filled(dir: &std::path::Path) -> Env {
+    let env = Env::builder().max_dbs(4).open(dir).expect("open");
+    let mut txn = env.begin_rw_txn().expect("begin");
+    let ints = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY).expect("db");
+    for i in 0..N {
+        txn.put(Db::MAIN, format!("key-{i:08}").as_bytes(), &[1; 32], PutFlags::empty()).expect("put");
+        txn.put(ints, &i.to_ne_bytes(), &[2; 16], PutFlags::empty()).expect("put");
+    }
+    txn.commit().expect("commit");
+    env
+}
+
+// One test function: the counter is global, and the harness runs tests in
+// parallel threads.
+#[test]
+fn hot_paths_do_not_allocate() {
+    // The counter sees allocations at all.
+    assert_eq!(allocations(|| drop(std::hint::black_box(vec![1u8; 10]))), 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = filled(dir.path());
+    let keys: Vec<Vec<u8>> = (0..N).map(|i| format!("key-{i:08}").into_bytes()).collect();
+    let ikeys: Vec<[u8; 8]> = (0..N).map(|i| i.to_ne_bytes()).collect();
+
+    let txn = env.begin_ro_txn().expect("ro");
+    let ints = txn.open_db(Some("ints")).expect("db");
+    // Warm up (tables opened, map touched).
+    txn.get(Db::MAIN, &keys[0]).expect("get");
+    txn.get(ints, &ikeys[0]).expect("get");
+    let gets = allocations(|| {
+        for k in &keys {
+            assert!(txn.get(Db::MAIN, k).expect("get").is_some());
+        }
+        for k in &ikeys {
+            assert!(txn.get(ints, k).expect("get").is_some());
+        }
+    });
+    let mut c = txn.cursor(Db::MAIN).expect("cursor");
+    let steps = allocations(|| {
+        let mut n = 0;
+        while c.next().expect("next").is_some() {
+            n += 1;
+        }
+        assert_eq!(n, N + 1, "the records and the record of table ints");
+    });
+    drop(c);
+    drop(txn);
+
+    let mut txn = env.begin_rw_txn().expect("begin");
+    // Warm up: touch every page once (copy-on-write allocates the copies),
+    // then overwrite again: the second pass is the steady state.
+    for k in &keys {
+        txn.put(Db::MAIN, k, &[3; 32], PutFlags::empty()).expect("put");
+    }
+    let puts = allocations(|| {
+        for k in &keys {
+            txn.put(Db::MAIN, k, &[4; 32], PutFlags::empty()).expect("put");
+        }
+    });
+    let rw_gets = allocations(|| {
+        for k in &keys {
+            assert!(txn.get(Db::MAIN, k).expect("get").is_some());
+        }
+    });
+    txn.commit().expect("commit");
+    eprintln!(
+        "allocations: {gets} for {} gets, {steps} for {} cursor steps, {puts} for {N} overwrite puts, \
+         {rw_gets} for {N} gets in a write transaction",
+        2 * N,
+        N
+    );
+    assert_eq!(gets, 0, "gets allocate");
+    assert_eq!(steps, 0, "cursor steps allocate");
+    assert_eq!(puts, 0, "overwrite puts allocate");
+    assert_eq!(rw_gets, 0, "gets in a write transaction allocate");
+}
