@@ -4,7 +4,8 @@
 #      (libclang for bindgen, a C compiler, rustfmt and clippy) and stops
 #      early, naming the missing piece, if it cannot;
 #   2. cargo fmt --all --check;
-#   3. cargo clippy --workspace --all-targets -- -D warnings;
+#   3. cargo clippy --workspace --all-targets -- -D warnings, and the
+#      libmdbx 0.13 oracle (tests/oracle013, outside the workspace) built;
 #   4. cargo test --workspace --release --no-fail-fast (release: the interop
 #      tests are heavy; every test binary runs even after a failure), then
 #      the damaged-file suites again with overflow checks (profile `damage`);
@@ -19,6 +20,11 @@ cargo fmt --all --check
 
 echo "== cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== tests/oracle013 (libmdbx 0.13 oracle for tests/interop013.rs; a crate of its own)"
+cargo fmt --manifest-path tests/oracle013/Cargo.toml --check
+cargo clippy --release --locked --manifest-path tests/oracle013/Cargo.toml --target-dir tests/oracle013/target -- -D warnings
+cargo build --release --locked --manifest-path tests/oracle013/Cargo.toml --target-dir tests/oracle013/target
 
 echo "== cargo test --workspace --release --no-fail-fast"
 log=$(mktemp)

@@ -16,7 +16,7 @@ use crate::format::meta::{pages2pv, pv2pages, troika, Meta, MetaGeo, Troika, MET
 use crate::format::tree::Tree;
 use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS};
 use crate::io::{FaultyIo, FileIo, IoFaults, PageIo};
-use crate::lck::LockFile;
+use crate::lck::{LockFile, LockFormat};
 use crate::os::{file, mmap::Mmap};
 use crate::txn::{RoTxn, RwTxn, Table, View};
 
@@ -107,6 +107,7 @@ pub struct EnvBuilder {
     durability: Durability,
     geometry: Geometry,
     mode: u32,
+    lock_format: Option<LockFormat>,
     faults: Option<Arc<dyn IoFaults>>,
 }
 
@@ -120,6 +121,7 @@ impl Default for EnvBuilder {
             durability: Durability::SyncDurable,
             geometry: Geometry::default(),
             mode: 0o644,
+            lock_format: None,
             faults: None,
         }
     }
@@ -160,6 +162,19 @@ impl EnvBuilder {
     /// File permission bits used when creating files.
     pub fn mode(mut self, mode: u32) -> Self {
         self.mode = mode;
+        self
+    }
+    /// The lock-file layout to create when this process is the first to open
+    /// the database: [`LockFormat::V6`] where the applications that use it run
+    /// libmdbx 0.13 (e.g. reth), [`LockFormat::V7`] for libmdbx 0.14.2+.
+    /// Without this choice rdbx keeps the version of a lock file left behind
+    /// by a process that did not close cleanly and creates v7 otherwise.
+    ///
+    /// When another process already has the database open, rdbx joins the lock
+    /// file it uses (v6 or v7) whatever this says: the data file is the same
+    /// for both (docs/lock-format.md).
+    pub fn lock_format(mut self, f: LockFormat) -> Self {
+        self.lock_format = Some(f);
         self
     }
     /// Accepted for API compatibility with libmdbx's WRITEMAP; rdbx always writes
@@ -272,7 +287,7 @@ impl EnvInner {
             .map_err(|e| with_path(e, &data_path))?;
         let file = Arc::new(file);
         let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
-        let lo = LockFile::open(&lck_path, &file, b.read_only, b.max_readers, lck_mode)?;
+        let lo = LockFile::open_as(&lck_path, &file, b.read_only, b.max_readers, lck_mode, b.lock_format)?;
         let lo_exclusive = lo.exclusive;
         let lck = lo.lck;
         if !lo.exclusive && !b.read_only {
@@ -722,6 +737,13 @@ impl Env {
     /// Path of the lock file.
     pub fn lock_path(&self) -> &Path {
         &self.inner.lck_path
+    }
+
+    /// The lock-file layout in use: the one rdbx created as the first opener
+    /// or the one it joined (`None` without a lock file, i.e. read-only on a
+    /// read-only filesystem).
+    pub fn lock_format(&self) -> Option<LockFormat> {
+        self.inner.lck.format()
     }
 
     /// Largest key for a table with `flags`.

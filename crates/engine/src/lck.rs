@@ -1,13 +1,21 @@
-//! The libmdbx lock file ("lck"), lock format v7 on Linux x86_64 glibc
-//! (format doc §15): the shared region with the writer mutex, the reader
+//! The libmdbx lock file ("lck"), lock formats v7 (libmdbx 0.14.2+) and v6
+//! (libmdbx 0.13.x) on Linux x86_64 glibc (format doc §15,
+//! docs/lock-format.md): the shared region with the writer mutex, the reader
 //! table, and the OFD file-lock protocol that decides who initialises and who
 //! destroys it.
+//!
+//! Both generations share the protocol (seize, reader registration, oldest
+//! reader, dead-reader sweep, close) and differ only in where some header
+//! fields sit: [`LockLayout`] holds those offsets, chosen once at open (the
+//! version in use when joining; v7, or the version of a stale file, or the
+//! caller's [`LockFormat`] when creating). The tables below are v7; v6 is in
+//! docs/lock-format.md.
 //!
 //! This module contains no `unsafe`: the mapping is accessed through the safe
 //! atomic accessors of [`SharedRegion`] and the pthread wrappers of
 //! [`SharedMutex`].
 //!
-//! # Header layout (576 bytes on x86_64 glibc)
+//! # Header layout, v7 (576 bytes on x86_64 glibc)
 //!
 //! Offsets are computed from `size_of::<pthread_mutex_t>()` (40 on x86_64
 //! glibc) with libmdbx's rules (`pgops`, `wrt_lock`, `rdt_lock` and `rdt`
@@ -96,11 +104,78 @@ const CACHELINE: usize = 64;
 
 /// The 56-bit MDBX magic shared by data and lock files.
 pub(crate) const MDBX_MAGIC: u64 = 0x59659DBDEF4C11;
-/// Lock file layout generation (libmdbx 0.14.2 line).
-pub(crate) const LOCK_VERSION: u64 = 7;
-/// First 8 bytes of the lock file.
-pub(crate) const LOCK_MAGIC: u64 = (MDBX_MAGIC << 8) | LOCK_VERSION;
 
+/// A generation of the libmdbx lock-file layout (docs/lock-format.md).
+///
+/// The data file is the same for every generation (data format v3); only the
+/// lock file that processes sharing a database use to coordinate differs, and
+/// every process that has the database open at the same time must use the
+/// same one. rdbx joins whichever of these it finds in use; this choice only
+/// decides what it creates when it is the first to open a database
+/// ([`crate::EnvBuilder::lock_format`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LockFormat {
+    /// Lock format v6, of libmdbx 0.13.x (e.g. the libmdbx vendored by reth).
+    V6,
+    /// Lock format v7, of libmdbx 0.14.2 and later (rdbx's default).
+    #[default]
+    V7,
+}
+
+impl LockFormat {
+    /// The version number stored in the low byte of the lock file's magic.
+    pub fn version(self) -> u8 {
+        match self {
+            LockFormat::V6 => 6,
+            LockFormat::V7 => 7,
+        }
+    }
+
+    /// The format with version number `v`, if rdbx supports it.
+    pub fn from_version(v: u64) -> Option<LockFormat> {
+        match v {
+            6 => Some(LockFormat::V6),
+            7 => Some(LockFormat::V7),
+            _ => None,
+        }
+    }
+
+    /// The libmdbx release line that uses this format.
+    pub fn libmdbx_line(self) -> &'static str {
+        match self {
+            LockFormat::V6 => "libmdbx 0.13",
+            LockFormat::V7 => "libmdbx 0.14.2+",
+        }
+    }
+
+    pub(crate) fn layout(self) -> &'static LockLayout {
+        match self {
+            LockFormat::V6 => &LAYOUT_V6,
+            LockFormat::V7 => &LAYOUT_V7,
+        }
+    }
+}
+
+impl std::fmt::Display for LockFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{} ({})", self.version(), self.libmdbx_line())
+    }
+}
+
+impl std::str::FromStr for LockFormat {
+    type Err = String;
+    /// `6`, `v6`, `7` or `v7`.
+    fn from_str(s: &str) -> std::result::Result<LockFormat, String> {
+        let t = s.trim();
+        let t = t.strip_prefix(['v', 'V']).unwrap_or(t);
+        t.parse::<u64>()
+            .ok()
+            .and_then(LockFormat::from_version)
+            .ok_or_else(|| format!("unknown lock format {s:?} (expected 6 for libmdbx 0.13 or 7 for libmdbx 0.14)"))
+    }
+}
+
+// Fields at the same place in every generation.
 pub(crate) const OFF_MAGIC: usize = 0;
 pub(crate) const OFF_FORMAT: usize = 8;
 pub(crate) const OFF_ENVMODE: usize = 12;
@@ -108,32 +183,16 @@ pub(crate) const OFF_AUTOSYNC_THRESHOLD: usize = 16;
 pub(crate) const OFF_META_SYNC_TXNID: usize = 20;
 pub(crate) const OFF_AUTOSYNC_PERIOD: usize = 24;
 pub(crate) const OFF_PGOPS: usize = 64;
-const PGOPS_SIZE: usize = 248;
 pub(crate) const OFF_PGOPS_WOPS: usize = OFF_PGOPS + 56;
 /// Counters of the `pgops` block in the order of [`PageOps::FIELDS`]
 /// (format doc §15.2): newly, cow, clone, split, merge, spill, unspill, wops,
 /// msync, fsync, prefault, mincore.
 const PGOPS_COUNTERS: usize = 12;
-pub(crate) const OFF_WRT_LOCK: usize = align_up(OFF_PGOPS + PGOPS_SIZE, CACHELINE);
-pub(crate) const OFF_CACHED_OLDEST: usize = align_up(OFF_WRT_LOCK + MUTEX_SIZE, 8);
-pub(crate) const OFF_CACHED_OLDEST_RETIRED: usize = OFF_CACHED_OLDEST + 8;
-pub(crate) const OFF_EOOS_TIMESTAMP: usize = OFF_CACHED_OLDEST + 16;
-pub(crate) const OFF_UNSYNCED_PAGES: usize = OFF_CACHED_OLDEST + 24;
-pub(crate) const OFF_READERS_CHECK_TIMESTAMP: usize = OFF_CACHED_OLDEST + 32;
-pub(crate) const OFF_DISCARDED_TAIL: usize = OFF_CACHED_OLDEST + 40;
-pub(crate) const OFF_READAHEAD_ANCHOR: usize = OFF_CACHED_OLDEST + 44;
-pub(crate) const OFF_MINCORE_BEGIN: usize = OFF_CACHED_OLDEST + 48;
-pub(crate) const OFF_MINCORE_MASK: usize = OFF_MINCORE_BEGIN + 16;
-const END_OF_WRITER_PART: usize = OFF_MINCORE_MASK + 32;
-pub(crate) const OFF_RDT_LOCK: usize = align_up(END_OF_WRITER_PART, CACHELINE);
-pub(crate) const OFF_RDT_LENGTH: usize = align_up(OFF_RDT_LOCK + MUTEX_SIZE, 4);
-pub(crate) const OFF_RDT_REFRESH_FLAG: usize = OFF_RDT_LENGTH + 4;
-/// Start of the reader table = size of the header.
-pub(crate) const OFF_RDT: usize = align_up(OFF_RDT_REFRESH_FLAG + 4, CACHELINE);
-/// Size of the lock-file header (576 on x86_64 glibc).
-pub(crate) const HEADER_SIZE: usize = OFF_RDT;
+/// libmdbx's `gc_prof_stat_t` (inside `pgops`): two u64, four u32 and a
+/// `{u64, u64, u32}` struct padded to 24.
+const GC_PROF_STAT_SIZE: usize = 56;
 
-/// Size of one reader slot.
+/// Size of one reader slot (the same in v6 and v7).
 pub(crate) const SLOT_SIZE: usize = 32;
 pub(crate) const SLOT_TXNID: usize = 0;
 pub(crate) const SLOT_TID: usize = 8;
@@ -144,29 +203,167 @@ pub(crate) const SLOT_PAGES_RETIRED: usize = 24;
 /// `MDBX_LCK_SIGN` for POSIX pthread-mutex builds.
 const LCK_SIGN: u32 = 0x8017;
 
-/// The `os_and_format` layout fingerprint (§15.3).
-pub(crate) const LOCK_FORMAT: u32 = LCK_SIGN
-    .wrapping_mul(27733)
-    .wrapping_add((SLOT_SIZE as u32).wrapping_mul(13))
-    .wrapping_add((SLOT_PAGES_USED as u32).wrapping_mul(251))
-    .wrapping_add((OFF_CACHED_OLDEST as u32).wrapping_mul(83))
-    .wrapping_add((OFF_RDT_LENGTH as u32).wrapping_mul(37))
-    .wrapping_add((OFF_RDT as u32).wrapping_mul(29));
+/// Offsets of the fields that moved between lock-format generations
+/// (docs/lock-format.md), computed from `size_of::<pthread_mutex_t>()` with
+/// libmdbx's alignment rules (`pgops`, `wrt_lock`, `rdt_lock` and `rdt` start
+/// on 64-byte boundaries). Selected once when the lock file is opened.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct LockLayout {
+    pub format: LockFormat,
+    /// First 8 bytes of the lock file: `MDBX_MAGIC << 8 | version`.
+    pub magic: u64,
+    /// The `os_and_format` fingerprint at offset 8 (§15.3).
+    pub signature: u32,
+    pub pgops_size: usize,
+    pub wrt_lock: usize,
+    pub cached_oldest: usize,
+    /// `cached_oldest_retired`: v7 only.
+    pub cached_oldest_retired: Option<usize>,
+    pub eoos_timestamp: usize,
+    pub unsynced_pages: usize,
+    pub readers_check_timestamp: usize,
+    pub discarded_tail: usize,
+    pub readahead_anchor: usize,
+    pub mincore_begin: usize,
+    pub mincore_mask: usize,
+    pub rdt_lock: usize,
+    pub rdt_length: usize,
+    pub rdt_refresh_flag: usize,
+    /// Start of the reader table = size of the header.
+    pub rdt: usize,
+}
+
+impl LockLayout {
+    const fn new(format: LockFormat) -> LockLayout {
+        let v7 = matches!(format, LockFormat::V7);
+        let version: u64 = if v7 { 7 } else { 6 };
+        // `pgops`: 12 counters, `incoherence` + `reserved` (u32 each), then
+        // `gc_prof` = two gc_prof_stat_t and 5 u32 (v6) or 7 u32 (v7: plus
+        // `max_reader_lag`, `max_retained_pages`), padded to 8.
+        let gc_prof_u32s = if v7 { 7 } else { 5 };
+        let pgops_size = 8 * PGOPS_COUNTERS + 8 + align_up(2 * GC_PROF_STAT_SIZE + 4 * gc_prof_u32s, 8);
+        let wrt_lock = align_up(OFF_PGOPS + pgops_size, CACHELINE);
+        let cached_oldest = align_up(wrt_lock + MUTEX_SIZE, 8);
+        let (cached_oldest_retired, eoos_timestamp) =
+            if v7 { (Some(cached_oldest + 8), cached_oldest + 16) } else { (None, cached_oldest + 8) };
+        let unsynced_pages = eoos_timestamp + 8;
+        let readers_check_timestamp = unsynced_pages + 8;
+        let discarded_tail = readers_check_timestamp + 8;
+        let readahead_anchor = discarded_tail + 4;
+        let mincore_begin = readahead_anchor + 4;
+        let mincore_mask = align_up(mincore_begin + 16, 8);
+        let rdt_lock = align_up(mincore_mask + 32, CACHELINE);
+        let rdt_length = align_up(rdt_lock + MUTEX_SIZE, 4);
+        let rdt_refresh_flag = rdt_length + 4;
+        let rdt = align_up(rdt_refresh_flag + 4, CACHELINE);
+        let signature = LCK_SIGN
+            .wrapping_mul(27733)
+            .wrapping_add((SLOT_SIZE as u32).wrapping_mul(13))
+            .wrapping_add((SLOT_PAGES_USED as u32).wrapping_mul(251))
+            .wrapping_add((cached_oldest as u32).wrapping_mul(83))
+            .wrapping_add((rdt_length as u32).wrapping_mul(37))
+            .wrapping_add((rdt as u32).wrapping_mul(29));
+        LockLayout {
+            format,
+            magic: (MDBX_MAGIC << 8) | version,
+            signature,
+            pgops_size,
+            wrt_lock,
+            cached_oldest,
+            cached_oldest_retired,
+            eoos_timestamp,
+            unsynced_pages,
+            readers_check_timestamp,
+            discarded_tail,
+            readahead_anchor,
+            mincore_begin,
+            mincore_mask,
+            rdt_lock,
+            rdt_length,
+            rdt_refresh_flag,
+            rdt,
+        }
+    }
+
+    /// Size of the lock-file header (= offset of the reader table).
+    pub const fn header_size(&self) -> usize {
+        self.rdt
+    }
+
+    /// The layout whose magic is `magic`, if rdbx supports it.
+    pub fn for_magic(magic: u64) -> Option<&'static LockLayout> {
+        if magic >> 8 != MDBX_MAGIC {
+            return None;
+        }
+        LockFormat::from_version(magic & 0xFF).map(LockFormat::layout)
+    }
+}
+
+/// Lock format v6 (libmdbx 0.13.x).
+pub(crate) const LAYOUT_V6: LockLayout = LockLayout::new(LockFormat::V6);
+/// Lock format v7 (libmdbx 0.14.2+).
+pub(crate) const LAYOUT_V7: LockLayout = LockLayout::new(LockFormat::V7);
+
+/// Lock file layout generation rdbx creates by default (libmdbx 0.14.2 line).
+pub(crate) const LOCK_VERSION: u64 = 7;
+/// First 8 bytes of a v7 lock file.
+pub(crate) const LOCK_MAGIC: u64 = LAYOUT_V7.magic;
+/// The v7 `os_and_format` fingerprint (§15.3).
+pub(crate) const LOCK_FORMAT: u32 = LAYOUT_V7.signature;
+/// First 8 bytes of a v6 lock file.
+pub(crate) const LOCK_MAGIC_V6: u64 = LAYOUT_V6.magic;
+/// The v6 `os_and_format` fingerprint.
+pub(crate) const LOCK_FORMAT_V6: u32 = LAYOUT_V6.signature;
+/// The smallest header of any supported layout (the seize's "too short" test
+/// runs before the version is known).
+const MIN_HEADER_SIZE: usize = LAYOUT_V6.rdt;
 
 #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
 const _: () = {
     assert!(MUTEX_SIZE == 40);
-    assert!(OFF_WRT_LOCK == 320);
-    assert!(OFF_CACHED_OLDEST == 360);
-    assert!(OFF_READERS_CHECK_TIMESTAMP == 392);
-    assert!(OFF_MINCORE_MASK == 424);
-    assert!(OFF_RDT_LOCK == 512);
-    assert!(OFF_RDT_LENGTH == 552);
-    assert!(OFF_RDT_REFRESH_FLAG == 556);
-    assert!(OFF_RDT == 576);
     assert!(OFF_PGOPS_WOPS == 120);
     assert!(OFF_PGOPS + 8 * PGOPS_COUNTERS == 160);
-    assert!(LOCK_FORMAT == 0x3635569F);
+    // v7 (libmdbx 0.14.2+), offsets of `struct lck_t` on x86_64 glibc.
+    let l = &LAYOUT_V7;
+    assert!(l.magic == 0x59659DBDEF4C1107);
+    assert!(l.pgops_size == 248);
+    assert!(l.wrt_lock == 320);
+    assert!(l.cached_oldest == 360);
+    assert!(matches!(l.cached_oldest_retired, Some(368)));
+    assert!(l.eoos_timestamp == 376);
+    assert!(l.unsynced_pages == 384);
+    assert!(l.readers_check_timestamp == 392);
+    assert!(l.discarded_tail == 400);
+    assert!(l.readahead_anchor == 404);
+    assert!(l.mincore_begin == 408);
+    assert!(l.mincore_mask == 424);
+    assert!(l.rdt_lock == 512);
+    assert!(l.rdt_length == 552);
+    assert!(l.rdt_refresh_flag == 556);
+    assert!(l.rdt == 576);
+    assert!(l.signature == 0x3635569F);
+    // v6 (libmdbx 0.13.x): `pgops` 8 bytes shorter (no `max_reader_lag`,
+    // `max_retained_pages`; `wrt_lock` stays at 320 by alignment), no
+    // `cached_oldest_retired`, so everything after `cached_oldest` moves up
+    // 8 bytes and `rdt_lock` a whole cache line.
+    let l = &LAYOUT_V6;
+    assert!(l.magic == 0x59659DBDEF4C1106);
+    assert!(l.pgops_size == 240);
+    assert!(l.wrt_lock == 320);
+    assert!(l.cached_oldest == 360);
+    assert!(l.cached_oldest_retired.is_none());
+    assert!(l.eoos_timestamp == 368);
+    assert!(l.unsynced_pages == 376);
+    assert!(l.readers_check_timestamp == 384);
+    assert!(l.discarded_tail == 392);
+    assert!(l.readahead_anchor == 396);
+    assert!(l.mincore_begin == 400);
+    assert!(l.mincore_mask == 416);
+    assert!(l.rdt_lock == 448);
+    assert!(l.rdt_length == 488);
+    assert!(l.rdt_refresh_flag == 492);
+    assert!(l.rdt == 512);
+    assert!(l.signature == 0x3635461F);
 };
 
 /// Page-operation counters of the environment (libmdbx's `pgop_stat`), kept
@@ -274,16 +471,17 @@ pub(crate) fn lck_file_mode(mode: u32) -> u32 {
     m
 }
 
-/// Size of a freshly initialised lock file for `max_readers` slots.
-pub(crate) fn lck_size_for(max_readers: u32) -> u64 {
+/// Size of a freshly initialised lock file of layout `l` for `max_readers` slots.
+pub(crate) fn lck_size_for(l: &LockLayout, max_readers: u32) -> u64 {
     let ps = os::page_size() as u64;
-    let raw = HEADER_SIZE as u64 + u64::from(max_readers) * SLOT_SIZE as u64;
+    let raw = l.header_size() as u64 + u64::from(max_readers) * SLOT_SIZE as u64;
     raw.div_ceil(ps) * ps
 }
 
-/// Reader capacity of a lock file of `size` bytes (clamped to [`READERS_LIMIT`]).
-pub(crate) fn max_readers_for(size: u64) -> u32 {
-    let n = size.saturating_sub(HEADER_SIZE as u64) / SLOT_SIZE as u64;
+/// Reader capacity of a lock file of layout `l` and `size` bytes (clamped to
+/// [`READERS_LIMIT`]).
+pub(crate) fn max_readers_for(l: &LockLayout, size: u64) -> u32 {
+    let n = size.saturating_sub(l.header_size() as u64) / SLOT_SIZE as u64;
     n.min(u64::from(READERS_LIMIT)) as u32
 }
 
@@ -324,6 +522,11 @@ const SLOT_BUSY: u8 = 2;
 #[derive(Debug)]
 struct Shared {
     region: SharedRegion,
+    /// The layout of this lock file (its version, read or chosen at open).
+    layout: &'static LockLayout,
+    /// Stand-in for `cached_oldest_retired` where the layout has none (v6):
+    /// this process's last computed value.
+    local_oldest_retired: AtomicU64,
     file: File,
     /// Whether this process holds the WRITE lock on lck byte `pid`.
     pid_locked: Mutex<bool>,
@@ -355,19 +558,19 @@ impl Shared {
         self.region.u64_at(off)
     }
     fn slot_u64(&self, i: u32, field: usize) -> &AtomicU64 {
-        self.region.u64_at(OFF_RDT + i as usize * SLOT_SIZE + field)
+        self.region.u64_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
     }
     fn slot_u32(&self, i: u32, field: usize) -> &AtomicU32 {
-        self.region.u32_at(OFF_RDT + i as usize * SLOT_SIZE + field)
+        self.region.u32_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
     }
     fn wrt_lock(&self) -> SharedMutex<'_> {
-        self.region.mutex_at(OFF_WRT_LOCK)
+        self.region.mutex_at(self.layout.wrt_lock)
     }
     fn rdt_lock(&self) -> SharedMutex<'_> {
-        self.region.mutex_at(OFF_RDT_LOCK)
+        self.region.mutex_at(self.layout.rdt_lock)
     }
     fn refresh(&self) -> &AtomicU32 {
-        self.u32(OFF_RDT_REFRESH_FLAG)
+        self.u32(self.layout.rdt_refresh_flag)
     }
     /// `rdt_refresh_flag = 1` after a slot change. Skips the store (and the
     /// cache-line transfer) when the flag already is 1: with SeqCst on both
@@ -426,7 +629,7 @@ fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
     if !l.file_type().is_file() || l.nlink() < 1 {
         return Err(Error::Problem("lock file was removed or is not a regular file".into()));
     }
-    Ok(d.len() < MIN_DXB_SIZE || l.len() < (HEADER_SIZE + SLOT_SIZE) as u64)
+    Ok(d.len() < MIN_DXB_SIZE || l.len() < (MIN_HEADER_SIZE + SLOT_SIZE) as u64)
 }
 
 /// The §15.7 seize: returns whether we are exclusive.
@@ -470,21 +673,52 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
     }
 }
 
+/// The layout named by the magic of an unused lock file (`None`: empty, too
+/// short, foreign or an unsupported version). Only the magic is trusted: the
+/// rest of a stale file is rewritten anyway.
+fn stale_layout(lck: &File) -> io::Result<Option<&'static LockLayout>> {
+    if os::file::file_size(lck)? < 8 {
+        return Ok(None);
+    }
+    let mut magic = [0u8; 8];
+    os::file::pread_exact(lck, &mut magic, 0)?;
+    Ok(LockLayout::for_magic(u64::from_le_bytes(magic)))
+}
+
 impl LockFile {
     /// Opens (creating with the permissions derived from `mode`, §1.3; `mode`
     /// 0 = the data file's mode) the lock file at `lck_path` and runs the
     /// libmdbx seize protocol (§15.7) against the already-open data file `dxb`
     /// (opened read-write unless `read_only`).
     ///
-    /// * First opener: sizes the file to `round_up_4096(576 + max_readers*32)`
+    /// * First opener: sizes the file to `round_up_4096(header + max_readers*32)`
     ///   (`max_readers` 0 = 61), zeroes it, writes magic, format,
-    ///   `pgops.wops = 1`, initialises both mutexes; `exclusive = true`.
-    /// * Shared opener: verifies size, magic (foreign -> `Invalid`, other
-    ///   version -> `VersionMismatch`) and format (`VersionMismatch`).
+    ///   `pgops.wops = 1`, initialises both mutexes; `exclusive = true`. The
+    ///   layout is the one an unused lock file left behind carries (v6 stays
+    ///   v6), v7 otherwise; see [`LockFile::open_as`] to choose.
+    /// * Shared opener: joins the layout in use (v6 or v7), verifying size,
+    ///   magic (foreign -> `Invalid`, unsupported version -> `VersionMismatch`)
+    ///   and format signature (`VersionMismatch`).
     /// * Read-only environment whose lock file cannot be opened because of
     ///   `EROFS`/`EACCES`/`EPERM`: lock-less mode (whole-dxb READ lock only).
     /// * A second open of the same data file in this process -> `Busy`.
     pub fn open(lck_path: &Path, dxb: &File, read_only: bool, max_readers: u32, mode: u32) -> Result<LockOpen> {
+        Self::open_as(lck_path, dxb, read_only, max_readers, mode, None)
+    }
+
+    /// [`LockFile::open`] with the layout a first opener creates: `Some(f)`
+    /// creates `f` whatever an unused lock file contained, `None` keeps the
+    /// version of the unused lock file when it is v6 or v7 and creates v7 when
+    /// it is empty or unreadable. A shared opener always joins the layout in
+    /// use, whatever `create` says.
+    pub fn open_as(
+        lck_path: &Path,
+        dxb: &File,
+        read_only: bool,
+        max_readers: u32,
+        mode: u32,
+        create: Option<LockFormat>,
+    ) -> Result<LockOpen> {
         let id = os::file_identity(dxb)?;
         let registry = RegistryEntry::claim(id, lck_path)?;
         let pid = os::getpid();
@@ -532,7 +766,7 @@ impl LockFile {
         };
 
         let exclusive = seize(&lck_file, &dxb, dxb_mode, pid)?;
-        let result = Self::setup(lck_file, exclusive, requested, lck_path);
+        let result = Self::setup(lck_file, exclusive, requested, lck_path, create);
         let shared = match result {
             Ok(s) => s,
             Err((e, lck_file)) => {
@@ -567,6 +801,7 @@ impl LockFile {
         exclusive: bool,
         requested: u32,
         path: &Path,
+        create: Option<LockFormat>,
     ) -> std::result::Result<Shared, (Error, File)> {
         macro_rules! tri {
             ($e:expr) => {
@@ -576,10 +811,17 @@ impl LockFile {
                 }
             };
         }
-        let size = if exclusive {
-            let size = lck_size_for(requested);
+        let (size, layout) = if exclusive {
+            // Nobody uses the file: its content is stale. Keep the version it
+            // carries (a lock file left by libmdbx 0.13 stays v6, so that
+            // 0.13 applications can still join) unless told otherwise.
+            let layout = match create {
+                Some(f) => f.layout(),
+                None => tri!(stale_layout(&lck_file)).unwrap_or(&LAYOUT_V7),
+            };
+            let size = lck_size_for(layout, requested);
             tri!(os::file::set_len(&lck_file, size));
-            size
+            (size, layout)
         } else {
             let size = tri!(os::file::file_size(&lck_file));
             let ps = os::page_size() as u64;
@@ -589,52 +831,71 @@ impl LockFile {
                     lck_file,
                 ));
             }
-            size
+            (size, &LAYOUT_V7)
         };
-        let max = max_readers_for(size);
+        let region = tri!(SharedRegion::map(&lck_file, size as usize));
+        let layout = if exclusive {
+            region.zero(0, size as usize);
+            region.u64_at(OFF_MAGIC).store(layout.magic, Ordering::Relaxed);
+            region.u32_at(OFF_FORMAT).store(layout.signature, Ordering::Relaxed);
+            region.u64_at(OFF_PGOPS_WOPS).store(1, Ordering::Relaxed);
+            tri!(region.flush());
+            tri!(region.mutex_at(layout.rdt_lock).init());
+            tri!(region.mutex_at(layout.wrt_lock).init());
+            layout
+        } else {
+            let magic = region.u64_at(OFF_MAGIC).load(Ordering::Acquire);
+            let Some(layout) = LockLayout::for_magic(magic) else {
+                let e = if magic >> 8 != MDBX_MAGIC {
+                    Error::Invalid(format!("lock file {} has an invalid magic {magic:#018x}", path.display()))
+                } else {
+                    Error::VersionMismatch(format!(
+                        "lock file {} has lock format version {} (rdbx supports 6, libmdbx 0.13, and 7, \
+                         libmdbx 0.14.2+); processes using other libmdbx lines cannot share an environment \
+                         with rdbx",
+                        path.display(),
+                        magic & 0xFF
+                    ))
+                };
+                return Err((e, lck_file));
+            };
+            let format = region.u32_at(OFF_FORMAT).load(Ordering::Acquire);
+            if format != layout.signature {
+                return Err((
+                    Error::VersionMismatch(format!(
+                        "lock file {} (lock format {}) has os/format signature {format:#010x}, expected {:#010x} \
+                         (a libmdbx built for another platform or locking method?)",
+                        path.display(),
+                        layout.format,
+                        layout.signature
+                    )),
+                    lck_file,
+                ));
+            }
+            layout
+        };
+        let max = max_readers_for(layout, size);
         if max < 4 {
             return Err((
                 Error::Problem(format!("lock file {} is too small ({max} readers)", path.display())),
                 lck_file,
             ));
         }
-        let region = tri!(SharedRegion::map(&lck_file, size as usize));
-        if exclusive {
-            region.zero(0, size as usize);
-            region.u64_at(OFF_MAGIC).store(LOCK_MAGIC, Ordering::Relaxed);
-            region.u32_at(OFF_FORMAT).store(LOCK_FORMAT, Ordering::Relaxed);
-            region.u64_at(OFF_PGOPS_WOPS).store(1, Ordering::Relaxed);
-            tri!(region.flush());
-            tri!(region.mutex_at(OFF_RDT_LOCK).init());
-            tri!(region.mutex_at(OFF_WRT_LOCK).init());
-        } else {
-            let magic = region.u64_at(OFF_MAGIC).load(Ordering::Acquire);
-            if magic != LOCK_MAGIC {
-                let e = if magic >> 8 != MDBX_MAGIC {
-                    Error::Invalid(format!("lock file {} has an invalid magic {magic:#018x}", path.display()))
-                } else {
-                    Error::VersionMismatch(format!(
-                        "lock file {} has lock format version {} (expected {LOCK_VERSION}); \
-                         processes using different libmdbx lines cannot share an environment",
-                        path.display(),
-                        magic & 0xFF
-                    ))
-                };
-                return Err((e, lck_file));
-            }
-            let format = region.u32_at(OFF_FORMAT).load(Ordering::Acquire);
-            if format != LOCK_FORMAT {
-                return Err((
-                    Error::VersionMismatch(format!(
-                        "lock file {} has os/format signature {format:#010x}, expected {LOCK_FORMAT:#010x}",
-                        path.display()
-                    )),
-                    lck_file,
-                ));
-            }
-        }
         let owned: Box<[SlotState]> = (0..max).map(|_| SlotState(AtomicU8::new(SLOT_NOT_OURS))).collect();
-        Ok(Shared { region, file: lck_file, pid_locked: Mutex::new(false), owned, high: AtomicU32::new(0) })
+        Ok(Shared {
+            region,
+            layout,
+            local_oldest_retired: AtomicU64::new(0),
+            file: lck_file,
+            pid_locked: Mutex::new(false),
+            owned,
+            high: AtomicU32::new(0),
+        })
+    }
+
+    /// The lock format of this lock file (`None` in lock-less mode).
+    pub fn format(&self) -> Option<LockFormat> {
+        self.shared.as_ref().map(|sh| sh.layout.format)
     }
 
     /// Whether this is the lock-less stub (read-only filesystem).
@@ -706,7 +967,7 @@ impl LockFile {
         if self.pending_downgrade.swap(false, Ordering::AcqRel) {
             sh.u32(OFF_ENVMODE).store(envmode & envmode::MASK, Ordering::Release);
             sh.u32(OFF_META_SYNC_TXNID).store(recent_txnid as u32, Ordering::Relaxed);
-            sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
+            sh.u64(sh.layout.readers_check_timestamp).store(os::monotime_ns(), Ordering::Relaxed);
             let pid = u64::from(self.pid);
             ofd::unlock(&self.dxb, 0, pid)?;
             ofd::unlock(&self.dxb, pid + 1, WHOLE_FILE_LEN - pid - 1)?;
@@ -731,7 +992,7 @@ impl LockFile {
     }
 
     fn rdt_length(&self, sh: &Shared) -> u32 {
-        sh.u32(OFF_RDT_LENGTH).load(Ordering::Acquire).min(self.max_readers)
+        sh.u32(sh.layout.rdt_length).load(Ordering::Acquire).min(self.max_readers)
     }
 
     fn check_pid(&self) -> Result<()> {
@@ -893,7 +1154,7 @@ impl LockFile {
             }
         }
         let (_guard, _) = self.lock_rdt(sh)?;
-        let rdt_len = sh.u32(OFF_RDT_LENGTH);
+        let rdt_len = sh.u32(sh.layout.rdt_length);
         let mut swept = false;
         let idx = loop {
             let n = self.rdt_length(sh);
@@ -977,8 +1238,11 @@ impl LockFile {
         let Some(sh) = &self.shared else {
             return (steady_txnid, steady_retired.unwrap_or(0));
         };
-        let cached = sh.u64(OFF_CACHED_OLDEST);
-        let cached_retired = sh.u64(OFF_CACHED_OLDEST_RETIRED);
+        let cached = sh.u64(sh.layout.cached_oldest);
+        let cached_retired = match sh.layout.cached_oldest_retired {
+            Some(off) => sh.u64(off),
+            None => &sh.local_oldest_retired,
+        };
         let refresh = sh.refresh();
         let prev = cached.load(Ordering::Acquire);
         let prev_retired = cached_retired.load(Ordering::Relaxed);
@@ -1075,8 +1339,8 @@ impl LockFile {
         let Some(sh) = &self.shared else { return };
         sh.refresh().store(0, Ordering::Release);
         if steady {
-            sh.u64(OFF_UNSYNCED_PAGES).store(u64::from(!meta_synced), Ordering::Relaxed);
-            sh.u64(OFF_EOOS_TIMESTAMP).store(0, Ordering::Relaxed);
+            sh.u64(sh.layout.unsynced_pages).store(u64::from(!meta_synced), Ordering::Relaxed);
+            sh.u64(sh.layout.eoos_timestamp).store(0, Ordering::Relaxed);
         }
         let low = txnid as u32;
         let v = if steady && meta_synced { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
@@ -1087,8 +1351,8 @@ impl LockFile {
     /// pages` and `eoos_timestamp` set if it was 0.
     pub fn add_unsynced_pages(&self, pages: u64) {
         let Some(sh) = &self.shared else { return };
-        sh.u64(OFF_UNSYNCED_PAGES).fetch_add(pages, Ordering::Relaxed);
-        let _ = sh.u64(OFF_EOOS_TIMESTAMP).compare_exchange(
+        sh.u64(sh.layout.unsynced_pages).fetch_add(pages, Ordering::Relaxed);
+        let _ = sh.u64(sh.layout.eoos_timestamp).compare_exchange(
             0,
             os::monotime_ns().max(1),
             Ordering::Relaxed,
@@ -1114,7 +1378,7 @@ impl LockFile {
 
     /// `unsynced_pages` of the lock region.
     pub fn unsynced_pages(&self) -> u64 {
-        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_UNSYNCED_PAGES).load(Ordering::Relaxed))
+        self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.unsynced_pages).load(Ordering::Relaxed))
     }
 
     /// `meta_sync_txnid` of the lock region.
@@ -1143,7 +1407,7 @@ impl LockFile {
 
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
     pub fn cached_oldest(&self) -> u64 {
-        self.shared.as_ref().map_or(0, |sh| sh.u64(OFF_CACHED_OLDEST).load(Ordering::SeqCst))
+        self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.cached_oldest).load(Ordering::SeqCst))
     }
 
     /// Snapshot of the reader table (slots with a non-zero pid), for stat tools.
@@ -1234,7 +1498,7 @@ impl LockFile {
                 }
             }
         }
-        sh.u64(OFF_READERS_CHECK_TIMESTAMP).store(os::monotime_ns(), Ordering::Relaxed);
+        sh.u64(sh.layout.readers_check_timestamp).store(os::monotime_ns(), Ordering::Relaxed);
         drop(guard);
         Ok(count)
     }
@@ -1254,15 +1518,15 @@ impl Drop for LockFile {
                     sh.refresh().store(1, Ordering::SeqCst);
                 }
             }
-            let Shared { region, file, .. } = sh;
+            let Shared { region, file, layout, .. } = sh;
             let dxb_mode = if self.read_only { LockMode::Read } else { LockMode::Write };
             let last_user = ofd::try_lock(&file, LockMode::Write, 0, WHOLE_FILE_LEN).unwrap_or(false)
                 && os::file_nlink(&file).map(|n| n > 0).unwrap_or(false)
                 && ofd::try_lock(&self.dxb, dxb_mode, 0, WHOLE_FILE_LEN).unwrap_or(false);
             if last_user {
-                let destroyed =
-                    region.mutex_at(OFF_RDT_LOCK).destroy().is_ok() && region.mutex_at(OFF_WRT_LOCK).destroy().is_ok();
-                let synced = region.u64_at(OFF_UNSYNCED_PAGES).load(Ordering::Acquire) == 0;
+                let destroyed = region.mutex_at(layout.rdt_lock).destroy().is_ok()
+                    && region.mutex_at(layout.wrt_lock).destroy().is_ok();
+                let synced = region.u64_at(layout.unsynced_pages).load(Ordering::Acquire) == 0;
                 drop(region);
                 if destroyed && synced {
                     let _ = os::file::set_len(&file, 0);
@@ -1434,18 +1698,44 @@ mod tests {
     fn format_constant() {
         assert_eq!(LOCK_FORMAT, 0x3635569F);
         assert_eq!(LOCK_MAGIC, 0x59659DBDEF4C1107);
-        assert_eq!(HEADER_SIZE, 576);
+        assert_eq!(LAYOUT_V7.header_size(), 576);
+        assert_eq!(LOCK_FORMAT_V6, 0x3635461F);
+        assert_eq!(LOCK_MAGIC_V6, 0x59659DBDEF4C1106);
+        assert_eq!(LAYOUT_V6.header_size(), 512);
         assert_eq!(NOTHING_CHANGED, 0x4E6F6E65);
         assert_eq!(8u32.wrapping_sub(LAZY_BIAS_FD), 0x8AAAAAB4);
     }
 
     #[test]
     fn sizes() {
-        assert_eq!(lck_size_for(61), 4096);
-        assert_eq!(max_readers_for(4096), 110);
-        assert_eq!(max_readers_for(0), 0);
-        assert_eq!(max_readers_for(1 << 30), READERS_LIMIT);
-        assert_eq!(lck_size_for(111), 8192);
+        let v7 = &LAYOUT_V7;
+        assert_eq!(lck_size_for(v7, 61), 4096);
+        assert_eq!(max_readers_for(v7, 4096), 110);
+        assert_eq!(max_readers_for(v7, 0), 0);
+        assert_eq!(max_readers_for(v7, 1 << 30), READERS_LIMIT);
+        assert_eq!(lck_size_for(v7, 111), 8192);
+        let v6 = &LAYOUT_V6;
+        assert_eq!(lck_size_for(v6, 61), 4096);
+        assert_eq!(max_readers_for(v6, 4096), 112);
+        assert_eq!(lck_size_for(v6, 112), 4096);
+        assert_eq!(lck_size_for(v6, 113), 8192);
+    }
+
+    #[test]
+    fn lock_format_names() {
+        assert_eq!("6".parse::<LockFormat>(), Ok(LockFormat::V6));
+        assert_eq!("v7".parse::<LockFormat>(), Ok(LockFormat::V7));
+        assert_eq!(" V6 ".parse::<LockFormat>(), Ok(LockFormat::V6));
+        assert!("5".parse::<LockFormat>().is_err());
+        assert!("".parse::<LockFormat>().is_err());
+        assert_eq!(LockFormat::default(), LockFormat::V7);
+        assert_eq!(LockFormat::V6.to_string(), "v6 (libmdbx 0.13)");
+        for f in [LockFormat::V6, LockFormat::V7] {
+            assert_eq!(LockFormat::from_version(u64::from(f.version())), Some(f));
+            assert_eq!(LockLayout::for_magic(f.layout().magic).map(|l| l.format), Some(f));
+        }
+        assert!(LockLayout::for_magic((MDBX_MAGIC << 8) | 5).is_none());
+        assert!(LockLayout::for_magic(0x1234).is_none());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! # rdbx
 //!
 //! A pure-Rust embedded transactional key-value store with the design and the
-//! **file format of libmdbx** (data format v3, lock format v7): a memory-mapped
-//! copy-on-write B+tree with MVCC, wait-free readers, one writer at a time across
-//! processes, and many named tables in one file. rdbx opens databases written by
+//! **file format of libmdbx** (data format v3; lock formats v6 of libmdbx 0.13
+//! and v7 of libmdbx 0.14.2+): a memory-mapped copy-on-write B+tree with MVCC,
+//! wait-free readers, one writer at a time across processes, and many named
+//! tables in one file. rdbx opens databases written by
 //! libmdbx and libmdbx opens what rdbx writes.
 //!
 //! ```no_run
@@ -58,6 +59,6 @@ pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
 pub use io::IoFaults;
 pub use iter::{Iter, KeyRange, ReadTxn};
-pub use lck::PageOps;
+pub use lck::{LockFormat, PageOps};
 pub use readers::{GcInfo, ReaderInfo, Retainer};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

@@ -22,9 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use error::Error;
-use lck::{LockFile, LockOpen};
+use lck::{LockFile, LockFormat, LockOpen};
 
 const CHILD_ENV: &str = "RDBX_LCK_TEST_CHILD";
+/// Lock format (6 or 7) a child creates when it is the first opener.
+const CHILD_FORMAT_ENV: &str = "RDBX_LCK_TEST_FORMAT";
 
 /// A fake data file big enough for the seize checks (3 pages of 4096).
 fn make_env() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -68,7 +70,8 @@ fn child_process_entry() {
     let (mode, dir) = spec.split_once(':').unwrap();
     let dir = Path::new(dir);
     let dxb = open_dxb(&dir.join("mdbx.dat"));
-    let open = open_lck(&dxb, &dir.join("mdbx.lck"));
+    let create = std::env::var(CHILD_FORMAT_ENV).ok().map(|f| f.parse::<LockFormat>().unwrap());
+    let open = LockFile::open_as(&dir.join("mdbx.lck"), &dxb, false, 61, 0o644, create).unwrap();
     open.lck.finish_open(0, 3).unwrap();
     let out = std::io::stdout();
     match mode {
@@ -103,9 +106,15 @@ fn child_process_entry() {
 }
 
 fn spawn_child(mode: &str, dir: &Path) -> (Child, BufReader<std::process::ChildStdout>) {
+    spawn_child_as(mode, dir, LockFormat::V7)
+}
+
+/// A child that creates lock format `create` if it is the first opener.
+fn spawn_child_as(mode: &str, dir: &Path, create: LockFormat) -> (Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{mode}:{}", dir.display()))
+        .env(CHILD_FORMAT_ENV, create.version().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -134,6 +143,165 @@ fn format_constant() {
     assert_eq!(lck::LOCK_MAGIC, 0x59659DBDEF4C1107);
     let f = 0x8017u32 * 27733 + 32 * 13 + 20 * 251 + 360 * 83 + 552 * 37 + 576 * 29;
     assert_eq!(f, 0x3635569F);
+}
+
+#[test]
+fn format_constant_v6() {
+    assert_eq!(lck::LOCK_FORMAT_V6, 0x3635461F);
+    assert_eq!(lck::LOCK_MAGIC_V6, 0x59659DBDEF4C1106);
+    // libmdbx 0.13: cached_oldest 360, rdt_length 488, rdt 512.
+    let f = 0x8017u32 * 27733 + 32 * 13 + 20 * 251 + 360 * 83 + 488 * 37 + 512 * 29;
+    assert_eq!(f, 0x3635461F);
+}
+
+#[test]
+fn create_layout_v6() {
+    let (_dir, dxb_path, lck_path) = make_env();
+    let dxb = open_dxb(&dxb_path);
+    let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, Some(LockFormat::V6)).unwrap();
+    assert!(open.exclusive);
+    assert_eq!(open.lck.format(), Some(LockFormat::V6));
+    open.lck.finish_open(0x50000, 7).unwrap();
+    let b = read_file(&lck_path);
+    assert_eq!(b.len(), 4096);
+    assert_eq!(u64_at(&b, 0), 0x59659DBDEF4C1106);
+    assert_eq!(u32_at(&b, 8), 0x3635461F);
+    assert_eq!(u32_at(&b, 12), 0x50000);
+    assert_eq!(u32_at(&b, 20), 7);
+    assert_eq!(u64_at(&b, 120), 1, "pgops.wops");
+    assert_eq!(b[336], 0xB2, "wrt_lock __kind");
+    assert_eq!(b[464], 0xB2, "rdt_lock __kind (448 + 16)");
+    assert_ne!(u64_at(&b, 384), 0, "readers_check_timestamp");
+    assert_eq!(u64_at(&b, 392), 0, "v7's readers_check_timestamp is v6's discarded_tail");
+    assert_eq!(open.lck.max_readers(), 112);
+
+    // A reader slot starts at 512; rdt_length is at 488, the flag at 492.
+    let r = open.lck.acquire_reader().unwrap();
+    r.publish(5, 42, 7);
+    let b = read_file(&lck_path);
+    let slot = 512 + 32 * r.index() as usize;
+    assert_eq!(u64_at(&b, slot), 5);
+    assert_eq!(u32_at(&b, slot + 16), std::process::id());
+    assert_eq!(u32_at(&b, slot + 20), 42);
+    assert_eq!(u64_at(&b, slot + 24), 7);
+    assert_eq!(u32_at(&b, 488), r.index() + 1, "rdt_length");
+    assert_eq!(u32_at(&b, 492), 1, "rdt_refresh_flag");
+    drop(r);
+
+    // Writer-side fields: cached_oldest (360), unsynced_pages (376),
+    // eoos_timestamp (368).
+    let g = open.lck.lock_writer().unwrap();
+    assert_eq!(open.lck.oldest_reader_ex(6, Some(4)), (6, 4));
+    open.lck.add_unsynced_pages(3);
+    let b = read_file(&lck_path);
+    assert_eq!(u64_at(&b, 360), 6, "cached_oldest");
+    assert_eq!(u32_at(&b, 492), 0x4E6F6E65, "rdt_refresh_flag = None");
+    assert_eq!(u64_at(&b, 376), 3, "unsynced_pages");
+    assert_ne!(u64_at(&b, 368), 0, "eoos_timestamp");
+    assert_eq!(open.lck.unsynced_pages(), 3);
+    // Unchanged table: the v6 stand-in for cached_oldest_retired answers.
+    assert_eq!(open.lck.oldest_reader_ex(7, None), (6, 4));
+    drop(g);
+}
+
+#[test]
+fn stale_lock_file_keeps_its_version() {
+    let (_dir, dxb_path, lck_path) = make_env();
+    let dxb = open_dxb(&dxb_path);
+    // Left behind by libmdbx 0.13 (not truncated: a crash, or unsynced pages).
+    let mut stale = vec![0xAB; 4096];
+    stale[..8].copy_from_slice(&0x59659DBDEF4C1106u64.to_le_bytes());
+    std::fs::write(&lck_path, &stale).unwrap();
+    let open = open_lck(&dxb, &lck_path);
+    assert!(open.exclusive);
+    assert_eq!(open.lck.format(), Some(LockFormat::V6));
+    let b = read_file(&lck_path);
+    assert_eq!(u64_at(&b, 0), lck::LOCK_MAGIC_V6);
+    assert_eq!(u32_at(&b, 8), lck::LOCK_FORMAT_V6);
+    assert!(b[512..].iter().all(|&x| x == 0));
+    drop(open);
+
+    // An explicit choice wins over what the stale file says.
+    std::fs::write(&lck_path, &stale).unwrap();
+    let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, Some(LockFormat::V7)).unwrap();
+    assert_eq!(open.lck.format(), Some(LockFormat::V7));
+    assert_eq!(u64_at(&read_file(&lck_path), 0), lck::LOCK_MAGIC);
+    drop(open);
+
+    // A stale v7 file stays v7; an empty or foreign one becomes v7.
+    for first in [lck::LOCK_MAGIC.to_le_bytes(), 0x1234u64.to_le_bytes()] {
+        let mut f = stale.clone();
+        f[..8].copy_from_slice(&first);
+        std::fs::write(&lck_path, &f).unwrap();
+        let open = open_lck(&dxb, &lck_path);
+        assert_eq!(open.lck.format(), Some(LockFormat::V7));
+        drop(open);
+    }
+    std::fs::write(&lck_path, b"").unwrap();
+    let open = open_lck(&dxb, &lck_path);
+    assert_eq!(open.lck.format(), Some(LockFormat::V7));
+    // And so does an unsupported version.
+    drop(open);
+    stale[..8].copy_from_slice(&0x59659DBDEF4C1105u64.to_le_bytes());
+    std::fs::write(&lck_path, &stale).unwrap();
+    let open = open_lck(&dxb, &lck_path);
+    assert_eq!(open.lck.format(), Some(LockFormat::V7));
+}
+
+#[test]
+fn joins_a_live_v6_lock_file() {
+    let (dir, dxb_path, lck_path) = make_env();
+    // A v6 process holds a reader at txnid 9.
+    let (mut child, mut out) = spawn_child_as("hold", dir.path(), LockFormat::V6);
+    let child_pid = child.id();
+    let dxb = open_dxb(&dxb_path);
+    // Whatever we would create, we join what is in use.
+    let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, Some(LockFormat::V7)).unwrap();
+    assert!(!open.exclusive);
+    let lck = &open.lck;
+    assert_eq!(lck.format(), Some(LockFormat::V6));
+    assert_eq!(lck.max_readers(), 112);
+    let rs = lck.readers();
+    let theirs = rs.iter().find(|r| r.pid == child_pid).expect("the child's slot");
+    assert_eq!(theirs.txnid, Some(9));
+    {
+        let _w = lck.lock_writer().unwrap();
+        assert_eq!(lck.oldest_reader(20), 9);
+    }
+    let r = lck.acquire_reader().unwrap();
+    assert_ne!(r.index(), theirs.slot);
+    r.publish(12, 3, 0);
+    assert_eq!(u64_at(&read_file(&lck_path), 512 + 32 * r.index() as usize), 12);
+    drop(r);
+    drop(open);
+    drop(child.stdin.take());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("closed"), "{line}");
+    child.wait().unwrap();
+    // The last closer truncated the v6 file as libmdbx 0.13 does.
+    assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 0);
+}
+
+#[test]
+fn dead_v6_reader_is_swept() {
+    let (dir, dxb_path, lck_path) = make_env();
+    let dxb = open_dxb(&dxb_path);
+    let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, Some(LockFormat::V6)).unwrap();
+    open.lck.finish_open(0, 3).unwrap();
+    let lck = &open.lck;
+    let (mut child, _out) = spawn_child_as("reader", dir.path(), LockFormat::V7);
+    let child_pid = child.id();
+    assert!(!child.wait().unwrap().success());
+    let dead = lck.readers().into_iter().find(|r| r.pid == child_pid).expect("the dead child's slot");
+    assert_eq!(dead.txnid, Some(5));
+    assert_eq!(lck.sweep_dead_readers().unwrap(), 1);
+    assert!(lck.readers().iter().all(|r| r.pid != child_pid));
+    // A dead writer of a v6 file: the robust mutex at 320 is recovered.
+    let (mut child, _out) = spawn_child_as("writer", dir.path(), LockFormat::V7);
+    child.wait().unwrap();
+    let g = lck.lock_writer().unwrap();
+    assert!(g.owner_died());
 }
 
 #[test]
@@ -487,7 +655,20 @@ fn shared_open_verifies_header() {
     put(0, &orig[..8]);
     put(8, &0x3635461Fu32.to_le_bytes());
     assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
+    // A v6 magic over a v7 layout: the v6 signature does not match.
+    put(0, &0x59659DBDEF4C1106u64.to_le_bytes());
     put(8, &orig[8..12]);
+    match LockFile::open(&lck_path, &dxb, false, 61, 0o644) {
+        Err(Error::VersionMismatch(m)) => assert!(m.contains("signature"), "{m}"),
+        other => panic!("expected VersionMismatch, got {other:?}"),
+    }
+    // An unsupported version.
+    put(0, &0x59659DBDEF4C1108u64.to_le_bytes());
+    match LockFile::open(&lck_path, &dxb, false, 61, 0o644) {
+        Err(Error::VersionMismatch(m)) => assert!(m.contains("version 8"), "{m}"),
+        other => panic!("expected VersionMismatch, got {other:?}"),
+    }
+    put(0, &orig[..8]);
     let open = LockFile::open(&lck_path, &dxb, false, 61, 0o644).unwrap();
     assert!(!open.exclusive);
     drop(open);

@@ -3,11 +3,29 @@
 //! left behind is removed again.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use rdbx::{Durability, Env};
+use rdbx::{Durability, Env, EnvBuilder, LockFormat};
 
 /// Table handles the shell may hold at once.
 const MAX_DBS: u32 = 32_000;
+
+/// `--lock-format`: the lock-file layout to create when the shell is the
+/// first process to open a database (unset: rdbx's default).
+static LOCK_FORMAT: OnceLock<LockFormat> = OnceLock::new();
+
+/// Records `--lock-format` for every database the shell opens or creates.
+pub fn set_lock_format(f: LockFormat) {
+    let _ = LOCK_FORMAT.set(f);
+}
+
+pub fn builder() -> EnvBuilder {
+    let b = Env::builder();
+    match LOCK_FORMAT.get() {
+        Some(f) => b.lock_format(*f),
+        None => b,
+    }
+}
 
 /// An open database.
 pub struct Opened {
@@ -77,7 +95,7 @@ pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
     let no_sub_dir = path.is_file();
     let lck = lock_path(path, no_sub_dir);
     let lck_existed = lck.exists();
-    Env::builder()
+    builder()
         .read_only(read_only)
         .max_dbs(MAX_DBS)
         .no_sub_dir(no_sub_dir)
@@ -99,7 +117,7 @@ pub fn create(path: &Path) -> Result<Opened, String> {
         return open(path, false);
     }
     std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
-    Env::builder()
+    builder()
         .max_dbs(MAX_DBS)
         .durability(Durability::SyncDurable)
         .open(path)

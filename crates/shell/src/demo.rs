@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rdbx::{DbFlags, Env, PutFlags};
+use rdbx::{DbFlags, PutFlags};
 
 /// Creates the demo database in a new or empty directory. A path that
 /// already holds a database (a non-empty data file) is refused: the demo
@@ -24,7 +24,7 @@ pub fn create(path: &Path) -> Result<String, String> {
     if !path.exists() {
         std::fs::create_dir_all(path).map_err(|e| e.to_string())?;
     }
-    let env = Env::builder().max_dbs(16).open(path).map_err(|e| e.to_string())?;
+    let env = crate::db::builder().max_dbs(16).open(path).map_err(|e| e.to_string())?;
     let mut txn = env.begin_rw_txn().map_err(|e| e.to_string())?;
     let e = |e: rdbx::Error| e.to_string();
     let none = PutFlags::empty();

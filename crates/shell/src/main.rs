@@ -62,6 +62,13 @@ OPTIONS:
     -f, --format FMT     output format: table (default), json, raw, hex
     -k, --keep-going     in scripts, go on after a failed command
     -q, --quiet          leave out status lines (\"loaded N records\", ...)
+        --lock-format 6|7
+                         lock-file layout to create when no other process
+                         has the database open: 6 where its applications
+                         run libmdbx 0.13 (e.g. reth), 7 for libmdbx 0.14.2+;
+                         without it a lock file left behind keeps its
+                         version, else 7. A database in use is joined with
+                         the layout its users have
         --create-demo PATH
                          create a small demo database at PATH, a new or
                          empty directory (tables fruit, numbers [integerkey],
@@ -105,6 +112,7 @@ struct Cli {
     keep_going: bool,
     quiet: bool,
     demo: Option<PathBuf>,
+    lock_format: Option<rdbx::LockFormat>,
     help: bool,
     version: bool,
 }
@@ -147,6 +155,10 @@ fn parse_args(args: &[OsString]) -> Result<Cli, String> {
                     .ok_or_else(|| format!("unknown format '{v}' (use {})", Format::NAMES.join(", ")))?;
             }
             "--create-demo" => cli.demo = Some(PathBuf::from(value("a PATH")?)),
+            "--lock-format" => {
+                let v = text(value("6 or 7")?, "lock format")?;
+                cli.lock_format = Some(v.parse()?);
+            }
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option '{s}'")),
             _ => set_path(&mut cli, os)?,
         }
@@ -190,6 +202,9 @@ fn main() -> ExitCode {
     if cli.version {
         say(&format!("{PROG} {}\n", env!("CARGO_PKG_VERSION")));
         return ExitCode::SUCCESS;
+    }
+    if let Some(f) = cli.lock_format {
+        db::set_lock_format(f);
     }
     if let Some(path) = &cli.demo {
         return match demo::create(path) {
@@ -296,6 +311,9 @@ mod tests {
         assert!(parse(&["--format", "xml"]).unwrap_err().contains("unknown format"));
         assert_eq!(parse(&["--", "-odd"]).unwrap().path, Some(PathBuf::from("-odd")));
         assert!(parse(&["--create-demo", "x", "y"]).is_err());
+        assert_eq!(parse(&["--lock-format", "6", "db"]).unwrap().lock_format, Some(rdbx::LockFormat::V6));
+        assert_eq!(parse(&["--lock-format=v7"]).unwrap().lock_format, Some(rdbx::LockFormat::V7));
+        assert!(parse(&["--lock-format", "5"]).unwrap_err().contains("unknown lock format"));
         use std::os::unix::ffi::OsStringExt;
         let odd = OsString::from_vec(b"db\xff".to_vec());
         assert_eq!(parse_args(std::slice::from_ref(&odd)).unwrap().path, Some(PathBuf::from(odd.clone())));

@@ -863,3 +863,18 @@ fn random_input_never_panics_nor_corrupts() {
     let c = cmd(p(&d), "check");
     assert!(c.ok(), "{c:?}");
 }
+
+#[test]
+fn lock_format_option() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("new");
+    let path = path.to_str().unwrap();
+    let r = run(&["--lock-format", "6", "--create", path, "-f", "json", "-c", "info"], None);
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(json(&r)[0]["lock_format"], "v6 (libmdbx 0.13)", "{r:?}");
+    let r = run(&[path, "-f", "json", "-c", "info"], None);
+    assert_eq!(json(&r)[0]["lock_format"], "v7 (libmdbx 0.14.2+)", "{r:?}");
+    let r = run(&["--lock-format=8", path, "-c", "info"], None);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("unknown lock format"), "{r:?}");
+}

@@ -7,12 +7,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rdbx::{Durability, Env};
+use rdbx::{Durability, Env, EnvBuilder, LockFormat};
 use rdbx_dump::guard;
 
 pub const PROG: &str = "rdbx-tools";
 /// Table handles a tool may hold at once.
 pub const MAX_DBS: u32 = 32_000;
+
+/// `--lock-format`: the lock-file layout to create when the tool is the first
+/// process to open a database (unset: rdbx's default, see `LockFormat`).
+static LOCK_FORMAT: OnceLock<LockFormat> = OnceLock::new();
+
+/// Records `--lock-format` for every database the tool opens.
+pub fn set_lock_format(f: LockFormat) {
+    let _ = LOCK_FORMAT.set(f);
+}
+
+/// Parses a `--lock-format` value (6, 7, v6 or v7).
+pub fn parse_lock_format(s: &str) -> Result<LockFormat, String> {
+    s.parse()
+}
+
+/// An `EnvBuilder` with the tool-wide settings (`--lock-format`).
+pub fn builder() -> EnvBuilder {
+    let b = Env::builder();
+    match LOCK_FORMAT.get() {
+        Some(f) => b.lock_format(*f),
+        None => b,
+    }
+}
 
 /// Set by SIGINT/SIGTERM/SIGHUP.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -221,7 +244,7 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
 /// open is removed again.
 pub fn open_env(t: &Target, read_only: bool) -> Result<Env, ToolError> {
     let lck_existed = t.lck.exists();
-    let r = Env::builder()
+    let r = builder()
         .read_only(read_only)
         .max_dbs(MAX_DBS)
         .no_sub_dir(t.no_sub_dir)

@@ -570,7 +570,7 @@ fn open_for_load(
     geometry: Option<rdbx::Geometry>,
     nonblock: bool,
 ) -> Result<(Env, Durability), ToolError> {
-    let mut b = Env::builder().max_dbs(MAX_DBS).no_sub_dir(no_sub_dir).mode(0o664);
+    let mut b = common::builder().max_dbs(MAX_DBS).no_sub_dir(no_sub_dir).mode(0o664);
     if let Some(g) = geometry {
         b = b.geometry(g);
     }

@@ -43,6 +43,12 @@ database's data file only with copy -f.";
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Lock-file layout to create if no other process has the database open:
+    /// 6 where its applications run libmdbx 0.13 (e.g. reth), 7 for libmdbx
+    /// 0.14.2+. Without it a lock file left behind keeps its version, else 7.
+    /// A database in use is always joined with the layout its users have.
+    #[arg(long, global = true, value_name = "6|7", value_parser = common::parse_lock_format)]
+    lock_format: Option<rdbx::LockFormat>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -82,6 +88,9 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Some(f) = cli.lock_format {
+        common::set_lock_format(f);
+    }
     let code = match cli.cmd {
         Cmd::Chk(a) => chk::run(a),
         Cmd::Stat(a) => stat::run(a),

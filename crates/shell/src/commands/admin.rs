@@ -47,6 +47,7 @@ pub fn info(cx: &mut Ctx<'_, '_>) -> Result<Action> {
         ("pages_retired", Cell::Int(i.pages_retired)),
         ("readers_used", Cell::Int(i.readers_used as u64)),
         ("max_readers", Cell::Int(i.max_readers as u64)),
+        ("lock_format", env.lock_format().map_or(Cell::Absent, |f| Cell::text(f.to_string()))),
         ("meta_0", meta(0)),
         ("meta_1", meta(1)),
         ("meta_2", meta(2)),
