@@ -617,7 +617,9 @@ impl<'a> Walker<'a> {
             );
             return;
         }
-        if let Err(e) = p.check_tree_page(pgno, front) {
+        let header = p.check_tree_page(pgno, front);
+        let area = || if p.is_dupfix() { Ok(()) } else { node::check_node_area(p, pgno) };
+        if let Err(e) = header.and_then(|()| area()) {
             self.bad(
                 ctx,
                 pgno,

@@ -159,3 +159,38 @@ fn check_reports_what_reading_finds() {
     eprintln!("{cases} damaged copies, {read_failed} that reading rejects, {} that check missed", missed.len());
     assert!(missed.is_empty(), "check reported no problem where reading fails:\n{}", missed.join("\n"));
 }
+
+/// A damaged `upper` that leaves a gap in a page's node area does not stop
+/// reads (every node still lies inside the area), but libmdbx's check reports
+/// it ("invalid page upper"), and so must ours.
+#[test]
+fn a_gap_in_the_node_area_is_reported() {
+    let base = tempfile::tempdir().expect("tempdir");
+    build(base.path());
+    let good = std::fs::read(base.path().join("mdbx.dat")).expect("read");
+    let ps = 4096;
+    let work = tempfile::tempdir().expect("tempdir");
+    let path = work.path().join("mdbx.dat");
+    let mut tried = 0;
+    for pgno in 3..good.len() / ps {
+        let page = &good[pgno * ps..(pgno + 1) * ps];
+        let flags = u16::from_le_bytes([page[10], page[11]]);
+        let (lower, upper) = (u16::from_le_bytes([page[12], page[13]]), u16::from_le_bytes([page[14], page[15]]));
+        if !(flags == 0x01 || flags == 0x02) || upper < lower + 2 {
+            continue;
+        }
+        let mut bad = good.clone();
+        bad[pgno * ps + 14..pgno * ps + 16].copy_from_slice(&(upper - 2).to_le_bytes());
+        std::fs::write(&path, &bad).expect("write");
+        let _ = std::fs::remove_file(work.path().join("mdbx.lck"));
+        assert!(read_all(work.path()).is_ok(), "page {pgno}: reading noticed the gap");
+        let env = Env::builder().max_dbs(8).read_only(true).open(work.path()).expect("open");
+        let report = env.check(&Default::default(), &mut |_| {}).expect("check");
+        assert!(report.problem_count() > 0, "page {pgno}: upper {upper} -> {} not reported", upper - 2);
+        tried += 1;
+        if tried == 10 {
+            break;
+        }
+    }
+    assert!(tried > 0);
+}

@@ -209,6 +209,47 @@ pub fn dupfix_remove(buf: &mut [u8], i: usize) {
     put_u16(buf, 14, (upper + k - 2) as u16);
 }
 
+/// The integrity check's view of a branch or leaf page's node area: every
+/// node lies in `[upper, end)`, no two nodes overlap, and together they fill
+/// the area exactly (libmdbx and rdbx keep it contiguous, so a gap or an
+/// overlap means a damaged `upper` or node). Linear in the entries (one
+/// sort of their offsets); called by the checker, not on read paths.
+pub fn check_node_area(page: Page<'_>, pgno: u32) -> Result<()> {
+    let buf = page.buf;
+    let n = page.num_entries();
+    let start = PAGEHDRSZ + page.upper();
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(n);
+    for i in 0..n {
+        let off = PAGEHDRSZ + page.entry(i);
+        if off < start || off + NODESIZE > buf.len() {
+            return Err(Error::corrupted(pgno, "node offset outside the node area"));
+        }
+        let end = off + stored_size(buf, i);
+        if end > buf.len() {
+            return Err(Error::corrupted(pgno, "node overruns the page"));
+        }
+        spans.push((off, end));
+    }
+    spans.sort_unstable();
+    let mut at = start;
+    for (off, end) in spans {
+        if off < at {
+            return Err(Error::corrupted(pgno, "nodes overlap"));
+        }
+        if off > at {
+            return Err(Error::corrupted(
+                pgno,
+                "unused bytes inside the node area (page upper does not match the nodes)",
+            ));
+        }
+        at = end;
+    }
+    if at != buf.len() {
+        return Err(Error::corrupted(pgno, "unused bytes inside the node area (page upper does not match the nodes)"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +273,17 @@ mod tests {
         assert_eq!(node(p, 0, 5).unwrap().data, b"vva");
         assert_eq!(node(p, 1, 5).unwrap().key, b"c");
         assert_eq!(p.upper(), 256 - 20 - 12 - 10);
+        check_node_area(p, 5).unwrap();
+        // A damaged upper: a gap, or nodes outside the area.
+        for upper in [p.upper() - 2, p.upper() + 2] {
+            let mut bad = buf.clone();
+            put_u16(&mut bad, 14, upper as u16);
+            assert!(check_node_area(Page { buf: &bad }, 5).is_err(), "upper {upper}");
+        }
+        // Two entries naming one node: an overlap.
+        let mut bad = buf.clone();
+        let e0 = u16_at(&bad, PAGEHDRSZ);
+        put_u16(&mut bad, PAGEHDRSZ + 2, e0);
+        assert!(check_node_area(Page { buf: &bad }, 5).is_err());
     }
 }
