@@ -487,7 +487,7 @@ fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     if !txn.loose.is_empty() || !txn.retired.is_empty() || !txn.reclaimed.is_empty() {
         return Err(Error::Problem("GC changed while its records were filled".into()));
     }
-    txn.retired_count += n as u64;
+    txn.retired_count = txn.retired_count.saturating_add(n as u64);
     Ok(last_key)
 }
 
@@ -640,7 +640,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
     meta.main = main;
     meta.canary = txn.canary;
-    meta.pages_retired = txn.base.pages_retired + txn.retired_count;
+    // A statistics counter that a damaged (or very old) meta may carry near
+    // its limit: it wraps, exactly as libmdbx's unsigned arithmetic does, so
+    // both write the same meta (and a debug build does not panic).
+    meta.pages_retired = txn.base.pages_retired.wrapping_add(txn.retired_count);
     meta.bootid = crate::bootid::boot_id();
     meta.txnid_a = meta_txnid;
     meta.txnid_b = meta_txnid;
