@@ -139,7 +139,6 @@ impl<'t> Src<'t> {
 }
 
 /// A rule violation.
-#[allow(dead_code)] // details for the integrity check's messages
 #[derive(Debug, Clone)]
 pub(crate) struct Fault<'t> {
     /// The page concerned (for a bad reference: the page holding it, or the
@@ -155,7 +154,6 @@ pub(crate) struct Fault<'t> {
 }
 
 /// The rule that was violated.
-#[allow(dead_code)] // details for the integrity check's messages
 #[derive(Debug, Clone)]
 pub(crate) enum What<'t> {
     /// A tree root (from a descriptor) is not a usable page number.
@@ -179,20 +177,27 @@ pub(crate) enum What<'t> {
     TreeHeight { height: u16 },
     /// An empty descriptor with non-zero counters.
     EmptyCounters { height: u16, items: u64 },
-    /// Entry `i` of the page is unreadable (key or node overruns, bad branch node).
+    /// The key of entry `i` is unreadable (checked before [`Visitor::page`]).
     Entry { i: usize, why: &'static str },
+    /// The child reference of branch node `i` is unreadable.
+    Child { i: usize, why: &'static str },
+    /// Leaf node `i` is unreadable (its value overruns the page).
+    Node { i: usize, why: &'static str },
     /// Node `i` has flags that are illegal in this kind of tree.
     NodeFlags { i: usize, flags: u8, kind: Kind, dupsort: bool },
     /// A table record or nested-tree descriptor of the wrong size.
     RecordSize { i: usize, key: &'t [u8], len: usize, nested: bool },
     /// A bad sub-page.
-    SubPage { i: usize, why: &'static str, flags: u16, want: u16 },
+    SubPage { i: usize, why: &'static str },
+    /// A sub-page whose type does not match the table.
+    SubPageType { i: usize, flags: u16, want: u16 },
     /// An empty nested tree under `key`.
     NestedEmpty { i: usize, key: &'t [u8] },
     /// A nested tree inside a nested tree.
     NestedTooDeep { i: usize },
-    /// A bad large chunk for the value of node `i` of leaf `leaf`; `page` is its head.
-    Large { leaf: u32, i: usize, why: LargeWhy },
+    /// A bad large chunk at `head` for the value of node `i` of leaf `leaf`;
+    /// `page` is the head (the leaf when the head is not a usable page number).
+    Large { leaf: u32, head: u32, i: usize, why: LargeWhy },
 }
 
 /// What is wrong with a large chunk.
@@ -233,11 +238,12 @@ impl Fault<'_> {
             What::Height { .. } => "leaf at a depth that differs from the tree height",
             What::TreeHeight { .. } => "tree height is invalid",
             What::EmptyCounters { .. } => "empty tree with non-zero height or items",
-            What::Entry { why, .. } => why,
+            What::Entry { why, .. } | What::Child { why, .. } | What::Node { why, .. } => why,
             What::NodeFlags { .. } => "node flags are illegal in this kind of table",
             What::RecordSize { nested: true, .. } => "nested tree descriptor has a bad size",
             What::RecordSize { .. } => "table record has a bad size",
             What::SubPage { why, .. } => why,
+            What::SubPageType { .. } => "sub-page type does not match the table",
             What::NestedEmpty { .. } => "empty nested tree",
             What::NestedTooDeep { .. } => "nested tree inside a nested tree",
             What::Large { why, .. } => match why {
@@ -259,7 +265,6 @@ impl Fault<'_> {
 }
 
 /// A branch or leaf page that passed the header checks.
-#[allow(dead_code)] // parent and depth: for the integrity check's messages
 pub(crate) struct PageEv<'t> {
     pub pgno: u32,
     pub page: Page<'t>,
@@ -405,7 +410,6 @@ impl<'t> Walk<'t> {
     }
 
     /// Whether `pgno` was visited.
-    #[allow(dead_code)]
     pub(crate) fn seen(&self, pgno: u32) -> bool {
         self.seen.has(pgno)
     }
@@ -518,7 +522,7 @@ impl<'t> Walk<'t> {
                             let child = match child_at(p, i, pgno) {
                                 Ok(c) => c,
                                 Err(e) => {
-                                    v.fault(f(pgno, What::Entry { i, why: reason(&e) }))?;
+                                    v.fault(f(pgno, What::Child { i, why: reason(&e) }))?;
                                     continue;
                                 }
                             };
@@ -553,7 +557,7 @@ impl<'t> Walk<'t> {
                     let nd = match node::node(page, i, pgno) {
                         Ok(nd) => nd,
                         Err(e) => {
-                            v.fault(f(What::Entry { i, why: reason(&e) }))?;
+                            v.fault(f(What::Node { i, why: reason(&e) }))?;
                             continue;
                         }
                     };
@@ -583,12 +587,11 @@ impl<'t> Walk<'t> {
                             let sp = Page { buf: nd.data };
                             let want = if dupfixed { 0x62 } else { 0x42 };
                             if let Err(e) = check_subpage(sp, pgno) {
-                                v.fault(f(What::SubPage { i, why: reason(&e), flags: 0, want }))?;
+                                v.fault(f(What::SubPage { i, why: reason(&e) }))?;
                                 continue;
                             }
                             if sp.flags() & !0x10 != want {
-                                let why = "sub-page type does not match the table";
-                                v.fault(f(What::SubPage { i, why, flags: sp.flags(), want }))?;
+                                v.fault(f(What::SubPageType { i, flags: sp.flags(), want }))?;
                                 continue;
                             }
                             lv.counts.items += sp.num_entries() as u64;
@@ -651,7 +654,7 @@ impl<'t> Walk<'t> {
             parent: Some(ev.leaf),
             depth: 0,
             nested: ev.nested,
-            what: What::Large { leaf: ev.leaf, i: ev.i, why },
+            what: What::Large { leaf: ev.leaf, head, i: ev.i, why },
         };
         let hp = match self.src.get(head, 1) {
             Ok(b) => Page { buf: b },
