@@ -667,24 +667,14 @@ impl<'a> Walker<'a> {
             }
             RefWhy::BeyondFile => format!("{what} page #{pg} is beyond the end of the data file{from}"),
         };
-        match &f.what {
-            What::PgnoMismatch { .. }
-            | What::PageType { .. }
-            | What::Txnid { .. }
-            | What::Header { .. }
-            | What::Height { .. }
-            | What::Entry { .. } => {
-                // The walk reached the page and charges it to this tree.
-                self.claim(ctx.tid, pgno, 1);
-            }
-            _ => {}
-        }
         match f.what {
             What::BadRoot { why } => bad_ref("tree", pgno, why),
             What::BadChild { child, why: RefWhy::BeyondFile, .. } => {
                 format!("tree page #{child} is beyond the end of the data file (referenced from page #{pgno})")
             }
-            What::BadChild { i, child, .. } => format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}"),
+            What::BadChild { i, child, .. } => {
+                format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}")
+            }
             What::Revisit { branch } => {
                 let kind = if branch { "branch" } else { "leaf" };
                 match self.owner.get(pgno as usize).copied().filter(|&o| self.track && o != OWNER_NONE) {
@@ -693,10 +683,14 @@ impl<'a> Walker<'a> {
                         let by = self.owner_name(o);
                         format!("page #{pgno}: {what} ({kind}-page: by {by}, deep {}, {parent_s})", f.depth)
                     }
-                    None => format!("page #{pgno}: already used ({kind}-page: reached again, deep {}, {parent_s})", f.depth),
+                    None => {
+                        format!("page #{pgno}: already used ({kind}-page: reached again, deep {}, {parent_s})", f.depth)
+                    }
                 }
             }
-            What::PgnoMismatch { found } => format!("page #{pgno}: pgno mismatch ({found} != expected {pgno}), {parent_s}"),
+            What::PgnoMismatch { found } => {
+                format!("page #{pgno}: pgno mismatch ({found} != expected {pgno}), {parent_s}")
+            }
             What::PageType { flags, want_leaf } => {
                 let ty = match flags {
                     0x01 => "branch",
@@ -758,22 +752,28 @@ impl<'a> Walker<'a> {
             What::Large { leaf, head, i, why } => match why {
                 LargeWhy::Ref(why) => bad_ref("large", head, why),
                 LargeWhy::NotLarge { flags } => {
-                    self.claim(ctx.tid, head, 1);
                     format!("page #{head}: unexpected page type (flags {flags:#x}) instead of large/overflow, value of node[{i}] in leaf #{leaf}")
                 }
                 LargeWhy::Count { pages, limit } => {
-                    self.claim(ctx.tid, head, 1);
                     if pages == 0 || head as u64 + pages as u64 > limit as u64 {
                         format!("page #{head}: large chunk of {pages} pages runs beyond the allocated pages ({limit}), leaf #{leaf}")
                     } else {
                         format!("page #{head}: large chunk of {pages} pages runs beyond the end of the data file, leaf #{leaf}")
                     }
                 }
-                LargeWhy::Overlap { at, pages } => {
-                    // The walk marked none of them: the free ones are this table's.
-                    let clash = self.claim(ctx.tid, head, pages);
+                LargeWhy::Overlap { at, pages, used } => {
+                    // The pages visited before are in the ownership table
+                    // (the walk visits the others after this fault).
+                    let clash: Vec<(u32, u16)> = if self.track {
+                        (at..head + pages)
+                            .filter_map(|p| self.owner.get(p as usize).map(|&o| (p, o)))
+                            .filter(|&(_, o)| o != OWNER_NONE)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
                     if clash.is_empty() {
-                        format!("page #{head}: large chunk of {pages} pages (value of node[{i}] in leaf #{leaf}) overlaps pages already used, from page #{at}")
+                        format!("page #{head}: large chunk of {pages} pages (value of node[{i}] in leaf #{leaf}) overlaps {used} page(s) already used, the first #{at}")
                     } else {
                         self.overlap_message(head, pages, i, leaf, &clash)
                     }
@@ -784,9 +784,9 @@ impl<'a> Walker<'a> {
                 LargeWhy::Txnid { txnid, leaf_txnid } => {
                     format!("page #{head}: invalid large-page txnid ({txnid}) for leaf txnid ({leaf_txnid})")
                 }
-                LargeWhy::Short { pages, dsize, need } => format!(
-                    "page #{head}: large chunk of {pages} pages is too short for a value of {dsize} bytes ({need} pages)"
-                ),
+                LargeWhy::Short { pages, dsize, need } => {
+                    format!("page #{head}: large chunk of {pages} pages is too short for a value of {dsize} bytes ({need} pages)")
+                }
             },
         }
     }
@@ -806,22 +806,17 @@ impl<'a> Walker<'a> {
 }
 
 impl<'a> Visitor<'a> for Walker<'a> {
+    fn visit(&mut self, pgno: u32, n: u32) -> Result<()> {
+        // The walk visits a page once across all trees: the ownership table
+        // mirrors what it visited (a clash is a fault of the walk).
+        let tid = self.ctx().tid;
+        self.claim(tid, pgno, n);
+        self.go_on()
+    }
+
     fn page(&mut self, _w: &mut Walk<'a>, ev: &PageEv<'a>) -> Result<()> {
         let ctx = self.ctx();
-        let pgno = ev.pgno;
         let parent_s = ev.parent.map_or("root".to_string(), |p| format!("parent #{p}"));
-        // The walk visits a page once; a clash here is with pages this check
-        // charged to a damaged large chunk.
-        let clash = self.claim(ctx.tid, pgno, 1);
-        if let Some(&(_, o)) = clash.first() {
-            let by = self.owner_name(o);
-            let kind = if ev.page.is_branch() { "branch" } else { "leaf" };
-            self.bad(
-                &ctx,
-                pgno,
-                format!("page #{pgno}: already used ({kind}-page: by {by}, deep {}, {parent_s})", ev.depth),
-            );
-        }
         self.page_keys(&ctx, ev, &parent_s);
         self.go_on()
     }
@@ -904,15 +899,10 @@ impl<'a> Visitor<'a> for Walker<'a> {
 
     fn large(&mut self, ev: &NodeEv<'a>, head: u32, pages: u32, value: &'a [u8]) -> Result<()> {
         let ctx = self.ctx();
-        let (leaf, i) = (ev.leaf, ev.i);
-        let clash = self.claim(ctx.tid, head, pages);
-        if !clash.is_empty() {
-            let m = self.overlap_message(head, pages, i, leaf, &clash);
-            self.bad(&ctx, head, m);
-        }
+        let leaf = ev.leaf;
         let dsize = value.len();
         let need = self.limits.large_pages(dsize) as u64;
-        if ctx.kind != Kind::Gc && pages as u64 > need + 1 && clash.is_empty() {
+        if ctx.kind != Kind::Gc && pages as u64 > need + 1 {
             self.report(
                 Severity::Minor,
                 Area::Tree,
@@ -923,7 +913,7 @@ impl<'a> Visitor<'a> for Walker<'a> {
                 ),
             );
         }
-        if ctx.kind == Kind::Gc && clash.is_empty() {
+        if ctx.kind == Kind::Gc {
             if let Some(r) = self.gc_records.last_mut().filter(|r| r.2 == leaf) {
                 r.1 = value;
             }

@@ -29,7 +29,9 @@
 //! `Corrupted` error naming the page), returning `Ok` skips what the fault
 //! concerns (the page, node or chunk) and goes on — the integrity check
 //! reports and continues. Key order and counters are the visitors' business:
-//! the walk hands them the separator bounds and what it counted.
+//! the walk hands them the separator bounds and what it counted, and
+//! [`Visitor::visit`] names every page when it is first visited (the
+//! integrity check's page ownership mirrors exactly what the walk visited).
 
 use std::collections::HashSet;
 
@@ -200,7 +202,10 @@ pub(crate) enum What<'t> {
     Large { leaf: u32, head: u32, i: usize, why: LargeWhy },
 }
 
-/// What is wrong with a large chunk.
+/// What is wrong with a large chunk. Apart from `Ref`, the pages of the chunk
+/// not visited yet are visited after the fault (only the head when the page
+/// count is unusable), so that a later reference to one of them is a
+/// revisit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LargeWhy {
     /// The head page number is unusable.
@@ -215,8 +220,8 @@ pub(crate) enum LargeWhy {
     Short { pages: u32, dsize: usize, need: u64 },
     /// Newer than its leaf.
     Txnid { txnid: u64, leaf_txnid: u64 },
-    /// One of its pages (`at`) was already visited.
-    Overlap { at: u32, pages: u32 },
+    /// `used` of its pages were already visited, the first at `at`.
+    Overlap { at: u32, pages: u32, used: u32 },
 }
 
 impl Fault<'_> {
@@ -268,8 +273,8 @@ impl Fault<'_> {
 pub(crate) struct PageEv<'t> {
     pub pgno: u32,
     pub page: Page<'t>,
+    /// The page that referred to it (None: a root from a meta).
     pub parent: Option<u32>,
-    pub depth: usize,
     /// Inside a nested tree.
     pub nested: bool,
     /// Keys of the page must be `>= lo` and `< hi` (separators of the parents).
@@ -290,6 +295,12 @@ pub(crate) struct NodeEv<'t> {
 /// Receives the events of a walk (all methods have do-nothing defaults; the
 /// default [`Visitor::fault`] stops at the first fault).
 pub(crate) trait Visitor<'t> {
+    /// Pages `pgno..pgno + n` are visited, each once across the [`Walk`]: a
+    /// tree page (before its checks and faults, after the reference checks)
+    /// or pages of a large chunk. `Err` stops the walk.
+    fn visit(&mut self, _pgno: u32, _n: u32) -> Result<()> {
+        Ok(())
+    }
     /// A page passed its checks; its keys are readable. `Err` stops the walk.
     fn page(&mut self, _w: &mut Walk<'t>, _ev: &PageEv<'t>) -> Result<()> {
         Ok(())
@@ -478,6 +489,7 @@ impl<'t> Walk<'t> {
                         continue;
                     }
                     self.visited += 1;
+                    v.visit(pgno, 1)?;
                     if p.pgno() != pgno {
                         v.fault(f(pgno, What::PgnoMismatch { found: p.pgno() }))?;
                         continue;
@@ -514,7 +526,7 @@ impl<'t> Walk<'t> {
                         v.fault(f(pgno, What::Entry { i, why }))?;
                         continue;
                     }
-                    let ev = PageEv { pgno, page: p, parent, depth, nested, lo, hi };
+                    let ev = PageEv { pgno, page: p, parent, nested, lo, hi };
                     v.page(self, &ev)?;
                     if is_branch {
                         // Children in reverse so that the first is walked first.
@@ -578,8 +590,9 @@ impl<'t> Walk<'t> {
                         0 | N_TREE => lv.counts.items += 1,
                         N_BIG => {
                             lv.counts.items += 1;
-                            if let Some((pages, value)) = self.large(&ev, v)? {
-                                lv.counts.large += pages as u64;
+                            let (pages, value) = self.large(&ev, v)?;
+                            levels.last_mut().expect("a level").counts.large += pages as u64;
+                            if let Some(value) = value {
                                 v.large(&ev, nd.big_pgno(), pages, value)?;
                             }
                         }
@@ -644,8 +657,9 @@ impl<'t> Walk<'t> {
         Ok(levels.pop().expect("the top level").counts)
     }
 
-    /// Checks and marks the large chunk of `ev`; its page count and value.
-    fn large<V: Visitor<'t> + ?Sized>(&mut self, ev: &NodeEv<'t>, v: &mut V) -> Result<Option<(u32, &'t [u8])>> {
+    /// Checks and marks the large chunk of `ev`: the pages it visited and
+    /// (when the chunk is valid) the value.
+    fn large<V: Visitor<'t> + ?Sized>(&mut self, ev: &NodeEv<'t>, v: &mut V) -> Result<(u32, Option<&'t [u8]>)> {
         let head = ev.node.big_pgno();
         let dsize = ev.node.dsize as usize;
         let ps = self.src.ps();
@@ -660,12 +674,12 @@ impl<'t> Walk<'t> {
             Ok(b) => Page { buf: b },
             Err(why) => {
                 v.fault(Fault { page: ev.leaf, ..f(LargeWhy::Ref(why)) })?;
-                return Ok(None);
+                return Ok((0, None));
             }
         };
         if hp.flags() != pflags::LARGE {
             v.fault(f(LargeWhy::NotLarge { flags: hp.flags() }))?;
-            return Ok(None);
+            return Ok((self.take(head, 1, v)?, None));
         }
         let pages = hp.large_count();
         let limit = self.src.limit();
@@ -673,31 +687,53 @@ impl<'t> Walk<'t> {
             Ok(c) if pages > 0 => c,
             _ => {
                 v.fault(f(LargeWhy::Count { pages, limit }))?;
-                return Ok(None);
+                return Ok((self.take(head, 1, v)?, None));
             }
         };
+        let mut ok = true;
         if let Some(at) = (head..head + pages).find(|&p| self.seen.has(p)) {
-            v.fault(f(LargeWhy::Overlap { at, pages }))?;
-            return Ok(None);
+            let used = (at..head + pages).filter(|&p| self.seen.has(p)).count() as u32;
+            v.fault(f(LargeWhy::Overlap { at, pages, used }))?;
+            ok = false;
         }
-        for p in head..head + pages {
-            self.seen.mark(p);
-        }
-        self.visited += pages as u64;
+        let n = self.take(head, pages, v)?;
         if hp.pgno() != head {
             v.fault(f(LargeWhy::PgnoMismatch { found: hp.pgno() }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
         if hp.txnid() > ev.leaf_txnid {
             v.fault(f(LargeWhy::Txnid { txnid: hp.txnid(), leaf_txnid: ev.leaf_txnid }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
         let need = (PAGEHDRSZ + dsize).div_ceil(ps) as u64;
         if (pages as u64) < need || chunk.len() < PAGEHDRSZ + dsize {
             v.fault(f(LargeWhy::Short { pages, dsize, need }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
-        Ok(Some((pages, &chunk[PAGEHDRSZ..PAGEHDRSZ + dsize])))
+        Ok((n, ok.then(|| &chunk[PAGEHDRSZ..PAGEHDRSZ + dsize])))
+    }
+
+    /// Visits the pages of `first..first + n` not visited yet (in runs);
+    /// returns how many.
+    fn take<V: Visitor<'t> + ?Sized>(&mut self, first: u32, n: u32, v: &mut V) -> Result<u32> {
+        let mut count = 0;
+        let mut run: Option<(u32, u32)> = None;
+        for p in first..first + n {
+            if self.seen.mark(p) {
+                count += 1;
+                run = match run {
+                    Some((s, len)) => Some((s, len + 1)),
+                    None => Some((p, 1)),
+                };
+            } else if let Some((s, len)) = run.take() {
+                v.visit(s, len)?;
+            }
+        }
+        if let Some((s, len)) = run {
+            v.visit(s, len)?;
+        }
+        self.visited += count as u64;
+        Ok(count)
     }
 }
 
