@@ -18,23 +18,31 @@
 //!    one tree or listed once in the GC; leaked pages are listed;
 //! 5. optionally **turn**: make the checked (older) meta the head.
 //!
-//! The walk never trusts the file: every offset is bounds-checked and a bad
-//! page is reported and not descended into, so any input yields a report.
+//! The trees are walked with the engine's one validating walk
+//! (`btree::walk`, also used by `verify_table`, the compacting copy and the
+//! page collection of drop/clear), so they all apply the same structural
+//! rules. The check is its visitor: each fault of the walk is reported and the
+//! faulty page, node or chunk skipped (the walk goes on); key order, sizes,
+//! counters, page ownership and the GC records are the visitor's own rules.
+//! The walk never trusts the file: every offset is bounds-checked, a bad page
+//! is reported and not descended into, and a page is visited at most once
+//! (also with `skip_space`), so any input yields a report at the cost of one
+//! visit per page.
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use crate::btree::walk::{legal_node, Kind};
-use crate::btree::{check_subpage, key_at, Cmp, MAX_DEPTH};
+use crate::btree::walk::{Counts, Fault, Kind, LargeWhy, NodeEv, PageEv, RefWhy, Spec, Src, Visitor, Walk, What};
+use crate::btree::{key_at, Cmp};
 use crate::env::Env;
 use crate::error::{Error, Reason, Result};
 use crate::flags::DbFlags;
 use crate::format::limits::Limits;
 use crate::format::meta::{pv2pages, troika, Meta, META_LEN, META_OFF, SIGN_STEADY};
 use crate::format::node::{self, N_BIG, N_DUP, N_TREE};
-use crate::format::page::{flags as pflags, Page};
+use crate::format::page::Page;
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{u32_at, u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, PAGEHDRSZ, P_INVALID};
+use crate::format::{u32_at, u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, P_INVALID};
 use crate::os::file;
 
 /// What to check and how.
@@ -49,7 +57,9 @@ pub struct CheckOptions {
     /// Turn even when problems were found (`mdbx_chk -T`).
     pub force_turn: bool,
     /// Skip the page-ownership accounting (`mdbx_chk -d`): trees are still
-    /// walked, but lost or doubly used pages are not detected.
+    /// walked (each page once: a page reached twice, or used by a tree and
+    /// listed in the GC, is still reported), but lost pages are not detected
+    /// and the owner of a doubly used page is not named.
     pub skip_space: bool,
     /// Do not report key-order violations (`mdbx_chk -i`, for databases
     /// written with custom comparators).
@@ -318,20 +328,26 @@ struct Ctx {
     flags: DbFlags,
     cmp: Cmp,
     dup_cmp: Option<Cmp>,
-    height: usize,
 }
 
-#[derive(Default, Clone, Copy)]
-struct Walked {
-    branch: u64,
-    leaf: u64,
-    large: u64,
-    items: u64,
+/// State of one tree being walked: the table's tree, or a nested tree inside
+/// it (pushed on `enter`, popped on `leave`).
+struct Level<'a> {
+    ctx: Ctx,
+    /// Last key of the previous leaf of this tree.
+    last_key: Option<&'a [u8]>,
+    /// INTEGERKEY width seen in this tree.
+    key_width: Option<usize>,
+    /// Bytes of the values of a nested tree (the sum of its key lengths).
+    vbytes: u64,
 }
 
+/// The checker's visitor of the shared walk (`btree::walk`): the walk applies
+/// the structural rules and hands each fault here to be reported (the faulty
+/// page, node or chunk is skipped and the walk goes on); the checker adds key
+/// order, key and value sizes, counters, page ownership and the records it
+/// collects (GC records, named tables).
 struct Walker<'a> {
-    file: &'a [u8],
-    ps: usize,
     limit: u32,
     limits: Limits,
     track: bool,
@@ -347,10 +363,9 @@ struct Walker<'a> {
     gc_records: Vec<(&'a [u8], &'a [u8], u32)>,
     /// Named tables found in the main tree: (name, descriptor, host leaf txnid, host pgno).
     found_tables: Vec<(&'a [u8], Tree, u64, u32)>,
-    /// Last key of the previous leaf in the current tree walk.
-    last_key: Option<&'a [u8]>,
-    /// INTEGERKEY / DUPFIXED widths seen in the current tree.
-    key_width: Option<usize>,
+    /// The tree being walked and the nested tree inside it, if any.
+    levels: Vec<Level<'a>>,
+    /// DUPFIXED width seen in the current table.
     val_width: Option<usize>,
     progress: &'a mut dyn FnMut(CheckProgress),
     tick: u64,
@@ -436,15 +451,6 @@ impl<'a> Walker<'a> {
         self.report(Severity::Major, Area::Tree, Some(ctx.tid), Some(page), message);
     }
 
-    /// The bytes of page `pgno` if it lies inside the allocated pages and the file.
-    fn page(&self, pgno: u32) -> Option<&'a [u8]> {
-        if pgno < NUM_METAS || pgno >= self.limit {
-            return None;
-        }
-        let off = pgno as usize * self.ps;
-        self.file.get(off..off + self.ps)
-    }
-
     fn tick(&mut self) {
         self.tick += 1;
         if self.tick.is_multiple_of(64)
@@ -487,286 +493,42 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Checks a page reference before loading: in range and inside the file.
-    fn check_ref(&mut self, ctx: &Ctx, pgno: u32, what: &str, parent: Option<u32>) -> Option<&'a [u8]> {
-        let from = match parent {
-            Some(p) => format!(" (referenced from page #{p})"),
-            None => " (root)".to_string(),
-        };
-        if pgno < NUM_METAS {
-            self.bad(ctx, pgno, format!("{what} page #{pgno} is a meta page{from}"));
-            return None;
-        }
-        if pgno >= self.limit {
-            self.bad(
-                ctx,
-                pgno,
-                format!("{what} page #{pgno} is beyond the allocated pages (first unallocated {}){from}", self.limit),
-            );
-            return None;
-        }
-        match self.page(pgno) {
-            Some(p) => Some(p),
-            None => {
-                self.bad(ctx, pgno, format!("{what} page #{pgno} is beyond the end of the data file{from}"));
-                None
-            }
-        }
+    /// The tree being walked.
+    fn ctx(&self) -> Ctx {
+        self.levels.last().expect("a tree is being walked").ctx
     }
 
-    /// Walks one tree; returns what was walked.
-    fn walk_tree(&mut self, ctx: Ctx, tree: &Tree, front: u64, parent: Option<u32>) -> Walked {
-        let mut w = Walked::default();
-        self.last_key = None;
-        if tree.root == P_INVALID {
-            if tree.height != 0
-                || tree.items != 0
-                || tree.branch_pages != 0
-                || tree.leaf_pages != 0
-                || tree.large_pages != 0
-            {
-                self.bad(
-                    &ctx,
-                    P_INVALID,
-                    format!("empty tree has non-zero counters (height {}, items {})", tree.height, tree.items),
-                );
-            }
-            return w;
-        }
-        if tree.height == 0 || tree.height as usize > MAX_DEPTH {
-            self.bad(&ctx, tree.root, format!("tree height {} is invalid for a non-empty tree", tree.height));
-            return w;
-        }
-        self.walk_page(&ctx, tree.root, parent, front, 1, None, None, &mut w);
-        w
+    fn level(&mut self) -> &mut Level<'a> {
+        self.levels.last_mut().expect("a tree is being walked")
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn walk_page(
-        &mut self,
-        ctx: &Ctx,
-        pgno: u32,
-        parent: Option<u32>,
-        front: u64,
-        depth: usize,
-        lo: Option<&'a [u8]>,
-        hi: Option<&'a [u8]>,
-        w: &mut Walked,
-    ) {
-        // Interrupted: unwind at once (the check returns `Interrupted`).
+    /// `Err` (stopping the walk) once the interrupt flag was seen.
+    fn go_on(&self) -> Result<()> {
         if self.stopped {
-            return;
-        }
-        let Some(buf) = self.check_ref(ctx, pgno, "tree", parent) else {
-            return;
-        };
-        let p = Page { buf };
-        let flags = p.flags();
-        let is_branch = flags == pflags::BRANCH;
-        let want_leaf =
-            if ctx.kind == Kind::Nested && ctx.flags.contains(DbFlags::DUP_FIXED) { 0x22 } else { pflags::LEAF };
-        let parent_s = parent.map_or("root".to_string(), |p| format!("parent #{p}"));
-        // Ownership first: a page reached twice is not walked again (cycles).
-        let clash = self.claim(ctx.tid, pgno, 1);
-        if let Some(&(_, o)) = clash.first() {
-            let by = self.owner_name(o);
-            let what = if is_branch && o as usize == ctx.tid + 1 { "loop" } else { "already used" };
-            self.bad(
-                ctx,
-                pgno,
-                format!(
-                    "page #{pgno}: {what} ({}-page: by {by}, deep {depth}, {parent_s})",
-                    if is_branch { "branch" } else { "leaf" }
-                ),
-            );
-            return;
-        }
-        if p.pgno() != pgno {
-            self.bad(ctx, pgno, format!("page #{pgno}: pgno mismatch ({} != expected {pgno}), {parent_s}", p.pgno()));
-            return;
-        }
-        if flags != pflags::BRANCH && flags != want_leaf {
-            let ty = match flags {
-                0x01 => "branch",
-                0x02 => "leaf",
-                0x22 => "dupfix-leaf",
-                0x04 => "large",
-                0x08 => "meta",
-                _ => "unknown",
-            };
-            self.bad(
-                ctx,
-                pgno,
-                format!(
-                    "page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})",
-                    if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }
-                ),
-            );
-            return;
-        }
-        if is_branch {
-            w.branch += 1;
+            Err(Error::Io(std::io::Error::new(std::io::ErrorKind::Interrupted, "the check was interrupted")))
         } else {
-            w.leaf += 1;
+            Ok(())
         }
-        if p.txnid() > front {
-            self.bad(
-                ctx,
-                pgno,
-                format!("page #{pgno}: invalid page txnid ({}) for parent-page txnid ({front}), {parent_s}", p.txnid()),
-            );
-            return;
+    }
+
+    /// Walks one tree (and its nested trees) with the shared walk; returns what
+    /// the walk counted.
+    fn walk_tree(&mut self, walk: &mut Walk<'a>, ctx: Ctx, tree: &Tree, front: u64, host: Option<u32>) -> Counts {
+        if self.stopped {
+            return Counts::default();
         }
-        let header = p.check_tree_page(pgno, front);
-        let area = || if p.is_dupfix() { Ok(()) } else { node::check_node_area(p, pgno) };
-        if let Err(e) = header.and_then(|()| area()) {
-            self.bad(
-                ctx,
-                pgno,
-                format!(
-                    "page #{pgno}: invalid/corrupted: {} (lower {}, upper {}), {parent_s}",
-                    reason(&e),
-                    p.lower(),
-                    p.upper()
-                ),
-            );
-            return;
-        }
-        let is_leaf = !is_branch;
-        if is_leaf != (depth == ctx.height) {
-            self.bad(
-                ctx,
-                pgno,
-                format!(
-                    "page #{pgno}: wrong tree height ({} at depth {depth}, tree height {}), {parent_s}",
-                    if is_leaf { "leaf" } else { "branch" },
-                    ctx.height
-                ),
-            );
-            return;
-        }
-        if depth >= MAX_DEPTH && is_branch {
-            self.bad(ctx, pgno, format!("page #{pgno}: tree deeper than {MAX_DEPTH} levels"));
-            return;
-        }
-        let n = p.num_entries();
-        // Keys: bounds, order.
-        let mut keys: Vec<&'a [u8]> = Vec::with_capacity(n);
-        for i in 0..n {
-            match key_at(p, i, pgno) {
-                Ok(k) => keys.push(k),
-                Err(e) => {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}]: {}", reason(&e)));
-                    return;
-                }
+        self.levels.clear();
+        self.levels.push(Level { ctx, last_key: None, key_width: None, vbytes: 0 });
+        let spec = Spec { kind: ctx.kind, flags: ctx.flags, tree: *tree, front, host };
+        let r = walk.tree(&spec, self);
+        self.levels.clear();
+        match r {
+            Ok(c) => c,
+            Err(_) if self.stopped => Counts::default(),
+            Err(e) => {
+                self.bad(&ctx, tree.root, format!("the walk of the tree stopped: {}", reason(&e)));
+                Counts::default()
             }
-        }
-        let first = usize::from(is_branch);
-        if is_branch && !keys[0].is_empty() {
-            self.bad(ctx, pgno, format!("page #{pgno}: branch-node[0] has a non-empty key ({})", hexish(keys[0])));
-        }
-        let max_key = self.max_key(ctx);
-        for i in first..n {
-            let k = keys[i];
-            if k.len() > max_key {
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] too long key ({} > {max_key})", k.len()));
-            }
-            if ctx.cmp == Cmp::Int {
-                if k.len() != 4 && k.len() != 8 {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] integer key of {} bytes (must be 4 or 8)", k.len()),
-                    );
-                } else if let Some(wd) = self.key_width {
-                    if wd != k.len() {
-                        self.bad(
-                            ctx,
-                            pgno,
-                            format!("page #{pgno}: node[{i}] integer key of {} bytes, others have {wd}", k.len()),
-                        );
-                    }
-                } else {
-                    self.key_width = Some(k.len());
-                }
-            }
-            if self.ignore_order {
-                continue;
-            }
-            if i > first && ctx.cmp.cmp(keys[i - 1], k) != Ordering::Less {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!("page #{pgno}: node[{i}] key wrong order ({} >= {})", hexish(keys[i - 1]), hexish(k)),
-                );
-            }
-            if lo.is_some_and(|l| ctx.cmp.cmp(k, l) == Ordering::Less)
-                || hi.is_some_and(|h| ctx.cmp.cmp(k, h) != Ordering::Less)
-            {
-                self.bad(
-                    ctx,
-                    pgno,
-                    format!(
-                        "page #{pgno}: node[{i}] key {} outside the range given by the parent branch ({parent_s})",
-                        hexish(k)
-                    ),
-                );
-            }
-        }
-        if is_branch {
-            for i in 0..n {
-                let child = match crate::btree::child_at(p, i, pgno) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        self.bad(ctx, pgno, format!("page #{pgno}: branch-node[{i}]: {}", reason(&e)));
-                        continue;
-                    }
-                };
-                if child < NUM_METAS || child >= self.limit {
-                    self.bad(ctx, pgno, format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}"));
-                    continue;
-                }
-                let clo = if i == 0 { lo } else { Some(keys[i]) };
-                let chi = if i + 1 < n { Some(keys[i + 1]) } else { hi };
-                self.walk_page(ctx, child, Some(pgno), p.txnid(), depth + 1, clo, chi, w);
-            }
-            return;
-        }
-        // Leaf: order against the previous leaf of this tree.
-        if !self.ignore_order && n > 0 {
-            if let Some(prev) = self.last_key {
-                if ctx.cmp.cmp(prev, keys[0]) != Ordering::Less {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!(
-                            "page #{pgno}: first key {} is not greater than the last key {} of the previous leaf",
-                            hexish(keys[0]),
-                            hexish(prev)
-                        ),
-                    );
-                }
-            }
-        }
-        if let Some(k) = keys.last() {
-            self.last_key = Some(k);
-        }
-        if p.is_dupfix() {
-            // Leaf of a nested DUPFIXED tree: items are values.
-            let k = p.dupfix_ksize() as usize;
-            w.items += n as u64;
-            self.check_val_width(ctx, pgno, k);
-            return;
-        }
-        for (i, key) in keys.iter().enumerate() {
-            let nd = match node::node(p, i, pgno) {
-                Ok(nd) => nd,
-                Err(e) => {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}]: {}", reason(&e)));
-                    continue;
-                }
-            };
-            self.leaf_node(ctx, pgno, p.txnid(), i, key, nd, w);
         }
     }
 
@@ -791,297 +553,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// A record of a leaf node.
-    #[allow(clippy::too_many_arguments)]
-    fn leaf_node(
-        &mut self,
-        ctx: &Ctx,
-        pgno: u32,
-        leaf_txnid: u64,
-        i: usize,
-        key: &'a [u8],
-        nd: node::Node<'a>,
-        w: &mut Walked,
-    ) {
-        let is_dupsort = ctx.dup_cmp.is_some();
-        let tid = ctx.tid;
-        // Which flags are legal where is the shared walk's rule (btree/walk.rs).
-        let legal = legal_node(ctx.kind, is_dupsort, nd.flags);
-        match (ctx.kind, nd.flags) {
-            _ if !legal => {
-                let kind = match ctx.kind {
-                    Kind::Gc => "the GC",
-                    Kind::Main => "the main table",
-                    Kind::Nested => "a nested tree",
-                    _ if is_dupsort => "a DUPSORT table",
-                    _ => "a table without DUPSORT",
-                };
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] has flags {:#x}, invalid in {kind}", nd.flags));
-            }
-            (Kind::Nested, 0) => {
-                if nd.dsize != 0 {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] of a nested tree has data ({} bytes)", nd.dsize),
-                    );
-                }
-                w.items += 1;
-                self.check_val_width(ctx, pgno, key.len());
-            }
-            (_, 0) => {
-                w.items += 1;
-                self.record(tid, key, nd.data.len() as u64);
-                if is_dupsort {
-                    let max = self.limits.max_value(ctx.flags);
-                    if nd.data.len() > max {
-                        self.bad(
-                            ctx,
-                            pgno,
-                            format!(
-                                "page #{pgno}: node[{i}] value of {} bytes is too long for a DUPSORT table (max {max})",
-                                nd.data.len()
-                            ),
-                        );
-                    }
-                    if ctx.flags.contains(DbFlags::DUP_FIXED) {
-                        self.check_val_width(ctx, pgno, nd.data.len());
-                    }
-                }
-                if ctx.kind == Kind::Gc {
-                    self.gc_records.push((key, nd.data, pgno));
-                }
-            }
-            (Kind::Gc | Kind::Main | Kind::Table, N_BIG) if !is_dupsort => {
-                w.items += 1;
-                let v = self.large(ctx, pgno, leaf_txnid, i, nd.big_pgno(), nd.dsize as usize, w);
-                self.record(tid, key, nd.dsize as u64);
-                if ctx.kind == Kind::Gc {
-                    if let Some(v) = v {
-                        self.gc_records.push((key, v, pgno));
-                    } else {
-                        self.gc_records.push((key, &[], pgno));
-                    }
-                }
-            }
-            (Kind::Main, N_TREE) if !is_dupsort => {
-                w.items += 1;
-                self.record(tid, key, nd.data.len() as u64);
-                if nd.data.len() != TREE_SIZE {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] table record {} has {} bytes instead of {TREE_SIZE}",
-                            hexish(key),
-                            nd.data.len()
-                        ),
-                    );
-                    return;
-                }
-                self.tables[tid].subtables += 1;
-                self.found_tables.push((key, Tree::read(nd.data), leaf_txnid, pgno));
-            }
-            (Kind::Main | Kind::Table, N_DUP) if is_dupsort => {
-                let sp = Page { buf: nd.data };
-                if let Err(e) = check_subpage(sp, pgno) {
-                    self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] sub-page: {}", reason(&e)));
-                    return;
-                }
-                let want = if ctx.flags.contains(DbFlags::DUP_FIXED) { 0x62 } else { 0x42 };
-                if sp.flags() & !0x10 != want {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] sub-page has flags {:#x}, expected {want:#x}", sp.flags()),
-                    );
-                    return;
-                }
-                let cnt = sp.num_entries();
-                let dc = ctx.dup_cmp.unwrap_or(Cmp::Lex);
-                let mut prev: Option<&[u8]> = None;
-                let mut vbytes = 0u64;
-                for j in 0..cnt {
-                    let v = match key_at(sp, j, pgno) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            self.bad(
-                                ctx,
-                                pgno,
-                                format!("page #{pgno}: node[{i}] sub-page value [{j}]: {}", reason(&e)),
-                            );
-                            return;
-                        }
-                    };
-                    if want == 0x42 {
-                        match node::node(sp, j, pgno) {
-                            Ok(sn) if sn.flags == 0 && sn.dsize == 0 => {}
-                            Ok(sn) => self.bad(
-                                ctx,
-                                pgno,
-                                format!(
-                                    "page #{pgno}: node[{i}] sub-page node [{j}] has flags {:#x} / data {}",
-                                    sn.flags, sn.dsize
-                                ),
-                            ),
-                            Err(e) => {
-                                self.bad(
-                                    ctx,
-                                    pgno,
-                                    format!("page #{pgno}: node[{i}] sub-page node [{j}]: {}", reason(&e)),
-                                );
-                                return;
-                            }
-                        }
-                    } else {
-                        self.check_val_width(ctx, pgno, v.len());
-                    }
-                    if v.len() > self.limits.max_value(ctx.flags) {
-                        self.bad(
-                            ctx,
-                            pgno,
-                            format!("page #{pgno}: node[{i}] sub-page value [{j}] too long ({} bytes)", v.len()),
-                        );
-                    }
-                    if !self.ignore_order {
-                        if let Some(pv) = prev {
-                            if dc.cmp(pv, v) != Ordering::Less {
-                                self.bad(
-                                    ctx,
-                                    pgno,
-                                    format!(
-                                        "page #{pgno}: nested-node-key #{j} wrong order ({} >= {}) under key {}",
-                                        hexish(pv),
-                                        hexish(v),
-                                        hexish(key)
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                    prev = Some(v);
-                    vbytes += v.len() as u64;
-                }
-                w.items += cnt as u64;
-                let t = &mut self.tables[tid];
-                t.keys += 1;
-                t.entries += cnt as u64;
-                t.key_bytes += key.len() as u64 * cnt as u64;
-                t.data_bytes += vbytes;
-            }
-            (Kind::Main | Kind::Table, f) if is_dupsort && f == N_DUP | N_TREE => {
-                if nd.data.len() != TREE_SIZE {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] nested tree descriptor has {} bytes", nd.data.len()),
-                    );
-                    return;
-                }
-                let nt = Tree::read(nd.data);
-                let want_flags = sub_flags(ctx.flags);
-                if nt.flags != want_flags {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] nested tree flags {:#x}, expected {want_flags:#x}", nt.flags),
-                    );
-                }
-                if nt.mod_txnid > leaf_txnid {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] nested tree mod_txnid {} is newer than its leaf ({leaf_txnid})",
-                            nt.mod_txnid
-                        ),
-                    );
-                }
-                if nt.root == P_INVALID || nt.items == 0 {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!("page #{pgno}: node[{i}] nested tree under key {} is empty", hexish(key)),
-                    );
-                    return;
-                }
-                let nctx = Ctx {
-                    tid,
-                    kind: Kind::Nested,
-                    flags: ctx.flags,
-                    cmp: ctx.dup_cmp.unwrap_or(Cmp::Lex),
-                    dup_cmp: None,
-                    height: nt.height as usize,
-                };
-                let saved = (self.last_key, self.key_width);
-                let sub = self.walk_tree(nctx, &nt, leaf_txnid, Some(pgno));
-                self.last_key = saved.0;
-                self.key_width = saved.1;
-                if sub.branch != nt.branch_pages as u64
-                    || sub.leaf != nt.leaf_pages as u64
-                    || sub.items != nt.items
-                    || nt.large_pages != 0
-                {
-                    self.bad(
-                        ctx,
-                        pgno,
-                        format!(
-                            "page #{pgno}: node[{i}] nested tree counters (branch {}, leaf {}, large {}, items {}) differ from walked (branch {}, leaf {}, items {})",
-                            nt.branch_pages, nt.leaf_pages, nt.large_pages, nt.items, sub.branch, sub.leaf, sub.items
-                        ),
-                    );
-                }
-                w.branch += sub.branch;
-                w.leaf += sub.leaf;
-                w.items += sub.items;
-                let vbytes = self.nested_value_bytes(&nt, sub.items);
-                let t = &mut self.tables[tid];
-                t.keys += 1;
-                t.entries += sub.items;
-                t.key_bytes += key.len() as u64 * sub.items;
-                t.data_bytes += vbytes;
-            }
-            (_, f) => {
-                let kind = match ctx.kind {
-                    Kind::Gc => "the GC",
-                    Kind::Main => "the main table",
-                    _ if is_dupsort => "a DUPSORT table",
-                    _ => "a table without DUPSORT",
-                };
-                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] has flags {f:#x}, invalid in {kind}"));
-            }
-        }
-    }
-
-    /// Value bytes of a nested tree: DUPFIXED = items * width; otherwise
-    /// summed while walking (approximated by re-reading the leaves).
-    fn nested_value_bytes(&self, nt: &Tree, items: u64) -> u64 {
-        if nt.dupfix_size != 0 {
-            return items * nt.dupfix_size as u64;
-        }
-        // Sum the key lengths of the nested leaves (bounded walk, no checks:
-        // the structure was just verified).
-        let mut sum = 0u64;
-        let mut stack = vec![(nt.root, 1usize)];
-        while let Some((pg, d)) = stack.pop() {
-            let Some(buf) = self.page(pg) else { continue };
-            let p = Page { buf };
-            if p.check_tree_page(pg, u64::MAX).is_err() || d > MAX_DEPTH {
-                continue;
-            }
-            for i in 0..p.num_entries() {
-                if p.is_branch() {
-                    if let Ok(c) = crate::btree::child_at(p, i, pg) {
-                        stack.push((c, d + 1));
-                    }
-                } else if let Ok(k) = key_at(p, i, pg) {
-                    sum += k.len() as u64;
-                }
-            }
-        }
-        sum
-    }
-
     fn record(&mut self, tid: usize, key: &[u8], dlen: u64) {
         let t = &mut self.tables[tid];
         t.entries += 1;
@@ -1090,106 +561,484 @@ impl<'a> Walker<'a> {
         t.data_bytes += dlen;
     }
 
-    /// A large value: checks the chunk and claims its pages; returns its bytes.
-    #[allow(clippy::too_many_arguments)]
-    fn large(
-        &mut self,
-        ctx: &Ctx,
-        leaf: u32,
-        leaf_txnid: u64,
-        i: usize,
-        big: u32,
-        dsize: usize,
-        w: &mut Walked,
-    ) -> Option<&'a [u8]> {
-        let buf = self.check_ref(ctx, big, "large", Some(leaf))?;
-        let p = Page { buf };
-        if p.flags() != pflags::LARGE {
-            let clash = self.claim(ctx.tid, big, 1);
-            if clash.is_empty() {
-                w.large += 1;
-            }
-            self.bad(ctx, big, format!("page #{big}: unexpected page type (flags {:#x}) instead of large/overflow, value of node[{i}] in leaf #{leaf}", p.flags()));
-            return None;
+    /// Keys of a page: size, integer width, order, and the bounds its parent
+    /// branch gives.
+    fn page_keys(&mut self, ctx: &Ctx, ev: &PageEv<'a>, parent_s: &str) {
+        let (p, pgno) = (ev.page, ev.pgno);
+        let is_branch = p.is_branch();
+        let n = p.num_entries();
+        // The walk checked that every key is readable.
+        let keys: Vec<&'a [u8]> = (0..n).map(|i| key_at(p, i, pgno).unwrap_or(&[])).collect();
+        let first = usize::from(is_branch);
+        if is_branch && !keys[0].is_empty() {
+            self.bad(ctx, pgno, format!("page #{pgno}: branch-node[0] has a non-empty key ({})", hexish(keys[0])));
         }
-        let npages = p.large_count();
+        let max_key = self.max_key(ctx);
+        for i in first..n {
+            let k = keys[i];
+            if k.len() > max_key {
+                self.bad(ctx, pgno, format!("page #{pgno}: node[{i}] too long key ({} > {max_key})", k.len()));
+            }
+            if ctx.cmp == Cmp::Int {
+                if k.len() != 4 && k.len() != 8 {
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!("page #{pgno}: node[{i}] integer key of {} bytes (must be 4 or 8)", k.len()),
+                    );
+                } else if let Some(wd) = self.level().key_width {
+                    if wd != k.len() {
+                        self.bad(
+                            ctx,
+                            pgno,
+                            format!("page #{pgno}: node[{i}] integer key of {} bytes, others have {wd}", k.len()),
+                        );
+                    }
+                } else {
+                    self.level().key_width = Some(k.len());
+                }
+            }
+            if self.ignore_order {
+                continue;
+            }
+            if i > first && ctx.cmp.cmp(keys[i - 1], k) != Ordering::Less {
+                self.bad(
+                    ctx,
+                    pgno,
+                    format!("page #{pgno}: node[{i}] key wrong order ({} >= {})", hexish(keys[i - 1]), hexish(k)),
+                );
+            }
+            if ev.lo.is_some_and(|l| ctx.cmp.cmp(k, l) == Ordering::Less)
+                || ev.hi.is_some_and(|h| ctx.cmp.cmp(k, h) != Ordering::Less)
+            {
+                self.bad(
+                    ctx,
+                    pgno,
+                    format!(
+                        "page #{pgno}: node[{i}] key {} outside the range given by the parent branch ({parent_s})",
+                        hexish(k)
+                    ),
+                );
+            }
+        }
+        if is_branch {
+            return;
+        }
+        // Leaf: order against the previous leaf of this tree.
+        if !self.ignore_order && n > 0 {
+            if let Some(prev) = self.level().last_key {
+                if ctx.cmp.cmp(prev, keys[0]) != Ordering::Less {
+                    self.bad(
+                        ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: first key {} is not greater than the last key {} of the previous leaf",
+                            hexish(keys[0]),
+                            hexish(prev)
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(k) = keys.last() {
+            self.level().last_key = Some(k);
+        }
+        if p.is_dupfix() {
+            // Leaf of a nested DUPFIXED tree: items are values.
+            let k = p.dupfix_ksize() as usize;
+            self.level().vbytes += (k * n) as u64;
+            self.check_val_width(ctx, pgno, k);
+        }
+    }
+
+    /// The message for a fault of the walk (and the ownership of the pages it
+    /// reached).
+    fn fault_message(&mut self, ctx: &Ctx, f: &Fault<'a>) -> String {
+        let pgno = f.page;
+        let parent_s = f.parent.map_or("root".to_string(), |p| format!("parent #{p}"));
+        let from = match f.parent {
+            Some(p) => format!(" (referenced from page #{p})"),
+            None => " (root)".to_string(),
+        };
+        let bad_ref = |what: &str, pg: u32, why: RefWhy| match why {
+            RefWhy::Meta => format!("{what} page #{pg} is a meta page{from}"),
+            RefWhy::Unallocated(limit) => {
+                format!("{what} page #{pg} is beyond the allocated pages (first unallocated {limit}){from}")
+            }
+            RefWhy::BeyondFile => format!("{what} page #{pg} is beyond the end of the data file{from}"),
+        };
+        match f.what {
+            What::BadRoot { why } => bad_ref("tree", pgno, why),
+            What::BadChild { child, why: RefWhy::BeyondFile, .. } => {
+                format!("tree page #{child} is beyond the end of the data file (referenced from page #{pgno})")
+            }
+            What::BadChild { i, child, .. } => {
+                format!("page #{pgno}: branch-node[{i}] wrong pgno ({child}), {parent_s}")
+            }
+            What::Revisit { branch } => {
+                let kind = if branch { "branch" } else { "leaf" };
+                match self.owner.get(pgno as usize).copied().filter(|&o| self.track && o != OWNER_NONE) {
+                    Some(o) => {
+                        let what = if branch && o as usize == ctx.tid + 1 { "loop" } else { "already used" };
+                        let by = self.owner_name(o);
+                        format!("page #{pgno}: {what} ({kind}-page: by {by}, deep {}, {parent_s})", f.depth)
+                    }
+                    None => {
+                        format!("page #{pgno}: already used ({kind}-page: reached again, deep {}, {parent_s})", f.depth)
+                    }
+                }
+            }
+            What::PgnoMismatch { found } => {
+                format!("page #{pgno}: pgno mismatch ({found} != expected {pgno}), {parent_s}")
+            }
+            What::PageType { flags, want_leaf } => {
+                let ty = match flags {
+                    0x01 => "branch",
+                    0x02 => "leaf",
+                    0x22 => "dupfix-leaf",
+                    0x04 => "large",
+                    0x08 => "meta",
+                    _ => "unknown",
+                };
+                format!(
+                    "page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})",
+                    if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }
+                )
+            }
+            What::Txnid { txnid, front } => {
+                format!("page #{pgno}: invalid page txnid ({txnid}) for parent-page txnid ({front}), {parent_s}")
+            }
+            What::Header { why, lower, upper } => {
+                format!("page #{pgno}: invalid/corrupted: {why} (lower {lower}, upper {upper}), {parent_s}")
+            }
+            What::Height { leaf, height } => format!(
+                "page #{pgno}: wrong tree height ({} at depth {}, tree height {height}), {parent_s}",
+                if leaf { "leaf" } else { "branch" },
+                f.depth
+            ),
+            What::TreeHeight { height } if f.nested => {
+                format!("page #{pgno}: nested tree height {height} is invalid for a non-empty tree")
+            }
+            What::TreeHeight { height } => format!("tree height {height} is invalid for a non-empty tree"),
+            What::EmptyCounters { height, items } => {
+                format!("empty tree has non-zero counters (height {height}, items {items})")
+            }
+            What::Entry { i, why } | What::Node { i, why } => format!("page #{pgno}: node[{i}]: {why}"),
+            What::Child { i, why } => format!("page #{pgno}: branch-node[{i}]: {why}"),
+            What::NodeFlags { i, flags, kind, dupsort } => {
+                let kind = match kind {
+                    Kind::Gc => "the GC",
+                    Kind::Main => "the main table",
+                    Kind::Nested => "a nested tree",
+                    _ if dupsort => "a DUPSORT table",
+                    _ => "a table without DUPSORT",
+                };
+                format!("page #{pgno}: node[{i}] has flags {flags:#x}, invalid in {kind}")
+            }
+            What::RecordSize { i, len, nested: true, .. } => {
+                format!("page #{pgno}: node[{i}] nested tree descriptor has {len} bytes")
+            }
+            What::RecordSize { i, key, len, .. } => {
+                format!("page #{pgno}: node[{i}] table record {} has {len} bytes instead of {TREE_SIZE}", hexish(key))
+            }
+            What::SubPage { i, why } => format!("page #{pgno}: node[{i}] sub-page: {why}"),
+            What::SubPageType { i, flags, want } => {
+                format!("page #{pgno}: node[{i}] sub-page has flags {flags:#x}, expected {want:#x}")
+            }
+            What::NestedEmpty { i, key } => {
+                format!("page #{pgno}: node[{i}] nested tree under key {} is empty", hexish(key))
+            }
+            What::NestedTooDeep { i } => format!("page #{pgno}: node[{i}] nested tree inside a nested tree"),
+            What::Large { leaf, head, i, why } => match why {
+                LargeWhy::Ref(why) => bad_ref("large", head, why),
+                LargeWhy::NotLarge { flags } => {
+                    format!("page #{head}: unexpected page type (flags {flags:#x}) instead of large/overflow, value of node[{i}] in leaf #{leaf}")
+                }
+                LargeWhy::Count { pages, limit } => {
+                    if pages == 0 || head as u64 + pages as u64 > limit as u64 {
+                        format!("page #{head}: large chunk of {pages} pages runs beyond the allocated pages ({limit}), leaf #{leaf}")
+                    } else {
+                        format!("page #{head}: large chunk of {pages} pages runs beyond the end of the data file, leaf #{leaf}")
+                    }
+                }
+                LargeWhy::Overlap { at, pages, used } => {
+                    // The pages visited before are in the ownership table
+                    // (the walk visits the others after this fault).
+                    let clash: Vec<(u32, u16)> = if self.track {
+                        (at..head + pages)
+                            .filter_map(|p| self.owner.get(p as usize).map(|&o| (p, o)))
+                            .filter(|&(_, o)| o != OWNER_NONE)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    if clash.is_empty() {
+                        format!("page #{head}: large chunk of {pages} pages (value of node[{i}] in leaf #{leaf}) overlaps {used} page(s) already used, the first #{at}")
+                    } else {
+                        self.overlap_message(head, pages, i, leaf, &clash)
+                    }
+                }
+                LargeWhy::PgnoMismatch { found } => {
+                    format!("page #{head}: pgno mismatch ({found} != expected {head}), large page of leaf #{leaf}")
+                }
+                LargeWhy::Txnid { txnid, leaf_txnid } => {
+                    format!("page #{head}: invalid large-page txnid ({txnid}) for leaf txnid ({leaf_txnid})")
+                }
+                LargeWhy::Short { pages, dsize, need } => {
+                    format!("page #{head}: large chunk of {pages} pages is too short for a value of {dsize} bytes ({need} pages)")
+                }
+            },
+        }
+    }
+
+    fn overlap_message(&self, head: u32, pages: u32, i: usize, leaf: u32, clash: &[(u32, u16)]) -> String {
+        let list: Vec<u32> = clash.iter().map(|c| c.0).collect();
+        let mut owners: Vec<String> = clash.iter().map(|c| self.owner_name(c.1)).collect();
+        owners.sort();
+        owners.dedup();
+        format!(
+            "page #{head}: large chunk of {pages} pages (value of node[{i}] in leaf #{leaf}) overlaps {} page(s) already used by {}: {}",
+            list.len(),
+            owners.join(", "),
+            ranges(&list, 16)
+        )
+    }
+}
+
+impl<'a> Visitor<'a> for Walker<'a> {
+    fn visit(&mut self, pgno: u32, n: u32) -> Result<()> {
+        // The walk visits a page once across all trees: the ownership table
+        // mirrors what it visited (a clash is a fault of the walk).
+        let tid = self.ctx().tid;
+        self.claim(tid, pgno, n);
+        self.go_on()
+    }
+
+    fn page(&mut self, _w: &mut Walk<'a>, ev: &PageEv<'a>) -> Result<()> {
+        let ctx = self.ctx();
+        let parent_s = ev.parent.map_or("root".to_string(), |p| format!("parent #{p}"));
+        self.page_keys(&ctx, ev, &parent_s);
+        self.go_on()
+    }
+
+    fn node(&mut self, _w: &mut Walk<'a>, ev: &NodeEv<'a>) -> Result<()> {
+        let ctx = self.ctx();
+        let (pgno, i, nd) = (ev.leaf, ev.i, ev.node);
+        let key = nd.key;
+        let tid = ctx.tid;
+        match (ctx.kind, nd.flags) {
+            (Kind::Nested, _) => {
+                if nd.dsize != 0 {
+                    self.bad(
+                        &ctx,
+                        pgno,
+                        format!("page #{pgno}: node[{i}] of a nested tree has data ({} bytes)", nd.dsize),
+                    );
+                }
+                self.level().vbytes += key.len() as u64;
+                self.check_val_width(&ctx, pgno, key.len());
+            }
+            (_, 0) => {
+                self.record(tid, key, nd.data.len() as u64);
+                if ctx.dup_cmp.is_some() {
+                    let max = self.limits.max_value(ctx.flags);
+                    if nd.data.len() > max {
+                        self.bad(
+                            &ctx,
+                            pgno,
+                            format!(
+                                "page #{pgno}: node[{i}] value of {} bytes is too long for a DUPSORT table (max {max})",
+                                nd.data.len()
+                            ),
+                        );
+                    }
+                    self.check_val_width(&ctx, pgno, nd.data.len());
+                }
+                if ctx.kind == Kind::Gc {
+                    self.gc_records.push((key, nd.data, pgno));
+                }
+            }
+            (_, N_BIG) => {
+                self.record(tid, key, nd.dsize as u64);
+                if ctx.kind == Kind::Gc {
+                    // The value follows with the chunk (stays empty if it is bad).
+                    self.gc_records.push((key, &[], pgno));
+                }
+            }
+            (_, N_TREE) => {
+                self.record(tid, key, nd.data.len() as u64);
+                self.tables[tid].subtables += 1;
+                self.found_tables.push((key, Tree::read(nd.data), ev.leaf_txnid, pgno));
+            }
+            (_, N_DUP) => {}
+            _ => {
+                // A nested tree (walked next).
+                let nt = Tree::read(nd.data);
+                let want_flags = sub_flags(ctx.flags);
+                if nt.flags != want_flags {
+                    self.bad(
+                        &ctx,
+                        pgno,
+                        format!("page #{pgno}: node[{i}] nested tree flags {:#x}, expected {want_flags:#x}", nt.flags),
+                    );
+                }
+                if nt.mod_txnid > ev.leaf_txnid {
+                    self.bad(
+                        &ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: node[{i}] nested tree mod_txnid {} is newer than its leaf ({})",
+                            nt.mod_txnid, ev.leaf_txnid
+                        ),
+                    );
+                }
+            }
+        }
+        self.go_on()
+    }
+
+    fn large(&mut self, ev: &NodeEv<'a>, head: u32, pages: u32, value: &'a [u8]) -> Result<()> {
+        let ctx = self.ctx();
+        let leaf = ev.leaf;
+        let dsize = value.len();
         let need = self.limits.large_pages(dsize) as u64;
-        if npages == 0 || big as u64 + npages as u64 > self.limit as u64 {
-            self.bad(
-                ctx,
-                big,
-                format!(
-                    "page #{big}: large chunk of {npages} pages runs beyond the allocated pages ({}), leaf #{leaf}",
-                    self.limit
-                ),
-            );
-            let clash = self.claim(ctx.tid, big, 1);
-            if clash.is_empty() {
-                w.large += 1;
-            }
-            return None;
-        }
-        let clash = self.claim(ctx.tid, big, npages);
-        w.large += npages as u64 - clash.len() as u64;
-        let mut ok = true;
-        if !clash.is_empty() {
-            let pages: Vec<u32> = clash.iter().map(|c| c.0).collect();
-            let mut owners: Vec<String> = clash.iter().map(|c| self.owner_name(c.1)).collect();
-            owners.sort();
-            owners.dedup();
-            self.bad(
-                ctx,
-                big,
-                format!(
-                    "page #{big}: large chunk of {npages} pages (value of node[{i}] in leaf #{leaf}) overlaps {} page(s) already used by {}: {}",
-                    pages.len(),
-                    owners.join(", "),
-                    ranges(&pages, 16)
-                ),
-            );
-            ok = false;
-        }
-        if p.pgno() != big {
-            self.bad(
-                ctx,
-                big,
-                format!("page #{big}: pgno mismatch ({} != expected {big}), large page of leaf #{leaf}", p.pgno()),
-            );
-            return None;
-        }
-        if p.txnid() > leaf_txnid {
-            self.bad(
-                ctx,
-                big,
-                format!("page #{big}: invalid large-page txnid ({}) for leaf txnid ({leaf_txnid})", p.txnid()),
-            );
-            ok = false;
-        }
-        if (npages as u64) < need {
-            self.bad(ctx, big, format!("page #{big}: large chunk of {npages} pages is too short for a value of {dsize} bytes ({need} pages)"));
-            return None;
-        }
-        if ctx.kind != Kind::Gc && npages as u64 > need + 1 && clash.is_empty() {
+        if ctx.kind != Kind::Gc && pages as u64 > need + 1 {
             self.report(
                 Severity::Minor,
                 Area::Tree,
                 Some(ctx.tid),
-                Some(big),
+                Some(head),
                 format!(
-                    "page #{big}: large chunk of {npages} pages for a value of {dsize} bytes ({need} pages needed)"
+                    "page #{head}: large chunk of {pages} pages for a value of {dsize} bytes ({need} pages needed)"
                 ),
             );
         }
-        let off = big as usize * self.ps + PAGEHDRSZ;
-        let v = self.file.get(off..off + dsize);
-        if v.is_none() {
-            self.bad(ctx, big, format!("page #{big}: large value of {dsize} bytes runs beyond the end of the file"));
+        if ctx.kind == Kind::Gc {
+            if let Some(r) = self.gc_records.last_mut().filter(|r| r.2 == leaf) {
+                r.1 = value;
+            }
         }
-        if ok {
-            v
-        } else {
-            None
+        self.go_on()
+    }
+
+    fn subpage(&mut self, ev: &NodeEv<'a>, sp: Page<'a>) -> Result<()> {
+        let ctx = self.ctx();
+        let (pgno, i, key) = (ev.leaf, ev.i, ev.node.key);
+        let dupfix = ctx.flags.contains(DbFlags::DUP_FIXED);
+        let cnt = sp.num_entries();
+        let dc = ctx.dup_cmp.unwrap_or(Cmp::Lex);
+        let mut prev: Option<&[u8]> = None;
+        let mut vbytes = 0u64;
+        for j in 0..cnt {
+            let v = match key_at(sp, j, pgno) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.bad(&ctx, pgno, format!("page #{pgno}: node[{i}] sub-page value [{j}]: {}", reason(&e)));
+                    return self.go_on();
+                }
+            };
+            if !dupfix {
+                match node::node(sp, j, pgno) {
+                    Ok(sn) if sn.flags == 0 && sn.dsize == 0 => {}
+                    Ok(sn) => self.bad(
+                        &ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: node[{i}] sub-page node [{j}] has flags {:#x} / data {}",
+                            sn.flags, sn.dsize
+                        ),
+                    ),
+                    Err(e) => {
+                        self.bad(&ctx, pgno, format!("page #{pgno}: node[{i}] sub-page node [{j}]: {}", reason(&e)));
+                        return self.go_on();
+                    }
+                }
+            } else {
+                self.check_val_width(&ctx, pgno, v.len());
+            }
+            if v.len() > self.limits.max_value(ctx.flags) {
+                self.bad(
+                    &ctx,
+                    pgno,
+                    format!("page #{pgno}: node[{i}] sub-page value [{j}] too long ({} bytes)", v.len()),
+                );
+            }
+            if !self.ignore_order {
+                if let Some(pv) = prev {
+                    if dc.cmp(pv, v) != Ordering::Less {
+                        self.bad(
+                            &ctx,
+                            pgno,
+                            format!(
+                                "page #{pgno}: nested-node-key #{j} wrong order ({} >= {}) under key {}",
+                                hexish(pv),
+                                hexish(v),
+                                hexish(key)
+                            ),
+                        );
+                    }
+                }
+            }
+            prev = Some(v);
+            vbytes += v.len() as u64;
         }
+        let t = &mut self.tables[ctx.tid];
+        t.keys += 1;
+        t.entries += cnt as u64;
+        t.key_bytes += key.len() as u64 * cnt as u64;
+        t.data_bytes += vbytes;
+        self.go_on()
+    }
+
+    fn enter(&mut self, _ev: &NodeEv<'a>, _tree: &Tree) -> Result<bool> {
+        self.go_on()?;
+        let ctx = self.ctx();
+        let nctx = Ctx {
+            tid: ctx.tid,
+            kind: Kind::Nested,
+            flags: ctx.flags,
+            cmp: ctx.dup_cmp.unwrap_or(Cmp::Lex),
+            dup_cmp: None,
+        };
+        self.levels.push(Level { ctx: nctx, last_key: None, key_width: None, vbytes: 0 });
+        Ok(true)
+    }
+
+    fn leave(&mut self, ev: &NodeEv<'a>, nt: &Tree, c: &Counts) -> Result<()> {
+        let vbytes = self.levels.pop().expect("the nested tree's level").vbytes;
+        let ctx = self.ctx();
+        let (pgno, i, key) = (ev.leaf, ev.i, ev.node.key);
+        if c.branch != nt.branch_pages as u64
+            || c.leaf != nt.leaf_pages as u64
+            || c.items != nt.items
+            || nt.large_pages != 0
+        {
+            self.bad(
+                &ctx,
+                pgno,
+                format!(
+                    "page #{pgno}: node[{i}] nested tree counters (branch {}, leaf {}, large {}, items {}) differ from walked (branch {}, leaf {}, items {})",
+                    nt.branch_pages, nt.leaf_pages, nt.large_pages, nt.items, c.branch, c.leaf, c.items
+                ),
+            );
+        }
+        let t = &mut self.tables[ctx.tid];
+        t.keys += 1;
+        t.entries += c.items;
+        t.key_bytes += key.len() as u64 * c.items;
+        t.data_bytes += vbytes;
+        self.go_on()
+    }
+
+    fn fault(&mut self, f: Fault<'a>) -> Result<()> {
+        let ctx = self.ctx();
+        let page = match f.what {
+            What::Large { head, why: LargeWhy::Ref(_), .. } => head,
+            _ => f.page,
+        };
+        let m = self.fault_message(&ctx, &f);
+        self.bad(&ctx, page, m);
+        self.go_on()
     }
 }
 
@@ -1201,7 +1050,7 @@ fn sub_flags(f: DbFlags) -> u16 {
 
 fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
     let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-    Ctx { tid, kind, flags, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags), height: tree.height as usize }
+    Ctx { tid, kind, flags, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags) }
 }
 
 /// Reads the three metas from `file` (bytes of the data file) with page size `ps`.
@@ -1320,9 +1169,8 @@ impl Env {
         };
         let txnid = meta.txnid();
         report.checked_txnid = txnid;
+        let mut walk = Walk::new(Src::File { bytes: file_bytes, ps, limit: meta.geo.first_unallocated });
         let mut w = Walker {
-            file: file_bytes,
-            ps,
             limit: meta.geo.first_unallocated,
             limits: env.limits,
             track: !opts.skip_space,
@@ -1336,8 +1184,7 @@ impl Env {
             walked_pages: 0,
             gc_records: Vec::new(),
             found_tables: Vec::new(),
-            last_key: None,
-            key_width: None,
+            levels: Vec::new(),
             val_width: None,
             progress,
             tick: 0,
@@ -1546,9 +1393,8 @@ impl Env {
             if kind == Kind::Gc && tree.flags != DbFlags::INTEGER_KEY.bits() as u16 {
                 w.bad(&ctx, tree.root, format!("GC tree flags {:#x} (must be INTEGERKEY)", tree.flags));
             }
-            w.key_width = None;
             w.val_width = None;
-            let got = w.walk_tree(ctx, &tree, txnid, None);
+            let got = w.walk_tree(&mut walk, ctx, &tree, txnid, None);
             compare_counts(&mut w, tid, &tree, &got);
         }
         let found = std::mem::take(&mut w.found_tables);
@@ -1585,10 +1431,9 @@ impl Env {
             if tree.root != P_INVALID && tree.mod_txnid == 0 {
                 w.bad(&ctx, host, "non-empty table has mod_txnid 0".to_string());
             }
-            w.key_width = None;
             w.val_width = None;
             let front = if tree.mod_txnid == 0 || tree.mod_txnid > txnid { txnid } else { tree.mod_txnid };
-            let got = w.walk_tree(ctx, &tree, front, Some(host));
+            let got = w.walk_tree(&mut walk, ctx, &tree, front, Some(host));
             compare_counts(&mut w, tid, &tree, &got);
             if flags.contains(DbFlags::DUP_SORT) && tree.flags & 0x10 != 0 && tree.dupfix_size != 0 {
                 if let Some(wd) = w.val_width {
@@ -1702,6 +1547,10 @@ impl Env {
                             format!("already used (by {}), but listed in GC record txn {id}", w.owner_name(o)),
                         )),
                     }
+                } else if walk.seen(pg) {
+                    // Without the ownership table the walk still knows which
+                    // pages the trees use.
+                    bad_pages.push((pg, format!("already used by a tree, but listed in GC record txn {id}")));
                 }
             }
             for (pg, msg) in bad_pages {
@@ -1813,7 +1662,7 @@ impl Env {
     }
 }
 
-fn compare_counts(w: &mut Walker<'_>, tid: usize, tree: &Tree, got: &Walked) {
+fn compare_counts(w: &mut Walker<'_>, tid: usize, tree: &Tree, got: &Counts) {
     let t = &mut w.tables[tid];
     t.branch_pages = got.branch;
     t.leaf_pages = got.leaf;
@@ -1914,5 +1763,42 @@ mod tests {
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let e = env.check(&CheckOptions { interrupt: Some(flag), ..Default::default() }, &mut |_| {});
         assert!(matches!(e, Err(Error::Io(ref io)) if io.kind() == std::io::ErrorKind::Interrupted), "{e:?}");
+    }
+
+    /// With `skip_space` (no ownership table) a branch naming one leaf many
+    /// times is still walked once per page: the shared walk's revisit
+    /// detection reports every further reference.
+    #[test]
+    fn skip_space_walks_a_page_named_many_times_once() {
+        let d = tempfile::tempdir().unwrap();
+        let env = filled(d.path());
+        let clean = env.check(&CheckOptions { skip_space: true, ..Default::default() }, &mut |_| {}).unwrap();
+        assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
+        let plain = clean.tables.iter().find(|t| t.name.as_deref() == Some(b"plain")).unwrap().clone();
+        assert_eq!(plain.depth, 2, "a branch root over leaves");
+        drop(env);
+        let path = d.path().join("db");
+        let mut b = std::fs::read(&path).unwrap();
+        let ps = clean.page_size;
+        let root = Page { buf: &b[plain.root as usize * ps..(plain.root as usize + 1) * ps] };
+        let n = root.num_entries();
+        assert!(n > 4, "{n} children");
+        let first = crate::btree::child_at(root, 0, plain.root).unwrap();
+        let offs: Vec<usize> =
+            (1..n).map(|i| plain.root as usize * ps + crate::format::PAGEHDRSZ + root.entry(i)).collect();
+        for o in offs {
+            b[o..o + 4].copy_from_slice(&first.to_le_bytes());
+        }
+        std::fs::write(&path, &b).unwrap();
+        let env = Env::builder().max_dbs(8).read_only(true).open(&path).unwrap();
+        let r = env.check(&CheckOptions { skip_space: true, ..Default::default() }, &mut |_| {}).unwrap();
+        assert_eq!(r.exit_code(), 2);
+        let again: Vec<&Problem> = r.problems.iter().filter(|p| p.message.contains("already used")).collect();
+        assert_eq!(again.len(), n - 1, "{:?}", r.problems);
+        assert!(again.iter().all(|p| p.page == Some(first) && p.table.as_deref() == Some("plain")), "{again:?}");
+        // The leaf is walked once: the root and one leaf instead of n leaves.
+        let t = r.tables.iter().find(|t| t.name.as_deref() == Some(b"plain")).unwrap();
+        assert_eq!((t.branch_pages, t.leaf_pages), (1, 1));
+        assert_eq!(r.walked_pages, clean.walked_pages - (n as u64 - 1));
     }
 }

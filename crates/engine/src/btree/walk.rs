@@ -11,7 +11,9 @@
 //!   across one [`Walk`]: a cycle or a page shared by two parents is a fault;
 //! * libmdbx's page-header checks ([`Page::check_tree_page`]): page type for
 //!   the kind of tree, own page number, lower/upper, entry counts, and a page
-//!   txnid not newer than its parent's (the *front*);
+//!   txnid not newer than its parent's (the *front*); the node area between
+//!   `upper` and the page end exactly covered by the nodes (no gap, no
+//!   overlap: `format::node::check_node_area`);
 //! * tree height: leaves exactly at the height of the tree descriptor, at most
 //!   [`MAX_DEPTH`] levels;
 //! * which node flags are legal in which kind of tree ([`Kind`], the table
@@ -29,7 +31,9 @@
 //! `Corrupted` error naming the page), returning `Ok` skips what the fault
 //! concerns (the page, node or chunk) and goes on — the integrity check
 //! reports and continues. Key order and counters are the visitors' business:
-//! the walk hands them the separator bounds and what it counted.
+//! the walk hands them the separator bounds and what it counted, and
+//! [`Visitor::visit`] names every page when it is first visited (the
+//! integrity check's page ownership mirrors exactly what the walk visited).
 
 use std::collections::HashSet;
 
@@ -139,7 +143,6 @@ impl<'t> Src<'t> {
 }
 
 /// A rule violation.
-#[allow(dead_code)] // details for the integrity check's messages
 #[derive(Debug, Clone)]
 pub(crate) struct Fault<'t> {
     /// The page concerned (for a bad reference: the page holding it, or the
@@ -155,7 +158,6 @@ pub(crate) struct Fault<'t> {
 }
 
 /// The rule that was violated.
-#[allow(dead_code)] // details for the integrity check's messages
 #[derive(Debug, Clone)]
 pub(crate) enum What<'t> {
     /// A tree root (from a descriptor) is not a usable page number.
@@ -179,23 +181,33 @@ pub(crate) enum What<'t> {
     TreeHeight { height: u16 },
     /// An empty descriptor with non-zero counters.
     EmptyCounters { height: u16, items: u64 },
-    /// Entry `i` of the page is unreadable (key or node overruns, bad branch node).
+    /// The key of entry `i` is unreadable (checked before [`Visitor::page`]).
     Entry { i: usize, why: &'static str },
+    /// The child reference of branch node `i` is unreadable.
+    Child { i: usize, why: &'static str },
+    /// Leaf node `i` is unreadable (its value overruns the page).
+    Node { i: usize, why: &'static str },
     /// Node `i` has flags that are illegal in this kind of tree.
     NodeFlags { i: usize, flags: u8, kind: Kind, dupsort: bool },
     /// A table record or nested-tree descriptor of the wrong size.
     RecordSize { i: usize, key: &'t [u8], len: usize, nested: bool },
     /// A bad sub-page.
-    SubPage { i: usize, why: &'static str, flags: u16, want: u16 },
+    SubPage { i: usize, why: &'static str },
+    /// A sub-page whose type does not match the table.
+    SubPageType { i: usize, flags: u16, want: u16 },
     /// An empty nested tree under `key`.
     NestedEmpty { i: usize, key: &'t [u8] },
     /// A nested tree inside a nested tree.
     NestedTooDeep { i: usize },
-    /// A bad large chunk for the value of node `i` of leaf `leaf`; `page` is its head.
-    Large { leaf: u32, i: usize, why: LargeWhy },
+    /// A bad large chunk at `head` for the value of node `i` of leaf `leaf`;
+    /// `page` is the head (the leaf when the head is not a usable page number).
+    Large { leaf: u32, head: u32, i: usize, why: LargeWhy },
 }
 
-/// What is wrong with a large chunk.
+/// What is wrong with a large chunk. Apart from `Ref`, the pages of the chunk
+/// not visited yet are visited after the fault (only the head when the page
+/// count is unusable), so that a later reference to one of them is a
+/// revisit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LargeWhy {
     /// The head page number is unusable.
@@ -210,8 +222,8 @@ pub(crate) enum LargeWhy {
     Short { pages: u32, dsize: usize, need: u64 },
     /// Newer than its leaf.
     Txnid { txnid: u64, leaf_txnid: u64 },
-    /// One of its pages (`at`) was already visited.
-    Overlap { at: u32, pages: u32 },
+    /// `used` of its pages were already visited, the first at `at`.
+    Overlap { at: u32, pages: u32, used: u32 },
 }
 
 impl Fault<'_> {
@@ -233,11 +245,12 @@ impl Fault<'_> {
             What::Height { .. } => "leaf at a depth that differs from the tree height",
             What::TreeHeight { .. } => "tree height is invalid",
             What::EmptyCounters { .. } => "empty tree with non-zero height or items",
-            What::Entry { why, .. } => why,
+            What::Entry { why, .. } | What::Child { why, .. } | What::Node { why, .. } => why,
             What::NodeFlags { .. } => "node flags are illegal in this kind of table",
             What::RecordSize { nested: true, .. } => "nested tree descriptor has a bad size",
             What::RecordSize { .. } => "table record has a bad size",
             What::SubPage { why, .. } => why,
+            What::SubPageType { .. } => "sub-page type does not match the table",
             What::NestedEmpty { .. } => "empty nested tree",
             What::NestedTooDeep { .. } => "nested tree inside a nested tree",
             What::Large { why, .. } => match why {
@@ -259,12 +272,11 @@ impl Fault<'_> {
 }
 
 /// A branch or leaf page that passed the header checks.
-#[allow(dead_code)] // parent and depth: for the integrity check's messages
 pub(crate) struct PageEv<'t> {
     pub pgno: u32,
     pub page: Page<'t>,
+    /// The page that referred to it (None: a root from a meta).
     pub parent: Option<u32>,
-    pub depth: usize,
     /// Inside a nested tree.
     pub nested: bool,
     /// Keys of the page must be `>= lo` and `< hi` (separators of the parents).
@@ -285,6 +297,12 @@ pub(crate) struct NodeEv<'t> {
 /// Receives the events of a walk (all methods have do-nothing defaults; the
 /// default [`Visitor::fault`] stops at the first fault).
 pub(crate) trait Visitor<'t> {
+    /// Pages `pgno..pgno + n` are visited, each once across the [`Walk`]: a
+    /// tree page (before its checks and faults, after the reference checks)
+    /// or pages of a large chunk. `Err` stops the walk.
+    fn visit(&mut self, _pgno: u32, _n: u32) -> Result<()> {
+        Ok(())
+    }
     /// A page passed its checks; its keys are readable. `Err` stops the walk.
     fn page(&mut self, _w: &mut Walk<'t>, _ev: &PageEv<'t>) -> Result<()> {
         Ok(())
@@ -405,7 +423,6 @@ impl<'t> Walk<'t> {
     }
 
     /// Whether `pgno` was visited.
-    #[allow(dead_code)]
     pub(crate) fn seen(&self, pgno: u32) -> bool {
         self.seen.has(pgno)
     }
@@ -474,6 +491,7 @@ impl<'t> Walk<'t> {
                         continue;
                     }
                     self.visited += 1;
+                    v.visit(pgno, 1)?;
                     if p.pgno() != pgno {
                         v.fault(f(pgno, What::PgnoMismatch { found: p.pgno() }))?;
                         continue;
@@ -493,7 +511,16 @@ impl<'t> Walk<'t> {
                         v.fault(f(pgno, What::Txnid { txnid: p.txnid(), front }))?;
                         continue;
                     }
-                    if let Err(e) = p.check_tree_page(pgno, front) {
+                    // The header, then (branch and leaf pages) a node area
+                    // exactly covered by its nodes, as libmdbx's check wants.
+                    let header = p.check_tree_page(pgno, front).and_then(|()| {
+                        if p.is_dupfix() {
+                            Ok(())
+                        } else {
+                            crate::format::node::check_node_area(p, pgno)
+                        }
+                    });
+                    if let Err(e) = header {
                         let why = match e {
                             Error::Corrupted { what, .. } => what.0,
                             _ => "bad page header",
@@ -510,7 +537,7 @@ impl<'t> Walk<'t> {
                         v.fault(f(pgno, What::Entry { i, why }))?;
                         continue;
                     }
-                    let ev = PageEv { pgno, page: p, parent, depth, nested, lo, hi };
+                    let ev = PageEv { pgno, page: p, parent, nested, lo, hi };
                     v.page(self, &ev)?;
                     if is_branch {
                         // Children in reverse so that the first is walked first.
@@ -518,7 +545,7 @@ impl<'t> Walk<'t> {
                             let child = match child_at(p, i, pgno) {
                                 Ok(c) => c,
                                 Err(e) => {
-                                    v.fault(f(pgno, What::Entry { i, why: reason(&e) }))?;
+                                    v.fault(f(pgno, What::Child { i, why: reason(&e) }))?;
                                     continue;
                                 }
                             };
@@ -553,7 +580,7 @@ impl<'t> Walk<'t> {
                     let nd = match node::node(page, i, pgno) {
                         Ok(nd) => nd,
                         Err(e) => {
-                            v.fault(f(What::Entry { i, why: reason(&e) }))?;
+                            v.fault(f(What::Node { i, why: reason(&e) }))?;
                             continue;
                         }
                     };
@@ -574,8 +601,9 @@ impl<'t> Walk<'t> {
                         0 | N_TREE => lv.counts.items += 1,
                         N_BIG => {
                             lv.counts.items += 1;
-                            if let Some((pages, value)) = self.large(&ev, v)? {
-                                lv.counts.large += pages as u64;
+                            let (pages, value) = self.large(&ev, v)?;
+                            levels.last_mut().expect("a level").counts.large += pages as u64;
+                            if let Some(value) = value {
                                 v.large(&ev, nd.big_pgno(), pages, value)?;
                             }
                         }
@@ -583,12 +611,11 @@ impl<'t> Walk<'t> {
                             let sp = Page { buf: nd.data };
                             let want = if dupfixed { 0x62 } else { 0x42 };
                             if let Err(e) = check_subpage(sp, pgno) {
-                                v.fault(f(What::SubPage { i, why: reason(&e), flags: 0, want }))?;
+                                v.fault(f(What::SubPage { i, why: reason(&e) }))?;
                                 continue;
                             }
                             if sp.flags() & !0x10 != want {
-                                let why = "sub-page type does not match the table";
-                                v.fault(f(What::SubPage { i, why, flags: sp.flags(), want }))?;
+                                v.fault(f(What::SubPageType { i, flags: sp.flags(), want }))?;
                                 continue;
                             }
                             lv.counts.items += sp.num_entries() as u64;
@@ -641,8 +668,9 @@ impl<'t> Walk<'t> {
         Ok(levels.pop().expect("the top level").counts)
     }
 
-    /// Checks and marks the large chunk of `ev`; its page count and value.
-    fn large<V: Visitor<'t> + ?Sized>(&mut self, ev: &NodeEv<'t>, v: &mut V) -> Result<Option<(u32, &'t [u8])>> {
+    /// Checks and marks the large chunk of `ev`: the pages it visited and
+    /// (when the chunk is valid) the value.
+    fn large<V: Visitor<'t> + ?Sized>(&mut self, ev: &NodeEv<'t>, v: &mut V) -> Result<(u32, Option<&'t [u8]>)> {
         let head = ev.node.big_pgno();
         let dsize = ev.node.dsize as usize;
         let ps = self.src.ps();
@@ -651,18 +679,18 @@ impl<'t> Walk<'t> {
             parent: Some(ev.leaf),
             depth: 0,
             nested: ev.nested,
-            what: What::Large { leaf: ev.leaf, i: ev.i, why },
+            what: What::Large { leaf: ev.leaf, head, i: ev.i, why },
         };
         let hp = match self.src.get(head, 1) {
             Ok(b) => Page { buf: b },
             Err(why) => {
                 v.fault(Fault { page: ev.leaf, ..f(LargeWhy::Ref(why)) })?;
-                return Ok(None);
+                return Ok((0, None));
             }
         };
         if hp.flags() != pflags::LARGE {
             v.fault(f(LargeWhy::NotLarge { flags: hp.flags() }))?;
-            return Ok(None);
+            return Ok((self.take(head, 1, v)?, None));
         }
         let pages = hp.large_count();
         let limit = self.src.limit();
@@ -670,31 +698,53 @@ impl<'t> Walk<'t> {
             Ok(c) if pages > 0 => c,
             _ => {
                 v.fault(f(LargeWhy::Count { pages, limit }))?;
-                return Ok(None);
+                return Ok((self.take(head, 1, v)?, None));
             }
         };
+        let mut ok = true;
         if let Some(at) = (head..head + pages).find(|&p| self.seen.has(p)) {
-            v.fault(f(LargeWhy::Overlap { at, pages }))?;
-            return Ok(None);
+            let used = (at..head + pages).filter(|&p| self.seen.has(p)).count() as u32;
+            v.fault(f(LargeWhy::Overlap { at, pages, used }))?;
+            ok = false;
         }
-        for p in head..head + pages {
-            self.seen.mark(p);
-        }
-        self.visited += pages as u64;
+        let n = self.take(head, pages, v)?;
         if hp.pgno() != head {
             v.fault(f(LargeWhy::PgnoMismatch { found: hp.pgno() }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
         if hp.txnid() > ev.leaf_txnid {
             v.fault(f(LargeWhy::Txnid { txnid: hp.txnid(), leaf_txnid: ev.leaf_txnid }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
         let need = (PAGEHDRSZ + dsize).div_ceil(ps) as u64;
         if (pages as u64) < need || chunk.len() < PAGEHDRSZ + dsize {
             v.fault(f(LargeWhy::Short { pages, dsize, need }))?;
-            return Ok(None);
+            return Ok((n, None));
         }
-        Ok(Some((pages, &chunk[PAGEHDRSZ..PAGEHDRSZ + dsize])))
+        Ok((n, ok.then(|| &chunk[PAGEHDRSZ..PAGEHDRSZ + dsize])))
+    }
+
+    /// Visits the pages of `first..first + n` not visited yet (in runs);
+    /// returns how many.
+    fn take<V: Visitor<'t> + ?Sized>(&mut self, first: u32, n: u32, v: &mut V) -> Result<u32> {
+        let mut count = 0;
+        let mut run: Option<(u32, u32)> = None;
+        for p in first..first + n {
+            if self.seen.mark(p) {
+                count += 1;
+                run = match run {
+                    Some((s, len)) => Some((s, len + 1)),
+                    None => Some((p, 1)),
+                };
+            } else if let Some((s, len)) = run.take() {
+                v.visit(s, len)?;
+            }
+        }
+        if let Some((s, len)) = run {
+            v.visit(s, len)?;
+        }
+        self.visited += count as u64;
+        Ok(count)
     }
 }
 
