@@ -290,6 +290,18 @@ fn run() -> Result<(), String> {
         })?;
     }
     let max_val = if dup { env.max_key_size(oracle::MDBX_DUPSORT).min(16) } else { 4096 };
+    // A kill in the middle of a write leaves a torn last line (of a block
+    // that never reached its commit): cut it off before appending.
+    if let Ok(bytes) = std::fs::read(&a.log) {
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            OpenOptions::new()
+                .write(true)
+                .open(&a.log)
+                .and_then(|f| f.set_len(keep as u64))
+                .map_err(|e| format!("{}: {e}", a.log))?;
+        }
+    }
     let log = OpenOptions::new().create(true).append(true).open(&a.log).map_err(|e| format!("{}: {e}", a.log))?;
     let mut rng = Rng::new(a.seed ^ max_n);
     let window = rng.range(16, 1500) as u64;
