@@ -218,6 +218,9 @@ fn race_env(dir: &Path) -> rdbx::Env {
 fn engine_bug_open_while_another_process_grows_the_file() {
     if let Ok(dir) = std::env::var("RDBX_REPRO_GROW_DIR") {
         let env = race_env(Path::new(&dir));
+        // Tell the parent the writer is open (the race under test is open vs
+        // growth, not two processes opening and closing at the same moment).
+        std::fs::write(Path::new(&dir).join("writer-open"), b"").unwrap();
         let t0 = Instant::now();
         let mut i = 0u64;
         while t0.elapsed() < Duration::from_secs(10) && i < 100_000 {
@@ -238,6 +241,11 @@ fn engine_bug_open_while_another_process_grows_the_file() {
         .env("RDBX_REPRO_GROW_DIR", dir.path())
         .spawn()
         .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !dir.path().join("writer-open").exists() && writer.try_wait().unwrap().is_none() && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut opens = 0;
     let mut first_error = None;
     while writer.try_wait().unwrap().is_none() {
