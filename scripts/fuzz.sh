@@ -42,6 +42,9 @@ max_len() {
     esac
 }
 
+TMPDIR_LAST=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_LAST"' EXIT
+
 echo "== cargo fuzz build"
 cargo fuzz build -s none
 
@@ -49,9 +52,17 @@ status=0
 for t in "${targets[@]}"; do
     mkdir -p "work/$t" "corpus/$t" "regressions/$t"
     echo "== fuzzing $t for ${secs}s"
-    if ! cargo fuzz run -s none "$t" "work/$t" "corpus/$t" "regressions/$t" -- \
+    # Each input is written here first (see rdbx_fuzzing::note_input).
+    last="$TMPDIR_LAST/$t.last-input"
+    mkdir -p "artifacts/$t"
+    before=$(find "artifacts/$t" -type f | wc -l)
+    if ! RDBX_FUZZ_LAST_INPUT="$last" cargo fuzz run -s none "$t" "work/$t" "corpus/$t" "regressions/$t" -- \
         -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=30 -rss_limit_mb=2048 \
         -print_final_stats=1; then
+        if [ "$(find "artifacts/$t" -type f | wc -l)" = "$before" ] && [ -f "$last" ]; then
+            # Killed without an artifact (stack overflow): keep the last input.
+            cp "$last" "artifacts/$t/killed-$(date +%Y%m%d-%H%M%S)"
+        fi
         echo "fuzz.sh: FINDING in $t (input in fuzz/artifacts/$t/)"
         status=1
     fi

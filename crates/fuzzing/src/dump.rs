@@ -124,6 +124,7 @@ pub fn unparse(sections: &[Section], plain_text: bool) -> Vec<u8> {
 
 /// Runs the target over `data`.
 pub fn run(data: &[u8]) {
+    crate::note_input(data);
     let Some((&hdr, text)) = data.split_first() else { return };
     let plain = hdr & 1 != 0;
     let first = parse(text, plain);

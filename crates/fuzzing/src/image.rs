@@ -47,6 +47,7 @@ type Content = BTreeMap<Option<Vec<u8>>, Records>;
 
 /// Runs the target over `data`.
 pub fn run(data: &[u8]) {
+    crate::note_input(data);
     let Some((&hdr, file)) = data.split_first() else { return };
     if file.len() > MAX_IMAGE {
         return;
@@ -56,8 +57,15 @@ pub fn run(data: &[u8]) {
     std::fs::write(&src, file).expect("writing the image");
 
     let mut clean = false;
+    // Tables the check found damaged (`None`: all of them).
+    let mut damaged: Option<Vec<String>> = None;
     if let Ok(env) = Env::builder().read_only(true).max_dbs(256).open(&src) {
-        clean = matches!(env.check(&CheckOptions::default(), &mut |_| {}), Ok(r) if r.problem_count() == 0);
+        if let Ok(r) = env.check(&CheckOptions::default(), &mut |_| {}) {
+            clean = r.problem_count() == 0;
+            if r.problems.len() as u64 == r.problem_count() && r.problems.iter().all(|p| p.table.is_some()) {
+                damaged = Some(r.problems.iter().filter_map(|p| p.table.clone()).collect());
+            }
+        }
         let content = read_env(&env, clean, "source");
         if crate::verbose() {
             eprintln!("image: clean {clean}, read {}", content.as_ref().map_or(0, |c| c.values().map(Vec::len).sum()));
@@ -72,7 +80,7 @@ pub fn run(data: &[u8]) {
     if hdr & SKIP_WRITE == 0 {
         let rw = dir.path().join("rw.dat");
         std::fs::write(&rw, file).expect("writing the image");
-        write_phase(&rw, hdr, clean, file.len());
+        write_phase(&rw, hdr, clean, damaged.as_deref(), file.len());
     }
 }
 
@@ -338,7 +346,15 @@ fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option
     }
 }
 
-fn write_phase(path: &Path, hdr: u8, clean: bool, len: usize) {
+/// Known bug (fuzz/regressions/image/collect-pages-nested-cycle): freeing a
+/// tree whose leaf holds a nested-tree node that leads back into the tree
+/// (`btree::write::collect_pages` recursing without a bound) overflows the
+/// stack. While it is open, the write transaction neither drops, clears nor
+/// deletes existing keys of tables the check found damaged. Set to false
+/// once fixed.
+const AVOID_COLLECT_PAGES_CYCLE: bool = true;
+
+fn write_phase(path: &Path, hdr: u8, clean: bool, damaged: Option<&[String]>, len: usize) {
     let geometry = Geometry {
         size_lower: Some(0),
         size_upper: Some(len + (1 << 20)),
@@ -347,7 +363,7 @@ fn write_phase(path: &Path, hdr: u8, clean: bool, len: usize) {
     };
     let builder = Env::builder().max_dbs(256).durability(Durability::UtterlyNoSync).geometry(geometry);
     let Ok(env) = builder.open(path) else { return };
-    let committed = write_txn(&env, hdr);
+    let committed = write_txn(&env, hdr, damaged);
     // A commit on a clean database must leave it clean.
     if clean {
         match committed {
@@ -367,7 +383,7 @@ fn write_phase(path: &Path, hdr: u8, clean: bool, len: usize) {
     }
 }
 
-fn write_txn(env: &Env, hdr: u8) -> rdbx::Result<()> {
+fn write_txn(env: &Env, hdr: u8, damaged: Option<&[String]>) -> rdbx::Result<()> {
     let mut txn = env.begin_rw_txn()?;
     let names = txn.table_names()?;
     let salt = (hdr >> 4) as u64;
@@ -389,6 +405,13 @@ fn write_txn(env: &Env, hdr: u8) -> rdbx::Result<()> {
             soft_write(txn.put(db, &key(99), &big, PutFlags::empty()))?;
         }
         soft_write(txn.del(db, &key(1 + i as u64), None))?;
+        let suspect = match damaged {
+            None => true,
+            Some(d) => d.iter().any(|t| *t == String::from_utf8_lossy(name) || t.starts_with('@')),
+        };
+        if AVOID_COLLECT_PAGES_CYCLE && suspect {
+            continue;
+        }
         let first = txn.cursor(db).and_then(|mut c| c.first().map(|p| p.map(|(k, _)| k.to_vec())));
         if let Ok(Some(k)) = first {
             soft_write(txn.del(db, &k, None))?;

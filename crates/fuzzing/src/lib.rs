@@ -35,6 +35,16 @@ pub(crate) fn verbose() -> bool {
     std::env::var_os("RDBX_FUZZ_VERBOSE").is_some()
 }
 
+/// With `RDBX_FUZZ_LAST_INPUT=FILE` every input is written to FILE before it
+/// runs: a crash libFuzzer cannot catch (a stack overflow kills the process
+/// without an artifact) leaves its input there.
+pub(crate) fn note_input(data: &[u8]) {
+    static PATH: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    if let Some(p) = PATH.get_or_init(|| std::env::var_os("RDBX_FUZZ_LAST_INPUT").map(Into::into)) {
+        let _ = std::fs::write(p, data);
+    }
+}
+
 /// Names the targets, as the directories of `fuzz/corpus` and `fuzz/regressions` do.
 pub const TARGETS: [&str; 3] = ["image", "ops", "dump"];
 

@@ -149,6 +149,7 @@ struct Dbs {
 
 /// Runs the target over `data`.
 pub fn run(data: &[u8]) {
+    crate::note_input(data);
     let Some((&hdr, ops)) = data.split_first() else { return };
     let page_size = [256, 512, 1024, 4096][(hdr & 3) as usize];
     let dir = crate::scratch();
