@@ -319,6 +319,13 @@ fn dump_env(env: &Env) {
     }
 }
 
+/// Known bug (fuzz/regressions/image/check-nested-value-bytes-blowup):
+/// `Env::check` on a damaged nested tree (`nested_value_bytes` in check.rs,
+/// a walk bounded by depth only, with no visited set) can take exponential
+/// time. While it is open, copies of a database the check did not find clean
+/// are read but not checked. Set to false once fixed.
+const AVOID_CHECK_NESTED_BLOWUP: bool = true;
+
 fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option<&Content>) {
     let dst = dir.join(if compact { "compact.dat" } else { "copy.dat" });
     let opts = CopyOptions { compact, ..Default::default() };
@@ -329,6 +336,10 @@ fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option
     }
     let copy = soft(Env::builder().read_only(true).max_dbs(256).open(&dst), clean, &format!("opening the {kind}"));
     let Some(copy) = copy else { return };
+    if AVOID_CHECK_NESTED_BLOWUP && !clean {
+        read_env(&copy, false, kind);
+        return;
+    }
     let report = soft(copy.check(&CheckOptions::default(), &mut |_| {}), clean, &format!("check of the {kind}"));
     if clean {
         let report = report.expect("checked");
