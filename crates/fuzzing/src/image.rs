@@ -59,7 +59,9 @@ pub fn run(data: &[u8]) {
     let mut clean = false;
     // Tables the check found damaged (`None`: all of them).
     let mut damaged: Option<Vec<String>> = None;
+    let mut retired_overflow = false;
     if let Ok(env) = Env::builder().read_only(true).max_dbs(256).open(&src) {
+        retired_overflow = env.info().is_ok_and(|i| i.pages_retired > u64::MAX - (1 << 40));
         if let Ok(r) = env.check(&CheckOptions::default(), &mut |_| {}) {
             clean = r.problem_count() == 0;
             if r.problems.len() as u64 == r.problem_count() && r.problems.iter().all(|p| p.table.is_some()) {
@@ -77,7 +79,7 @@ pub fn run(data: &[u8]) {
             }
         }
     }
-    if hdr & SKIP_WRITE == 0 {
+    if hdr & SKIP_WRITE == 0 && !(AVOID_PAGES_RETIRED_OVERFLOW && retired_overflow) {
         let rw = dir.path().join("rw.dat");
         std::fs::write(&rw, file).expect("writing the image");
         write_phase(&rw, hdr, clean, damaged.as_deref(), file.len());
@@ -356,6 +358,13 @@ fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option
         }
     }
 }
+
+/// Known bug (fuzz/regressions/image/commit-pages-retired-overflow): a
+/// commit adds the pages it retired to the meta's `pages_retired` with `+`
+/// (gc.rs, `commit`): a meta whose counter is near `u64::MAX` makes it panic
+/// with "attempt to add with overflow" (debug assertions). While it is open,
+/// no write transaction runs on such a file. Set to false once fixed.
+const AVOID_PAGES_RETIRED_OVERFLOW: bool = true;
 
 /// Known bug (fuzz/regressions/image/collect-pages-nested-cycle): freeing a
 /// tree whose leaf holds a nested-tree node that leads back into the tree
