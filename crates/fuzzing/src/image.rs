@@ -75,6 +75,9 @@ pub fn run(data: &[u8]) {
         dump_env(&env);
         if hdr & SKIP_COPY == 0 {
             for compact in [false, true] {
+                if compact && AVOID_COMPACT_COUNTER_OVERFLOW && !clean {
+                    continue;
+                }
                 copy_phase(&env, dir.path(), compact, clean, content.as_ref());
             }
         }
@@ -320,6 +323,13 @@ fn dump_env(env: &Env) {
         assert_eq!(n as u64, stats.records, "the dump parses back into another number of records");
     }
 }
+
+/// Known bug (fuzz/regressions/image/compact-copy-counter-overflow): the
+/// compacting copy (copy.rs, `pack`) adds up page counters of a damaged
+/// DUPSORT table with `+` and panics with "attempt to add with overflow"
+/// (debug assertions). While it is open, only databases the check found
+/// clean get a compacting copy. Set to false once fixed.
+const AVOID_COMPACT_COUNTER_OVERFLOW: bool = true;
 
 /// Known bug (fuzz/regressions/image/check-nested-value-bytes-blowup):
 /// `Env::check` on a damaged nested tree (`nested_value_bytes` in check.rs,
