@@ -369,6 +369,14 @@ fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option
     }
 }
 
+/// Known bug (fuzz/regressions/image/check-misses-nested-tree-flags): a
+/// nested-tree descriptor whose flags differ from its table's passes
+/// `Env::check` without a problem, but the write path refuses it
+/// (`Corrupted: nested tree flags do not match the table`). While it is open,
+/// that error on a database the check found clean is not a finding. Set to
+/// false once the check reports it.
+const AVOID_CHECK_NESTED_FLAGS: bool = true;
+
 /// Known bug (fuzz/regressions/image/commit-pages-retired-overflow): a
 /// commit adds the pages it retired to the meta's `pages_retired` with `+`
 /// (gc.rs, `commit`): a meta whose counter is near `u64::MAX` makes it panic
@@ -399,6 +407,7 @@ fn write_phase(path: &Path, hdr: u8, clean: bool, damaged: Option<&[String]>, le
         match committed {
             Ok(()) => {}
             Err(Error::MapFull) => return,
+            Err(e) if AVOID_CHECK_NESTED_FLAGS && format!("{e:?}").contains("nested tree flags do not match") => return,
             Err(e) => panic!("a write transaction on a clean database failed: {e:?}"),
         }
         drop(env);
