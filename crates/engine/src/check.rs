@@ -326,6 +326,8 @@ struct Ctx {
     tid: usize,
     kind: Kind,
     flags: DbFlags,
+    /// The tree descriptor's DUPFIXED value size (the table's, for a table).
+    dupfix_size: u32,
     cmp: Cmp,
     dup_cmp: Option<Cmp>,
 }
@@ -881,6 +883,16 @@ impl<'a> Visitor<'a> for Walker<'a> {
                         pgno,
                         format!("page #{pgno}: node[{i}] nested tree flags {:#x}, expected {want_flags:#x}", nt.flags),
                     );
+                } else if ctx.flags.contains(DbFlags::DUP_FIXED) && nt.dupfix_size != ctx.dupfix_size {
+                    // Writers refuse such a tree (it would mix value sizes).
+                    self.bad(
+                        &ctx,
+                        pgno,
+                        format!(
+                            "page #{pgno}: node[{i}] nested tree of {}-byte values in a DUPFIXED table of {}-byte values",
+                            nt.dupfix_size, ctx.dupfix_size
+                        ),
+                    );
                 }
                 if nt.mod_txnid > ev.leaf_txnid {
                     self.bad(
@@ -997,6 +1009,7 @@ impl<'a> Visitor<'a> for Walker<'a> {
             tid: ctx.tid,
             kind: Kind::Nested,
             flags: ctx.flags,
+            dupfix_size: ctx.dupfix_size,
             cmp: ctx.dup_cmp.unwrap_or(Cmp::Lex),
             dup_cmp: None,
         };
@@ -1050,7 +1063,7 @@ fn sub_flags(f: DbFlags) -> u16 {
 
 fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
     let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-    Ctx { tid, kind, flags, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags) }
+    Ctx { tid, kind, flags, dupfix_size: tree.dupfix_size, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags) }
 }
 
 /// Reads the three metas from `file` (bytes of the data file) with page size `ps`.

@@ -387,11 +387,12 @@ impl<'a> Packer<'a, '_> {
 
     fn finish_tree(&mut self, b: &mut Builder, t: &Tree) -> Result<Tree> {
         let (root, height, branch, leaf) = self.finish(b)?;
+        let overflow = || Error::corrupted(t.root, "the table's page counts overflow (damaged nested trees?)");
         Ok(Tree {
             root,
             height,
-            branch_pages: branch + b.nested_branch,
-            leaf_pages: leaf + b.nested_leaf,
+            branch_pages: branch.checked_add(b.nested_branch).ok_or_else(overflow)?,
+            leaf_pages: leaf.checked_add(b.nested_leaf).ok_or_else(overflow)?,
             large_pages: b.large,
             ..*t
         })
@@ -469,8 +470,9 @@ impl<'a> Visitor<'a> for Packer<'a, '_> {
         let mut nt = self.finish_tree(&mut nb, sub)?;
         self.with_builder(|c, b| {
             nt.mod_txnid = sub.mod_txnid.min(b.txnid);
-            b.nested_branch += nt.branch_pages;
-            b.nested_leaf += nt.leaf_pages;
+            let overflow = || Error::corrupted(ev.leaf, "nested page counts overflow");
+            b.nested_branch = b.nested_branch.checked_add(nt.branch_pages).ok_or_else(overflow)?;
+            b.nested_leaf = b.nested_leaf.checked_add(nt.leaf_pages).ok_or_else(overflow)?;
             c.add_node(b, ev.node.key, TREE_SIZE as u32, N_DUP | N_TREE, &nt.to_bytes())
         })
     }

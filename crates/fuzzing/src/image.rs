@@ -329,14 +329,14 @@ fn dump_env(env: &Env) {
 /// DUPSORT table with `+` and panics with "attempt to add with overflow"
 /// (debug assertions). While it is open, only databases the check found
 /// clean get a compacting copy. Set to false once fixed.
-const AVOID_COMPACT_COUNTER_OVERFLOW: bool = true;
+const AVOID_COMPACT_COUNTER_OVERFLOW: bool = false;
 
 /// Known bug (fuzz/regressions/image/check-nested-value-bytes-blowup):
 /// `Env::check` on a damaged nested tree (`nested_value_bytes` in check.rs,
 /// a walk bounded by depth only, with no visited set) can take exponential
 /// time. While it is open, copies of a database the check did not find clean
 /// are read but not checked. Set to false once fixed.
-const AVOID_CHECK_NESTED_BLOWUP: bool = true;
+const AVOID_CHECK_NESTED_BLOWUP: bool = false;
 
 fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option<&Content>) {
     let dst = dir.join(if compact { "compact.dat" } else { "copy.dat" });
@@ -375,14 +375,14 @@ fn copy_phase(env: &Env, dir: &Path, compact: bool, clean: bool, content: Option
 /// (`Corrupted: nested tree flags do not match the table`). While it is open,
 /// that error on a database the check found clean is not a finding. Set to
 /// false once the check reports it.
-const AVOID_CHECK_NESTED_FLAGS: bool = true;
+const AVOID_CHECK_NESTED_FLAGS: bool = false;
 
 /// Known bug (fuzz/regressions/image/commit-pages-retired-overflow): a
 /// commit adds the pages it retired to the meta's `pages_retired` with `+`
 /// (gc.rs, `commit`): a meta whose counter is near `u64::MAX` makes it panic
 /// with "attempt to add with overflow" (debug assertions). While it is open,
 /// no write transaction runs on such a file. Set to false once fixed.
-const AVOID_PAGES_RETIRED_OVERFLOW: bool = true;
+const AVOID_PAGES_RETIRED_OVERFLOW: bool = false;
 
 /// Known bug (fuzz/regressions/image/collect-pages-nested-cycle): freeing a
 /// tree whose leaf holds a nested-tree node that leads back into the tree
@@ -390,7 +390,7 @@ const AVOID_PAGES_RETIRED_OVERFLOW: bool = true;
 /// stack. While it is open, the write transaction neither drops, clears nor
 /// deletes existing keys of tables the check found damaged. Set to false
 /// once fixed.
-const AVOID_COLLECT_PAGES_CYCLE: bool = true;
+const AVOID_COLLECT_PAGES_CYCLE: bool = false;
 
 fn write_phase(path: &Path, hdr: u8, clean: bool, damaged: Option<&[String]>, len: usize) {
     let geometry = Geometry {
