@@ -9,6 +9,7 @@
 #   4. cargo test --workspace --release --no-fail-fast (release: the interop
 #      tests are heavy; every test binary runs even after a failure), then
 #      the damaged-file suites again with overflow checks (profile `damage`);
+#   5. scripts/fuzz.sh 20: every fuzz target for 20 seconds;
 # and prints a final "summary: N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,13 @@ damage_status=${PIPESTATUS[0]}
 [ "$status" = 0 ] && status=$damage_status
 set -e
 
+# A short, time-boxed run of every fuzz target (installs cargo-fuzz when it is
+# missing); the committed corpus and reproducers also replay as ordinary tests
+# (crates/fuzzing/tests/corpus.rs). Longer runs: scripts/fuzz.sh SECONDS.
+echo "== scripts/fuzz.sh 20 (each fuzz target for 20 s)"
+fuzz_status=0
+scripts/fuzz.sh 20 || fuzz_status=$?
+
 passed=0 failed=0 ignored=0
 while read -r p f i; do
     passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))
@@ -49,6 +57,11 @@ done < <(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) faile
 if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
     echo "test.sh: cargo test exited with status $status (build failure or crashed test binary)"
     failed=1
+fi
+if [ "$fuzz_status" != 0 ]; then
+    echo "test.sh: a fuzz target found a problem (inputs in fuzz/artifacts/)"
+    failed=$((failed + 1))
+    status=1
 fi
 echo "summary: $passed passed, $failed failed, $ignored skipped"
 exit "$status"
