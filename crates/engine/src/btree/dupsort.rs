@@ -185,7 +185,7 @@ fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
     fpage::init_page(&mut buf, host, if dupfix { 0x62 } else { 0x42 }, 0);
     put_u16(&mut buf, 8, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
     for (i, v) in vals.iter().enumerate() {
-        write::p_insert(&mut buf, i, v, 0, 0, &[]);
+        write::p_insert_sized(&mut buf, i, v, 0, 0, &[]);
     }
     buf
 }
@@ -243,7 +243,7 @@ fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
         if dupfix {
             put_u16(txn.dirty_mut(pg), 8, val.len() as u16);
         }
-        write::p_insert(txn.dirty_mut(pg), 0, val, 0, 0, &[]);
+        write::p_insert(txn.dirty_mut(pg), 0, val, 0, 0, &[])?;
         *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: txn.txnid, ..*nt };
         return Ok(true);
     }
@@ -529,7 +529,7 @@ fn add_to_subpage(
         let size = compact + add;
         if size <= limit && NODESIZE + even_ceil(key.len() + size) <= nodemax {
             let mut buf = subpage_copy(sp, add, lpg)?;
-            write::p_insert(&mut buf, pos, val, 0, 0, &[]);
+            write::p_insert(&mut buf, pos, val, 0, 0, &[])?;
             Ok(buf)
         } else {
             let mut vals = subpage_values(sp, lpg)?;
@@ -626,7 +626,7 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
     let Growth::Grow { delta, add } = g else {
         let sub = &mut leaf[s..s + dsize];
         fpage::set_pgno(sub, host);
-        write::p_insert(sub, pos, val, 0, 0, &[]);
+        write::p_insert_sized(sub, pos, val, 0, 0, &[]);
         return;
     };
     let (nleaf, lupper) = (lp.num_entries(), lp.upper());
@@ -659,7 +659,7 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
     put_u16(sub, 14, (upper + add) as u16);
     debug_assert_eq!(Page { buf: sub }.upper() - lower, if dupfix { add } else { upper - lower + add });
     fpage::set_pgno(sub, host);
-    write::p_insert(sub, pos, val, 0, 0, &[]);
+    write::p_insert_sized(sub, pos, val, 0, 0, &[]);
 }
 
 /// Whether item `pos` can leave sub-page `sp` where it lies: the freed bytes
@@ -820,7 +820,7 @@ mod tests {
                 let sp = build_subpage(&have, dupfix, 7);
                 let add = &all[n / 2];
                 let mut grown = subpage_copy(Page { buf: &sp }, item_size(dupfix, add.len()), 7).unwrap();
-                write::p_insert(&mut grown, n / 2, add, 0, 0, &[]);
+                write::p_insert(&mut grown, n / 2, add, 0, 0, &[]).unwrap();
                 let want: Vec<Vec<u8>> = all.iter().take(n + 1).cloned().collect();
                 assert_eq!(shape(&grown), shape(&build_subpage(&want, dupfix, 7)), "insert, dupfix {dupfix}, n {n}");
 

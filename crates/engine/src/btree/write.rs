@@ -97,8 +97,23 @@ fn raw_node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
     page.buf.get(off..off + len).ok_or_else(|| Error::corrupted(pgno, "node overruns the page"))
 }
 
-/// Inserts into a node page or a DUPFIX page.
-pub(crate) fn p_insert(buf: &mut [u8], i: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8]) {
+/// Inserts into a node page or a DUPFIX page. The callers have computed that
+/// the entry fits; a page whose header lies about its room (a damaged file)
+/// gives `Corrupted` here instead of an edit past its free space.
+pub(crate) fn p_insert(buf: &mut [u8], i: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8]) -> Result<()> {
+    let page = Page { buf };
+    let (lower, upper, pgno) = (page.lower(), page.upper(), page.pgno());
+    let need = if page.is_dupfix() { key.len() } else { NODESIZE + even_ceil(key.len() + data.len()) + 2 };
+    if upper < lower || need > upper - lower || i > page.num_entries() {
+        return Err(Error::corrupted(pgno, "page has less free space than its neighbours' sizes promise"));
+    }
+    p_insert_sized(buf, i, key, hdr, flags, data);
+    Ok(())
+}
+
+/// [`p_insert`] into a page this code sized for the entry itself (a sub-page
+/// being built or grown in place), where the room is known.
+pub(crate) fn p_insert_sized(buf: &mut [u8], i: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8]) {
     if (Page { buf }).is_dupfix() {
         node::dupfix_insert(buf, i, key);
     } else {
@@ -231,7 +246,7 @@ pub(crate) fn insert_at(
     let pgno = path.e[level].0;
     let buf = txn.dirty_mut(pgno);
     if need(buf, key, data) <= room(buf) {
-        p_insert(buf, idx, key, hdr, flags, data);
+        p_insert(buf, idx, key, hdr, flags, data)?;
         return Ok(());
     }
     let page = Page { buf };
@@ -305,7 +320,7 @@ pub(crate) fn insert_at(
             let drop_key = is_branch && j == first && first > 0;
             if j == idx {
                 let k: &[u8] = if drop_key { &[] } else { key };
-                p_insert(buf, at, k, hdr, flags, data);
+                p_insert(buf, at, k, hdr, flags, data)?;
             } else if dupfix_k.is_some() {
                 node::dupfix_insert(buf, at, key_at(op, old_of(j), pgno)?);
             } else if drop_key {
@@ -326,8 +341,8 @@ pub(crate) fn insert_at(
     if level == 0 {
         let root = gc::new_page(txn, pflags::BRANCH)?;
         let buf = txn.dirty_mut(root);
-        p_insert(buf, 0, &[], pgno, 0, &[]);
-        p_insert(buf, 1, &sep, right, 0, &[]);
+        p_insert(buf, 0, &[], pgno, 0, &[])?;
+        p_insert(buf, 1, &sep, right, 0, &[])?;
         tree.root = root;
         tree.inc_height(root)?;
         tree.inc_branch(1, root)?;
@@ -425,7 +440,7 @@ pub(crate) fn put(
         }
         let pg = gc::new_page(txn, pflags::LEAF)?;
         let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
-        p_insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data);
+        p_insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data)?;
         tree.root = pg;
         tree.height = 1;
         tree.leaf_pages = 1;
@@ -546,7 +561,7 @@ fn append_fast(
         return Ok(false);
     }
     tree.inc_items(1, lpg)?;
-    p_insert(txn.dirty_mut(lpg), n, key, val.len() as u32, 0, val);
+    p_insert(txn.dirty_mut(lpg), n, key, val.len() as u32, 0, val)?;
     finish(txn, db, *tree);
     txn.table_mut(db)?.append_leaf = Some(lpg);
     Ok(true)
@@ -698,7 +713,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             let base = Page { buf: txn.dirty_ref(left) }.num_entries();
             let lb = txn.dirty_mut(left);
             for (i, nd) in rn.iter().enumerate() {
-                p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data);
+                p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data)?;
             }
             gc::free(txn, right, 1);
             txn.ops.merge += 1;
@@ -729,13 +744,13 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
                 let first = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
                 let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
                 p_remove(txn.dirty_mut(right), 0);
-                p_insert(txn.dirty_mut(right), 0, &[], c0, 0, &[]);
+                p_insert(txn.dirty_mut(right), 0, &[], c0, 0, &[])?;
                 new_sep = first;
             } else {
                 new_sep = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
             }
             let at = Page { buf: txn.dirty_ref(left) }.num_entries();
-            p_insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data);
+            p_insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data)?;
         } else {
             // From the left sibling's end to our front.
             let ln = Page { buf: txn.dirty_ref(left) }.num_entries();
@@ -744,12 +759,12 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             if is_branch {
                 let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
                 p_remove(txn.dirty_mut(right), 0);
-                p_insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[]);
+                p_insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[])?;
                 new_sep = std::mem::take(&mut moved.key);
             } else {
                 new_sep = moved.key.clone();
             }
-            p_insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data);
+            p_insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data)?;
         }
         // Replace the separator in the parent (may split the parent).
         let child = child_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?;
