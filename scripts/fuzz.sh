@@ -56,9 +56,15 @@ for t in "${targets[@]}"; do
     last="$TMPDIR_LAST/$t.last-input"
     mkdir -p "artifacts/$t"
     before=$(find "artifacts/$t" -type f | wc -l)
+    # RDBX_FUZZ_SEED / RDBX_FUZZ_RUNS make a run repeatable (scripts/test.sh
+    # uses them: CI must not fail on whatever a random seed stumbles on that
+    # day; findings come from the long runs).
+    extra=()
+    [ -n "${RDBX_FUZZ_SEED:-}" ] && extra+=("-seed=$RDBX_FUZZ_SEED")
+    [ -n "${RDBX_FUZZ_RUNS:-}" ] && extra+=("-runs=$RDBX_FUZZ_RUNS")
     if ! RDBX_FUZZ_LAST_INPUT="$last" cargo fuzz run -s none "$t" "work/$t" "corpus/$t" "regressions/$t" -- \
         -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=30 -rss_limit_mb=2048 \
-        -print_final_stats=1; then
+        -print_final_stats=1 ${extra[@]+"${extra[@]}"}; then
         if [ "$(find "artifacts/$t" -type f | wc -l)" = "$before" ] && [ -f "$last" ]; then
             # Killed without an artifact (stack overflow): keep the last input.
             cp "$last" "artifacts/$t/killed-$(date +%Y%m%d-%H%M%S)"
