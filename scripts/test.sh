@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Installs libclang-dev (what bindgen loads: libclang.so, not libclang-cpp),
+# gcc/libc6-dev, rustfmt and clippy when missing; stops early otherwise.
 scripts/preflight.sh
 
 echo "== cargo fmt --all --check"

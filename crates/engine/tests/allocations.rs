@@ -17,6 +17,7 @@ static ON: AtomicBool = AtomicBool::new(false);
 // SAFETY: delegates every call to the system allocator unchanged; it only
 // counts allocations while `ON` is set.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: the caller's contract, passed unchanged to the system allocator.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if ON.load(Ordering::Relaxed) {
             COUNT.fetch_add(1, Ordering::Relaxed);
@@ -24,10 +25,12 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
+    // SAFETY: as `alloc`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: same contract as ours.
         unsafe { System.dealloc(ptr, layout) }
     }
+    // SAFETY: as `alloc`.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if ON.load(Ordering::Relaxed) {
             COUNT.fetch_add(1, Ordering::Relaxed);

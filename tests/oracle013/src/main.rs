@@ -254,6 +254,8 @@ fn reader_check(env: &Env) -> Result<i32, MdbxError> {
 }
 
 /// `mdbx_reader_list` callback: appends "slot pid txnid" lines to a Vec<String>.
+// SAFETY: called by libmdbx only, with `ctx` the `&mut Vec<String>` passed to
+// mdbx_reader_list by the caller, alive for the whole call.
 unsafe extern "C" fn list_reader(
     ctx: *mut libc::c_void,
     _num: libc::c_int,
@@ -378,6 +380,8 @@ fn session(db: &str, rest: &[String]) -> Result<(), String> {
 }
 
 /// `issue` callback of mdbx_env_chk: prints the object and the caption.
+// SAFETY: called by libmdbx only, with NUL-terminated (or null) strings valid
+// for the call.
 unsafe extern "C" fn chk_issue(
     _ctx: *mut ffi::MDBX_chk_context_t,
     object: *const libc::c_char,
