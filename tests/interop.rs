@@ -28,8 +28,18 @@ fn cli() -> OracleCli {
 const MIB: usize = 1 << 20;
 
 fn rdbx_open(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability) -> Env {
-    Env::builder()
-        .max_dbs(16)
+    rdbx_open_with(path, ps, no_sub_dir, durability, None)
+}
+
+/// `dirty_limit`: the dirty-page budget (`Some(1)`: spill between every two
+/// operations).
+fn rdbx_open_with(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability, dirty_limit: Option<usize>) -> Env {
+    let b = Env::builder();
+    let b = match dirty_limit {
+        Some(n) => b.dirty_page_limit(n),
+        None => b,
+    };
+    b.max_dbs(16)
         .no_sub_dir(no_sub_dir)
         .durability(durability)
         .geometry(Geometry { page_size: Some(ps), size_upper: Some(512 * MIB), ..Default::default() })
@@ -113,15 +123,22 @@ fn db_path(dir: &Path, no_sub_dir: bool) -> PathBuf {
 // (a) rdbx writes, libmdbx reads
 
 fn rdbx_writes_libmdbx_reads(ps: usize, no_sub_dir: bool, durability: Durability) {
+    rdbx_writes_libmdbx_reads_with(ps, no_sub_dir, durability, None);
+}
+
+fn rdbx_writes_libmdbx_reads_with(ps: usize, no_sub_dir: bool, durability: Durability, dirty_limit: Option<usize>) {
     let tmp = tempfile::tempdir().unwrap();
     let path = db_path(tmp.path(), no_sub_dir);
     let mut model = Model::default();
     let ops = generate(&spec_for(ps, ps as u64 * 31 + 1), &mut model);
     assert!(model.len() > 1000);
     let rdbx_stats = {
-        let env = rdbx_open(&path, ps, no_sub_dir, durability);
+        let env = rdbx_open_with(&path, ps, no_sub_dir, durability, dirty_limit);
         assert_eq!(env.page_size(), ps);
         apply_rdbx(&env, &ops).unwrap_or_else(|e| panic!("page size {ps}: {e}"));
+        if dirty_limit.is_some() {
+            assert!(env.page_ops().spill > 0, "page size {ps}: nothing was spilled");
+        }
         rdbx_verify(&env, &model, &format!("page size {ps}, rdbx after writing"));
         let txn = env.begin_ro_txn().unwrap();
         let s = engine::all_stats(&txn).unwrap();
@@ -144,6 +161,16 @@ fn rdbx_writes_libmdbx_reads(ps: usize, no_sub_dir: bool, durability: Durability
     let model_entries: usize = model.tables.values().map(|t| t.map.len()).sum();
     let stat_entries: u64 = rdbx_stats.iter().skip(1).map(|(_, s)| s.entries).sum();
     assert_eq!(stat_entries as usize, model_entries - model.tables[&None].map.len());
+}
+
+#[test]
+fn a_rdbx_writes_libmdbx_reads_ps4096_spilling() {
+    rdbx_writes_libmdbx_reads_with(4096, false, Durability::SyncDurable, Some(1));
+}
+
+#[test]
+fn a_rdbx_writes_libmdbx_reads_ps256_spilling() {
+    rdbx_writes_libmdbx_reads_with(256, true, Durability::SafeNoSync, Some(1));
 }
 
 #[test]

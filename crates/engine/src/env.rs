@@ -108,6 +108,7 @@ pub struct EnvBuilder {
     geometry: Geometry,
     mode: u32,
     lock_format: Option<LockFormat>,
+    dirty_limit: Option<usize>,
     faults: Option<Arc<dyn IoFaults>>,
 }
 
@@ -122,6 +123,7 @@ impl Default for EnvBuilder {
             geometry: Geometry::default(),
             mode: 0o644,
             lock_format: None,
+            dirty_limit: None,
             faults: None,
         }
     }
@@ -177,6 +179,19 @@ impl EnvBuilder {
         self.lock_format = Some(f);
         self
     }
+    /// How many dirty pages a write transaction keeps in memory before it
+    /// writes some of them to the data file early ("spills" them; libmdbx's
+    /// `MDBX_opt_txn_dp_limit`). The default is what libmdbx takes from the
+    /// machine's RAM ((total + available) / 42), and at most a quarter of a
+    /// memory limit set on the process (`ulimit -d`/`-v`, the cgroup's
+    /// `memory.max`), but at least 1024 pages. Spilling happens between
+    /// operations, so any value from 1 up is correct; a few hundred pages or
+    /// less make every operation read its path back from the file (tests use
+    /// that to spill all the time).
+    pub fn dirty_page_limit(mut self, pages: usize) -> Self {
+        self.dirty_limit = Some(crate::spill::clamp_limit(pages));
+        self
+    }
     /// Accepted for API compatibility with libmdbx's WRITEMAP; rdbx always writes
     /// pages with `pwritev`, which gives the same on-disk result.
     pub fn write_map(self, _yes: bool) -> Self {
@@ -228,6 +243,8 @@ pub(crate) struct EnvInner {
     pub dbs: crate::txn::DbRegistry,
     /// Page buffers kept between write transactions (see `pool`).
     pub page_pool: Mutex<crate::pool::PagePool>,
+    /// Dirty pages a write transaction keeps in memory (see `spill`).
+    pub dirty_limit: usize,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -410,6 +427,7 @@ impl EnvInner {
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
+            dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::spill::default_dirty_limit(page_size)),
             lck,
         };
         Ok((inner, apply_geometry))
@@ -723,6 +741,12 @@ impl Env {
         self.inner.page_size
     }
 
+    /// Dirty pages a write transaction keeps in memory before it spills
+    /// (see [`EnvBuilder::dirty_page_limit`]).
+    pub fn dirty_page_limit(&self) -> usize {
+        self.inner.dirty_limit
+    }
+
     /// Path of the data file.
     pub fn data_path(&self) -> &Path {
         &self.inner.data_path
@@ -824,6 +848,8 @@ impl Env {
             tables,
             base,
             dirty: Default::default(),
+            dirty_extra: 0,
+            spilled: Default::default(),
             retired: Vec::new(),
             loose: Vec::new(),
             reclaimed: Vec::new(),

@@ -27,14 +27,16 @@ impl RwTxn<'_> {
     }
     /// Adds a dirty page (nested transactions remember that it was absent).
     pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: Box<[u8]>) {
-        self.note_undo(pgno);
-        self.dirty.insert(pgno, buf);
+        self.dirty_replace(pgno, buf);
     }
     /// Replaces the buffer of a dirty page.
     pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: Box<[u8]>) {
         self.note_undo(pgno);
+        let ps = self.env.page_size;
+        self.dirty_extra += buf.len() / ps - 1;
         if let Some(old) = self.dirty.insert(pgno, buf) {
-            self.pool.recycle(old, self.env.page_size);
+            self.dirty_extra -= old.len() / ps - 1;
+            self.pool.recycle(old, ps);
         }
     }
     /// Removes a dirty page; whether it was there.
@@ -45,6 +47,7 @@ impl RwTxn<'_> {
         self.note_undo(pgno);
         match self.dirty.remove(&pgno) {
             Some(buf) => {
+                self.dirty_extra -= buf.len() / self.env.page_size - 1;
                 self.pool.recycle(buf, self.env.page_size);
                 true
             }
@@ -257,7 +260,7 @@ pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 
 /// Copy-on-write: a dirty copy of `pgno` (itself if already dirty).
 pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
-    if txn.dirty.contains_key(&pgno) {
+    if txn.dirty.contains_key(&pgno) || crate::spill::unspill(txn, pgno)? {
         return Ok(pgno);
     }
     // The pool leaves the transaction for the copy (`pages()` borrows all of it).
@@ -278,7 +281,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
 /// allocated them, else retired to the GC.
 pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
     let range = pgno..pgno + n as u32;
-    if txn.dirty_remove(pgno) {
+    if txn.dirty_remove(pgno) || crate::spill::forget_spilled(txn, pgno, n) {
         txn.loose.extend(range);
         txn.loose.sort_unstable_by(|a, b| b.cmp(a));
     } else {
@@ -699,6 +702,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     for (_, buf) in txn.dirty.drain() {
         txn.pool.recycle(buf, ps);
     }
+    txn.dirty_extra = 0;
+    txn.spilled.clear();
     Ok(())
 }
 

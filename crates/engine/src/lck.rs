@@ -369,9 +369,9 @@ const _: () = {
 /// Page-operation counters of the environment (libmdbx's `pgop_stat`), kept
 /// in the lock file and shared by every process that has the environment
 /// open, rdbx and libmdbx alike, since the lock file was created
-/// (`mdbx_stat -p`). rdbx never spills dirty pages, prefaults or calls
-/// `mincore`, and writes with `pwritev`, so it leaves those counters (and
-/// `msync`) to libmdbx processes.
+/// (`mdbx_stat -p`). rdbx counts spilled and unspilled pages as libmdbx
+/// does; it never prefaults or calls `mincore`, and writes with `pwritev`, so
+/// it leaves those counters (and `msync`) to libmdbx processes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PageOps {
     /// Pages allocated as new (leaf, branch or large).

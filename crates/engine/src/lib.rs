@@ -49,6 +49,7 @@ pub(crate) mod lck;
 pub(crate) mod os;
 mod pool;
 mod readers;
+mod spill;
 mod txn;
 
 pub use btree::cursor::Cursor;

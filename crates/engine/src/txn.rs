@@ -40,6 +40,9 @@ impl Hasher for PgnoHasher {
 /// buffer of `n * page_size` bytes under its head page.
 pub(crate) type Dirty = HashMap<u32, Box<[u8]>, BuildHasherDefault<PgnoHasher>>;
 
+/// A set of page numbers.
+pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
+
 /// Page access for one transaction: dirty pages first, then the memory map,
 /// bounded by the snapshot's allocated pages.
 #[derive(Clone, Copy)]
@@ -393,6 +396,12 @@ pub struct RwTxn<'env> {
     pub(crate) geo: MetaGeo,
     pub(crate) tables: Vec<Option<Table>>,
     pub(crate) dirty: Dirty,
+    /// Pages beyond the first of the large chunks in `dirty` (so that
+    /// `dirty.len() + dirty_extra` is the pages held in memory).
+    pub(crate) dirty_extra: usize,
+    /// Dirty pages (heads of chunks) written to the data file early to bound
+    /// memory (see `spill`); they still belong to this transaction.
+    pub(crate) spilled: PgnoSet,
     /// Pages of the base snapshot freed by this transaction (go to the GC under `txnid`).
     pub(crate) retired: Vec<u32>,
     /// Pages allocated by this transaction and freed again (reusable at once).
@@ -428,6 +437,7 @@ impl Drop for RwTxn<'_> {
         for (_, buf) in self.dirty.drain() {
             self.pool.recycle(buf, ps);
         }
+        self.dirty_extra = 0;
         *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
         self.env.lck.add_page_ops(&self.ops);
     }
@@ -439,6 +449,12 @@ impl Drop for RwTxn<'_> {
 pub(crate) struct Frame {
     saved: Saved,
     pub(crate) undo: HashMap<u32, Option<Box<[u8]>>, BuildHasherDefault<PgnoHasher>>,
+    /// Pages (heads of chunks) the child took out of the spilled set
+    /// (unspilled or freed); an abort puts them back.
+    pub(crate) unspilled: PgnoSet,
+    /// Every page of those chunks: their file contents are the parent's, so
+    /// the child must not spill anything onto them.
+    pub(crate) reserved: PgnoSet,
 }
 
 struct Saved {
@@ -829,7 +845,8 @@ impl<'env> RwTxn<'env> {
     /// Runs a mutation; any error other than the expected "soft" ones poisons the txn.
     fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.check_usable()?;
-        let r = f(self);
+        // Between operations: the only place where dirty pages may leave memory.
+        let r = self.spill_if_needed().and_then(|()| f(self));
         if let Err(e) = &r {
             if !matches!(
                 e,
@@ -990,10 +1007,16 @@ impl<'env> RwTxn<'env> {
     /// this transaction has changed (libmdbx's `mdbx_is_dirty`).
     pub fn is_dirty(&self, data: &[u8]) -> bool {
         let p = data.as_ptr() as usize;
-        self.dirty.values().any(|b| {
+        let in_memory = self.dirty.values().any(|b| {
             let start = b.as_ptr() as usize;
             p >= start && p < start + b.len()
-        })
+        });
+        // A spilled page is read through the map but still this transaction's.
+        let base = self.map.as_ptr() as usize;
+        let spilled = p >= base
+            && p < base + self.map.len()
+            && self.spilled.contains(&(((p - base) / self.env.page_size) as u32));
+        in_memory || spilled
     }
 
     /// Reserves `len` bytes for the value of `key` and returns them to be filled.
@@ -1213,7 +1236,12 @@ impl<'env> RwTxn<'env> {
             retired_count: self.retired_count,
             canary: self.canary,
         };
-        self.frames.push(Frame { saved, undo: Default::default() });
+        self.frames.push(Frame {
+            saved,
+            undo: Default::default(),
+            unspilled: Default::default(),
+            reserved: Default::default(),
+        });
         let depth = self.frames.len();
         Ok(NestedTxn { txn: self, depth, done: false })
     }
@@ -1226,23 +1254,30 @@ impl<'env> RwTxn<'env> {
                 for (pgno, orig) in f.undo {
                     parent.undo.entry(pgno).or_insert(orig);
                 }
+                parent.unspilled.extend(f.unspilled);
+                parent.reserved.extend(f.reserved);
             }
             return;
         }
+        let ps = self.env.page_size;
         for (pgno, orig) in f.undo {
-            match orig {
+            // The page is back to its state before the child: in memory as
+            // it was, or not the transaction's at all.
+            self.spilled.remove(&pgno);
+            let old = match orig {
                 Some(buf) => {
-                    if let Some(old) = self.dirty.insert(pgno, buf) {
-                        self.pool.recycle(old, self.env.page_size);
-                    }
+                    self.dirty_extra += buf.len() / ps - 1;
+                    self.dirty.insert(pgno, buf)
                 }
-                None => {
-                    if let Some(old) = self.dirty.remove(&pgno) {
-                        self.pool.recycle(old, self.env.page_size);
-                    }
-                }
+                None => self.dirty.remove(&pgno),
+            };
+            if let Some(old) = old {
+                self.dirty_extra -= old.len() / ps - 1;
+                self.pool.recycle(old, ps);
             }
         }
+        // Spilled before the child, and taken back or freed by it.
+        self.spilled.extend(f.unspilled);
         let s = f.saved;
         self.geo = s.geo;
         self.tables = s.tables;

@@ -154,6 +154,13 @@ fn read_state(env: &Env) -> rdbx::Result<State> {
 }
 
 fn crash_run(d: Durability) {
+    crash_run_with(d, false);
+}
+
+/// `spill`: the smallest dirty-page budget, so that every operation after
+/// the first of a transaction writes pages before the commit does.
+fn crash_run_with(d: Durability, spill: bool) {
+    let builder = |d| if spill { builder(d).dirty_page_limit(1) } else { builder(d) };
     let commits: usize = std::env::var("RDBX_CRASH_COMMITS").ok().and_then(|s| s.parse().ok()).unwrap_or(80);
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
@@ -208,6 +215,7 @@ fn crash_run(d: Durability) {
             }
         }
         crash.snapshot();
+        assert_eq!(env.page_ops().spill > 0, spill, "{d:?}: spilled pages");
     }
     let images = std::mem::take(&mut crash.model.lock().expect("model").images);
     let mut checked = 0;
@@ -243,6 +251,16 @@ fn crash_run(d: Durability) {
 #[test]
 fn power_loss_durable() {
     crash_run(Durability::SyncDurable);
+}
+
+#[test]
+fn power_loss_durable_spilling() {
+    crash_run_with(Durability::SyncDurable, true);
+}
+
+#[test]
+fn power_loss_safe_no_sync_spilling() {
+    crash_run_with(Durability::SafeNoSync, true);
 }
 
 #[test]

@@ -322,6 +322,8 @@ fn op(ps: usize) -> impl Strategy<Value = Op> {
 struct Cfg {
     ps: usize,
     durability: Durability,
+    /// The smallest dirty-page budget: transactions spill all the time.
+    spill: bool,
 }
 
 fn cfg(ps: usize) -> impl Strategy<Value = Cfg> {
@@ -331,7 +333,7 @@ fn cfg(ps: usize) -> impl Strategy<Value = Cfg> {
         2 => Just(Durability::SafeNoSync),
         2 => Just(Durability::UtterlyNoSync),
     ]
-    .prop_map(move |durability| Cfg { ps, durability })
+    .prop_flat_map(move |durability| any::<bool>().prop_map(move |spill| Cfg { ps, durability, spill }))
 }
 
 /// Small geometry: growth and shrink happen often.
@@ -347,7 +349,8 @@ fn geometry(ps: usize) -> Geometry {
 }
 
 fn open_env(cfg: &Cfg, dir: &Path) -> rdbx::Result<Env> {
-    Env::builder().max_dbs(8).durability(cfg.durability).geometry(geometry(cfg.ps)).open(dir)
+    let b = Env::builder().max_dbs(8).durability(cfg.durability).geometry(geometry(cfg.ps));
+    if cfg.spill { b.dirty_page_limit(1) } else { b }.open(dir)
 }
 
 fn env_u32(name: &str, default: u32) -> u32 {

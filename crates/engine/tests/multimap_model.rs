@@ -329,11 +329,15 @@ fn strict() -> bool {
     std::env::var_os("RDBX_MULTIMAP_STRICT").is_none_or(|v| v != "0")
 }
 
-fn open_env(ps: usize, dir: &Path) -> rdbx::Result<Env> {
-    Env::builder()
-        .max_dbs(4)
-        .geometry(Geometry { page_size: Some(ps), size_upper: Some(1 << 30), ..Default::default() })
-        .open(dir)
+/// `spill`: the smallest dirty-page budget, so that every transaction
+/// spills and takes pages back all the time.
+fn open_env(ps: usize, dir: &Path, spill: bool) -> rdbx::Result<Env> {
+    let b = Env::builder().max_dbs(4).geometry(Geometry {
+        page_size: Some(ps),
+        size_upper: Some(1 << 30),
+        ..Default::default()
+    });
+    if spill { b.dirty_page_limit(1) } else { b }.open(dir)
 }
 
 /// Largest value of the DUP_SORT table (format doc §5.5).
@@ -1087,8 +1091,10 @@ fn handles(env: &Env) -> Result<[Db; NTABLES], TestCaseError> {
 fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().map_err(|e| fail(format!("tempdir: {e}")))?;
     let mut committed = Model::default();
+    // Half the sequences run with spilling.
+    let spill = ops.len() % 2 == 1;
     let dbs = {
-        let env = open_env(ps, dir.path()).map_err(|e| fail(format!("create env: {e:?}")))?;
+        let env = open_env(ps, dir.path(), spill).map_err(|e| fail(format!("create env: {e:?}")))?;
         let mut txn = env.begin_rw_txn().map_err(|e| fail(format!("setup: {e:?}")))?;
         let mut dbs = [Db::MAIN; NTABLES];
         for (t, db) in dbs.iter_mut().enumerate() {
@@ -1101,7 +1107,7 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut sessions = 0;
     loop {
         sessions += 1;
-        let env = open_env(ps, dir.path()).map_err(|e| fail(format!("open #{sessions}: {e:?}")))?;
+        let env = open_env(ps, dir.path(), spill).map_err(|e| fail(format!("open #{sessions}: {e:?}")))?;
         // Handles are per environment: open them again.
         run.dbs = handles(&env)?;
         verify(&env, &run.dbs, &committed, &format!("after open #{sessions} (before op #{})", run.i))?;
@@ -1149,7 +1155,7 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         }
         drop(env);
         if !reopen {
-            let env = open_env(ps, dir.path()).map_err(|e| fail(format!("final open: {e:?}")))?;
+            let env = open_env(ps, dir.path(), spill).map_err(|e| fail(format!("final open: {e:?}")))?;
             verify(&env, &handles(&env)?, &committed, "final reopen")?;
             break;
         }
@@ -1183,7 +1189,7 @@ proptest! {
 fn nested_children_grow_and_shrink_nested_trees() {
     for ps in [256usize, 4096] {
         let dir = tempfile::tempdir().unwrap();
-        let env = open_env(ps, dir.path()).unwrap();
+        let env = open_env(ps, dir.path(), false).unwrap();
         let mut txn = env.begin_rw_txn().unwrap();
         let dbs = [txn.create_db(Some("ds"), flags_of(0)).unwrap(), txn.create_db(Some("df"), flags_of(1)).unwrap()];
         let mut model = Model::default();
@@ -1239,7 +1245,7 @@ fn nested_children_grow_and_shrink_nested_trees() {
 #[test]
 fn engine_bug_append_dup_of_a_present_value() {
     let dir = tempfile::tempdir().unwrap();
-    let env = open_env(4096, dir.path()).unwrap();
+    let env = open_env(4096, dir.path(), false).unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
     let db = txn.create_db(Some("ds"), DbFlags::DUP_SORT).unwrap();
     txn.put(db, b"k", b"a", PutFlags::empty()).unwrap();
@@ -1260,7 +1266,7 @@ fn engine_bug_append_dup_of_a_present_value() {
 #[test]
 fn engine_bug_emptying_a_multimap_by_value_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    let env = open_env(4096, dir.path()).unwrap();
+    let env = open_env(4096, dir.path(), false).unwrap();
     let mut txn = env.begin_rw_txn().unwrap();
     let db = txn.create_db(Some("ds"), DbFlags::DUP_SORT).unwrap();
     txn.put(db, b"k", b"x", PutFlags::empty()).unwrap();

@@ -59,9 +59,15 @@ fn nest(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, depth: usize) {
 
 #[test]
 fn nested_transactions_match_the_model() {
-    for (ps, seed) in [(4096usize, 7u64), (512, 11)] {
+    // The smallest dirty-page budget makes children spill and unspill the
+    // parent's pages all the time (see the engine's `spill` module).
+    for (ps, seed, spill) in [(4096usize, 7u64, false), (512, 11, false), (4096, 7, true), (512, 13, true)] {
         let dir = tempfile::tempdir().unwrap();
-        let env = Env::builder()
+        let mut b = Env::builder();
+        if spill {
+            b = b.dirty_page_limit(1);
+        }
+        let env = b
             .max_dbs(4)
             .geometry(Geometry { page_size: Some(ps), ..Default::default() })
             .open(dir.path().join("db"))
@@ -73,7 +79,9 @@ fn nested_transactions_match_the_model() {
             txn.create_db(Some("t"), DbFlags::empty()).unwrap();
             let mut m = model.clone();
             nest(&mut txn, &mut m, &mut rng, 0);
+            let spilled_before = env.page_ops().spill;
             txn.commit().unwrap();
+            assert_eq!(env.page_ops().spill > spilled_before, spill, "page size {ps}");
             model = m;
             let r = env.begin_ro_txn().unwrap();
             let db = r.open_db(Some("t")).unwrap();

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod file;
+pub(crate) mod memory;
 pub(crate) mod mmap;
 pub(crate) mod mutex;
 pub(crate) mod ofd;
