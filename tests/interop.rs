@@ -28,13 +28,21 @@ fn cli() -> OracleCli {
 const MIB: usize = 1 << 20;
 
 fn rdbx_open(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability) -> Env {
-    rdbx_open_with(path, ps, no_sub_dir, durability, None)
+    rdbx_open_with(path, ps, no_sub_dir, durability, Mode::default())
 }
 
-/// `dirty_limit`: the dirty-page budget (`Some(1)`: spill between every two
-/// operations).
-fn rdbx_open_with(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability, dirty_limit: Option<usize>) -> Env {
-    let b = Env::builder();
+/// How rdbx opens the database beyond page size, layout and durability.
+#[derive(Clone, Copy, Default)]
+struct Mode {
+    /// The dirty-page budget (`Some(1)`: spill between every two operations).
+    dirty_limit: Option<usize>,
+    /// WRITEMAP: pages edited in place in a writable map, synced with msync.
+    write_map: bool,
+}
+
+fn rdbx_open_with(path: &Path, ps: usize, no_sub_dir: bool, durability: Durability, mode: Mode) -> Env {
+    let Mode { dirty_limit, write_map } = mode;
+    let b = Env::builder().write_map(write_map);
     let b = match dirty_limit {
         Some(n) => b.dirty_page_limit(n),
         None => b,
@@ -123,21 +131,24 @@ fn db_path(dir: &Path, no_sub_dir: bool) -> PathBuf {
 // (a) rdbx writes, libmdbx reads
 
 fn rdbx_writes_libmdbx_reads(ps: usize, no_sub_dir: bool, durability: Durability) {
-    rdbx_writes_libmdbx_reads_with(ps, no_sub_dir, durability, None);
+    rdbx_writes_libmdbx_reads_with(ps, no_sub_dir, durability, Mode::default());
 }
 
-fn rdbx_writes_libmdbx_reads_with(ps: usize, no_sub_dir: bool, durability: Durability, dirty_limit: Option<usize>) {
+fn rdbx_writes_libmdbx_reads_with(ps: usize, no_sub_dir: bool, durability: Durability, mode: Mode) {
     let tmp = tempfile::tempdir().unwrap();
     let path = db_path(tmp.path(), no_sub_dir);
     let mut model = Model::default();
     let ops = generate(&spec_for(ps, ps as u64 * 31 + 1), &mut model);
     assert!(model.len() > 1000);
     let rdbx_stats = {
-        let env = rdbx_open_with(&path, ps, no_sub_dir, durability, dirty_limit);
+        let env = rdbx_open_with(&path, ps, no_sub_dir, durability, mode);
         assert_eq!(env.page_size(), ps);
         apply_rdbx(&env, &ops).unwrap_or_else(|e| panic!("page size {ps}: {e}"));
-        if dirty_limit.is_some() {
+        if mode.dirty_limit.is_some() {
             assert!(env.page_ops().spill > 0, "page size {ps}: nothing was spilled");
+        }
+        if mode.write_map && durability == Durability::SyncDurable {
+            assert!(env.page_ops().msync > 0, "page size {ps}: WRITEMAP did not msync");
         }
         rdbx_verify(&env, &model, &format!("page size {ps}, rdbx after writing"));
         let txn = env.begin_ro_txn().unwrap();
@@ -165,12 +176,26 @@ fn rdbx_writes_libmdbx_reads_with(ps: usize, no_sub_dir: bool, durability: Durab
 
 #[test]
 fn a_rdbx_writes_libmdbx_reads_ps4096_spilling() {
-    rdbx_writes_libmdbx_reads_with(4096, false, Durability::SyncDurable, Some(1));
+    let mode = Mode { dirty_limit: Some(1), ..Mode::default() };
+    rdbx_writes_libmdbx_reads_with(4096, false, Durability::SyncDurable, mode);
 }
 
 #[test]
 fn a_rdbx_writes_libmdbx_reads_ps256_spilling() {
-    rdbx_writes_libmdbx_reads_with(256, true, Durability::SafeNoSync, Some(1));
+    let mode = Mode { dirty_limit: Some(1), ..Mode::default() };
+    rdbx_writes_libmdbx_reads_with(256, true, Durability::SafeNoSync, mode);
+}
+
+#[test]
+fn a_rdbx_writes_libmdbx_reads_ps4096_write_map() {
+    let mode = Mode { write_map: true, ..Mode::default() };
+    rdbx_writes_libmdbx_reads_with(4096, false, Durability::SyncDurable, mode);
+}
+
+#[test]
+fn a_rdbx_writes_libmdbx_reads_ps1024_write_map_no_meta_sync_spilling() {
+    let mode = Mode { write_map: true, dirty_limit: Some(1) };
+    rdbx_writes_libmdbx_reads_with(1024, true, Durability::NoMetaSync, mode);
 }
 
 #[test]
@@ -366,6 +391,53 @@ fn c_alternating_writers_sequential_ps1024_dir() {
 /// and while an rdbx read transaction holds an older snapshot.
 #[test]
 fn c_alternating_writers_libmdbx_child_process_rdbx_env_open() {
+    child_writer_beside_open_rdbx(false, false);
+}
+
+/// Both sides with WRITEMAP: rdbx edits pages in its writable map while a
+/// libmdbx process edits them in its own.
+#[test]
+fn c_alternating_writers_both_write_map() {
+    child_writer_beside_open_rdbx(true, true);
+}
+
+/// Mixed modes, allowed by libmdbx in the durable mode: rdbx with WRITEMAP,
+/// libmdbx writing with pwrite, and the other way round.
+#[test]
+fn c_alternating_writers_mixed_write_map() {
+    child_writer_beside_open_rdbx(true, false);
+    child_writer_beside_open_rdbx(false, true);
+}
+
+/// In a lazy durability mode every process must use WRITEMAP or none must
+/// (the lock file's envmode, §15.8): a libmdbx process that differs from the
+/// running rdbx is refused, one that agrees joins.
+#[test]
+fn c_lazy_mode_peers_agree_on_write_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let cli = cli();
+    let mut model = Model::default();
+    let mut spec = spec_for(4096, 4242);
+    spec.txns = 2;
+    spec.ops_per_txn = 200;
+    let mode = Mode { write_map: true, ..Mode::default() };
+    let env = rdbx_open_with(&path, 4096, false, Durability::SafeNoSync, mode);
+    let ops = generate(&spec, &mut model);
+    apply_rdbx(&env, &ops).unwrap();
+    spec.seed += 1;
+    let before = model.clone();
+    let ops = generate(&spec, &mut model);
+    let err = cli.write(&path, &ops, &["--safe-nosync"]).expect_err("libmdbx without WRITEMAP must be refused");
+    assert!(err.contains("INCOMPATIBLE") || err.contains("-30784"), "{err}");
+    rdbx_verify(&env, &before, "after the refused libmdbx writer");
+    cli.write(&path, &ops, &["--safe-nosync", "--write-map"]).unwrap();
+    rdbx_verify(&env, &model, "after the libmdbx WRITEMAP writer");
+    drop(env);
+    libmdbx_verify(&path, &model, "lazy WRITEMAP peers");
+}
+
+fn child_writer_beside_open_rdbx(rdbx_write_map: bool, libmdbx_write_map: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("db");
     let cli = cli();
@@ -375,7 +447,9 @@ fn c_alternating_writers_libmdbx_child_process_rdbx_env_open() {
     spec.txns = 3;
     spec.ops_per_txn = 500;
 
-    let env = rdbx_open(&path, ps, false, Durability::SyncDurable);
+    let mode = Mode { write_map: rdbx_write_map, ..Mode::default() };
+    let env = rdbx_open_with(&path, ps, false, Durability::SyncDurable, mode);
+    let extra: &[&str] = if libmdbx_write_map { &["--write-map"] } else { &[] };
     // rdbx commits first (creates the tables).
     let ops1 = generate(&spec, &mut model);
     apply_rdbx(&env, &ops1).unwrap_or_else(|e| panic!("rdbx phase 1: {e}"));
@@ -383,7 +457,7 @@ fn c_alternating_writers_libmdbx_child_process_rdbx_env_open() {
     // libmdbx (child) commits; rdbx sees it without reopening.
     spec.seed += 1;
     let ops2 = generate(&spec, &mut model);
-    cli.write(&path, &ops2, &[]).unwrap();
+    cli.write(&path, &ops2, extra).unwrap();
     rdbx_verify(&env, &model, "rdbx after libmdbx child phase 2");
 
     // An rdbx reader keeps a snapshot while libmdbx rewrites much of the data
@@ -393,10 +467,10 @@ fn c_alternating_writers_libmdbx_child_process_rdbx_env_open() {
     spec.seed += 1;
     spec.delete_percent = 45;
     let ops3 = generate(&spec, &mut model);
-    cli.write(&path, &ops3, &[]).unwrap();
+    cli.write(&path, &ops3, extra).unwrap();
     spec.seed += 1;
     let ops3b = generate(&spec, &mut model);
-    cli.write(&path, &ops3b, &[]).unwrap();
+    cli.write(&path, &ops3b, extra).unwrap();
     let got = engine::dump_sections(&reader).unwrap();
     if let Some(d) = diff_sections(&snapshot.sections(), &got) {
         panic!("rdbx reader snapshot changed under libmdbx writes:\n{d}");
@@ -411,7 +485,7 @@ fn c_alternating_writers_libmdbx_child_process_rdbx_env_open() {
     apply_rdbx(&env, &ops4).unwrap_or_else(|e| panic!("rdbx phase 4: {e}"));
     spec.seed += 1;
     let ops5 = generate(&spec, &mut model);
-    cli.write(&path, &ops5, &[]).unwrap();
+    cli.write(&path, &ops5, extra).unwrap();
     rdbx_verify(&env, &model, "rdbx after libmdbx child phase 5");
     // libmdbx checks while rdbx still has the environment open.
     let dump = cli.dump(&path).unwrap();

@@ -24,7 +24,10 @@
 //! 6. multimap delete: every other value of workload 5 deleted one by one
 //!    (key and value), in transactions of 1,000.
 //!
-//! Prints one row per workload: rdbx ops/s, libmdbx ops/s, ratio rdbx/libmdbx.
+//! Prints one row per workload: rdbx ops/s, libmdbx ops/s, ratio rdbx/libmdbx,
+//! for each write mode in `RDBX_BENCH_MODES` (default `pwrite,writemap`):
+//! `pwrite` writes pages from heap buffers at commit, `writemap` edits them
+//! in place in a writable map (WRITEMAP on both sides).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -100,8 +103,9 @@ struct Times {
     used: [u64; 3],
 }
 
-fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
+fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let env = Env::builder()
+        .write_map(write_map)
         .max_dbs(4)
         .durability(Durability::SafeNoSync)
         .geometry(Geometry {
@@ -197,7 +201,7 @@ fn run_rdbx(dir: &Path, w: &Workloads) -> Times {
     t
 }
 
-fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
+fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let env = oracle::Env::open(
         dir,
         &oracle::EnvOptions {
@@ -206,6 +210,7 @@ fn run_libmdbx(dir: &Path, w: &Workloads) -> Times {
             geometry: oracle::Geometry { upper: Some(UPPER), growth: Some(GROWTH), ..Default::default() },
             max_dbs: 4,
             durability: oracle::Durability::SafeNoSync,
+            write_map,
             ..Default::default()
         },
     )
@@ -320,11 +325,24 @@ fn main() {
         tmp.path().display()
     );
     let w = Workloads::new(n);
+    let modes = std::env::var("RDBX_BENCH_MODES").unwrap_or_else(|_| "pwrite,writemap".into());
+    for mode in modes.split(',') {
+        let write_map = match mode {
+            "pwrite" => false,
+            "writemap" => true,
+            other => panic!("RDBX_BENCH_MODES: unknown mode {other:?} (pwrite, writemap)"),
+        };
+        println!();
+        println!("== {mode}");
+        run_mode(tmp.path(), &w, n, mode, write_map);
+    }
+}
 
-    let rdbx_dir = tmp.path().join("rdbx");
-    let mdbx_dir = tmp.path().join("libmdbx");
-    let r = run_rdbx(&rdbx_dir, &w);
-    let m = run_libmdbx(&mdbx_dir, &w);
+fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
+    let rdbx_dir = tmp.join(format!("rdbx-{mode}"));
+    let mdbx_dir = tmp.join(format!("libmdbx-{mode}"));
+    let r = run_rdbx(&rdbx_dir, w, write_map);
+    let m = run_libmdbx(&mdbx_dir, w, write_map);
 
     // Both sides did the same work.
     assert_eq!(r.scanned, m.scanned, "records scanned: rdbx vs libmdbx");

@@ -109,6 +109,7 @@ pub struct EnvBuilder {
     mode: u32,
     lock_format: Option<LockFormat>,
     dirty_limit: Option<usize>,
+    write_map: bool,
     faults: Option<Arc<dyn IoFaults>>,
 }
 
@@ -124,6 +125,7 @@ impl Default for EnvBuilder {
             mode: 0o644,
             lock_format: None,
             dirty_limit: None,
+            write_map: false,
             faults: None,
         }
     }
@@ -192,9 +194,19 @@ impl EnvBuilder {
         self.dirty_limit = Some(crate::spill::clamp_limit(pages));
         self
     }
-    /// Accepted for API compatibility with libmdbx's WRITEMAP; rdbx always writes
-    /// pages with `pwritev`, which gives the same on-disk result.
-    pub fn write_map(self, _yes: bool) -> Self {
+    /// libmdbx's WRITEMAP: the data file is mapped writable, and a write
+    /// transaction edits the pages it allocates in place in the map instead of
+    /// in heap buffers; a commit has nothing to write for them and makes them
+    /// durable with `msync` (as libmdbx does). The mode is recorded in the
+    /// lock file, where libmdbx peers see it: in the lazy durability modes all
+    /// processes must agree on it (`Incompatible` otherwise), as in libmdbx.
+    /// Ignored for read-only environments.
+    ///
+    /// Pages that must keep their file contents for an open parent while a
+    /// nested transaction edits them are still copied to the heap, and the
+    /// crash-test seam (`io_faults`) does not see edits made through the map.
+    pub fn write_map(mut self, yes: bool) -> Self {
+        self.write_map = yes;
         self
     }
     /// Routes every data-file write and sync through `faults` (for tests).
@@ -245,6 +257,8 @@ pub(crate) struct EnvInner {
     pub page_pool: Mutex<crate::pool::PagePool>,
     /// Dirty pages a write transaction keeps in memory (see `spill`).
     pub dirty_limit: usize,
+    /// WRITEMAP: the map is writable and write transactions edit pages in it.
+    pub writemap: bool,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -307,9 +321,11 @@ impl EnvInner {
         let lo = LockFile::open_as(&lck_path, &file, b.read_only, b.max_readers, lck_mode, b.lock_format)?;
         let lo_exclusive = lo.exclusive;
         let lck = lo.lck;
+        let writemap = b.write_map && !b.read_only;
+        let envmode = b.durability.envmode() | if writemap { crate::lck::envmode::WRITEMAP } else { 0 };
         if !lo.exclusive && !b.read_only {
             // Processes sharing an environment must agree on its sync mode (§15.8).
-            lck.check_envmode(b.durability.envmode(), false)?;
+            lck.check_envmode(envmode, false)?;
         }
         let io: Box<dyn PageIo> = match &b.faults {
             Some(f) => Box::new(FaultyIo { inner: FileIo { file: file.clone() }, faults: f.clone() }),
@@ -409,9 +425,10 @@ impl EnvInner {
         }
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
-        let map =
-            Mmap::map(&file, map_len).or_else(|_| Mmap::map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE)))?;
-        lck.finish_open(b.durability.envmode(), meta.txnid())?;
+        let map = new_map(&file, map_len, writemap)
+            .or_else(|_| new_map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE), writemap))?;
+        lck.finish_open(envmode, meta.txnid())?;
+        lck.set_writemap(writemap);
         let inner = EnvInner {
             data_path,
             lck_path,
@@ -428,6 +445,7 @@ impl EnvInner {
             dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::spill::default_dirty_limit(page_size)),
+            writemap,
             lck,
         };
         Ok((inner, apply_geometry))
@@ -489,7 +507,7 @@ impl EnvInner {
                 ));
             }
             let len = map_len_for(meta, self.page_size, size);
-            *m = Arc::new(Mmap::map(&self.file, len)?);
+            *m = Arc::new(new_map(&self.file, len, self.writemap)?);
         }
         Ok(m.clone())
     }
@@ -567,6 +585,15 @@ fn with_path(e: std::io::Error, p: &Path) -> Error {
 }
 
 /// Map length: the geometry's upper bound (an address-space reservation), at least the file.
+/// The data file's map: writable with WRITEMAP.
+fn new_map(file: &File, len: usize, writable: bool) -> std::io::Result<Mmap> {
+    if writable {
+        Mmap::map_writable(file, len)
+    } else {
+        Mmap::map(file, len)
+    }
+}
+
 fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {
     let upper = (meta.geo.upper as usize).saturating_mul(ps);
     round_up(upper.max(file_size as usize).max(meta.geo.now as usize * ps), OS_PAGE)
@@ -968,7 +995,19 @@ impl EnvInner {
     }
 
     /// A data sync of the data file, counted in the page-operation counters.
+    /// With WRITEMAP an `msync` of the mapped file (which also flushes pages
+    /// written with `pwrite`), as libmdbx syncs in that mode.
     pub(crate) fn sync_data(&self) -> std::io::Result<()> {
+        if self.writemap {
+            self.lck.add_page_ops(&crate::lck::PageOps { msync: 1, ..Default::default() });
+            let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let len = self.file_len.load(Ordering::Acquire) as usize;
+            map.sync(len)?;
+            if map.len() >= len {
+                return Ok(());
+            }
+            // A short map (see `open`) does not cover all of the file.
+        }
         self.lck.add_page_ops(&crate::lck::PageOps { fsync: 1, ..Default::default() });
         self.io.sync_data()
     }

@@ -10,6 +10,7 @@ use crate::format::meta::META_OFF;
 use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
 use crate::format::page as fpage;
 use crate::format::{u32_at, MAX_PAGENO};
+use crate::pool::PageBuf;
 use crate::txn::{Db, RwTxn};
 
 impl RwTxn<'_> {
@@ -26,11 +27,12 @@ impl RwTxn<'_> {
         self.dirty.get_mut(&pgno).expect("page is dirty")
     }
     /// Adds a dirty page (nested transactions remember that it was absent).
-    pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: Box<[u8]>) {
+    pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
         self.dirty_replace(pgno, buf);
     }
     /// Replaces the buffer of a dirty page.
-    pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: Box<[u8]>) {
+    pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
+        let buf = buf.into();
         self.note_undo(pgno);
         let ps = self.env.page_size;
         self.dirty_extra += buf.len() / ps - 1;
@@ -69,6 +71,39 @@ impl RwTxn<'_> {
     }
     pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
         self.dirty.contains_key(&pgno)
+    }
+
+    /// With WRITEMAP: the `n` pages at `pgno`, which this transaction
+    /// allocated, to be edited in place in the map. `None` without WRITEMAP,
+    /// outside the file or the map, and where an open parent transaction
+    /// still relies on the pages' file contents (see `spill`).
+    pub(crate) fn map_page(&self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
+        if !self.env.writemap {
+            return None;
+        }
+        let ps = self.env.page_size;
+        let (off, len) = (pgno as usize * ps, n * ps);
+        if (off + len) as u64 > self.env.file_len.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        if self.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
+            return None;
+        }
+        self.map.page_mut(off, len)
+    }
+
+    /// Zeroed memory for `n` pages at `pgno`, which this transaction just
+    /// allocated: the pages themselves with WRITEMAP, else a heap buffer.
+    fn fresh_buf(&mut self, pgno: u32, n: usize) -> PageBuf {
+        let ps = self.env.page_size;
+        match self.map_page(pgno, n) {
+            Some(mut m) => {
+                m.fill(0);
+                PageBuf::Map(m)
+            }
+            None if n == 1 => self.pool.zeroed(ps).into(),
+            None => vec![0u8; n * ps].into_boxed_slice().into(),
+        }
     }
 }
 
@@ -241,7 +276,7 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 /// A new zeroed branch/leaf page in the dirty set.
 pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
-    let mut buf = txn.pool.zeroed(txn.env.page_size);
+    let mut buf = txn.fresh_buf(pgno, 1);
     txn.ops.newly += 1;
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
     txn.dirty_insert(pgno, buf);
@@ -251,7 +286,7 @@ pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
 /// A new large chunk of `n` pages in the dirty set.
 pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     let pgno = alloc(txn, n)?;
-    let mut buf = vec![0u8; n * txn.env.page_size].into_boxed_slice();
+    let mut buf = txn.fresh_buf(pgno, n);
     txn.ops.newly += n as u64;
     fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
     txn.dirty_insert(pgno, buf);
@@ -262,6 +297,29 @@ pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     if txn.dirty.contains_key(&pgno) || crate::spill::unspill(txn, pgno)? {
         return Ok(pgno);
+    }
+    if txn.env.writemap {
+        // Check the source before taking a page for its copy.
+        txn.pages().get(pgno)?;
+        let new = alloc(txn, 1)?;
+        let mut buf = match txn.map_page(new, 1) {
+            Some(mut m) => {
+                m.copy_from_slice(txn.pages().get(pgno)?);
+                PageBuf::Map(m)
+            }
+            None => {
+                let mut pool = std::mem::take(&mut txn.pool);
+                let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+                txn.pool = pool;
+                copied?.into()
+            }
+        };
+        txn.ops.cow += 1;
+        fpage::set_pgno(&mut buf, new);
+        fpage::set_txnid(&mut buf, txn.txnid);
+        txn.dirty_insert(new, buf);
+        txn.retired.push(pgno);
+        return Ok(new);
     }
     // The pool leaves the transaction for the copy (`pages()` borrows all of it).
     let mut pool = std::mem::take(&mut txn.pool);
@@ -659,7 +717,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     }
     meta.geo = geo;
     // 4. Pages, in runs of consecutive page numbers.
-    let mut pgnos: Vec<u32> = txn.dirty.keys().copied().collect();
+    // With WRITEMAP most pages are already in place in the map.
+    let mut pgnos: Vec<u32> = txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, _)| *p).collect();
     pgnos.sort_unstable();
     let mut i = 0;
     while i < pgnos.len() {

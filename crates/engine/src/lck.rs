@@ -441,6 +441,10 @@ const MIN_DXB_SIZE: u64 = 768;
 /// Bias subtracted from `meta_sync_txnid` for "written but not synced" metas
 /// in non-writemap lazy mode (§15.8).
 pub(crate) const LAZY_BIAS_FD: u32 = 0x5555_5555u32.wrapping_add(0x1FFF_FFFF);
+/// The same for a process writing with WRITEMAP (syncing with `msync`): a
+/// peer in the other mode then sees a value it does not expect and syncs the
+/// meta itself before relying on it, as libmdbx does.
+pub(crate) const LAZY_BIAS_MAP: u32 = 0x5555_5555u32.wrapping_sub(0x1FFF_FFFF);
 
 /// Environment mode flags recorded in `envmode` (§15.8).
 pub(crate) mod envmode {
@@ -611,6 +615,8 @@ pub(crate) struct LockFile {
     pending_downgrade: AtomicBool,
     /// `envmode` of the lock-less stub.
     lockless_envmode: AtomicU32,
+    /// This process writes with WRITEMAP (chooses the lazy bias, §15.8).
+    writemap: std::sync::atomic::AtomicBool,
     /// Removed from the registry after `Drop::drop` ran (field drop order).
     _registry: RegistryEntry,
 }
@@ -757,6 +763,7 @@ impl LockFile {
                         lck_path: lck_path.to_path_buf(),
                         pending_downgrade: AtomicBool::new(false),
                         lockless_envmode: AtomicU32::new(envmode::RDONLY),
+                        writemap: Default::default(),
                         _registry: registry,
                     },
                     exclusive: true,
@@ -785,6 +792,7 @@ impl LockFile {
             lck_path: lck_path.to_path_buf(),
             pending_downgrade: AtomicBool::new(exclusive),
             lockless_envmode: AtomicU32::new(0),
+            writemap: Default::default(),
             _registry: registry,
         };
         if !exclusive {
@@ -976,6 +984,11 @@ impl LockFile {
             }
         }
         Ok(())
+    }
+
+    /// Tells the lock file that this process writes with WRITEMAP.
+    pub fn set_writemap(&self, yes: bool) {
+        self.writemap.store(yes, Ordering::Relaxed);
     }
 
     /// The recorded environment mode (§15.8).
@@ -1343,7 +1356,8 @@ impl LockFile {
             sh.u64(sh.layout.eoos_timestamp).store(0, Ordering::Relaxed);
         }
         let low = txnid as u32;
-        let v = if steady && meta_synced { low } else { low.wrapping_sub(LAZY_BIAS_FD) };
+        let bias = if self.writemap.load(Ordering::Relaxed) { LAZY_BIAS_MAP } else { LAZY_BIAS_FD };
+        let v = if steady && meta_synced { low } else { low.wrapping_sub(bias) };
         sh.u32(OFF_META_SYNC_TXNID).store(v, Ordering::Release);
     }
 

@@ -15,6 +15,56 @@
 /// Most buffers kept between transactions.
 pub(crate) const POOL_LIMIT: usize = 1024;
 
+/// The memory of a dirty page or large chunk: a heap buffer, or, with
+/// WRITEMAP, the page itself in the writable map of the data file (edited in
+/// place; nothing to write at commit).
+#[derive(Debug)]
+pub(crate) enum PageBuf {
+    Heap(Box<[u8]>),
+    Map(crate::os::mmap::MapPage),
+}
+
+impl PageBuf {
+    /// Whether the bytes live in the map (already where the commit puts them).
+    pub(crate) fn in_map(&self) -> bool {
+        matches!(self, PageBuf::Map(_))
+    }
+}
+
+impl From<Box<[u8]>> for PageBuf {
+    fn from(b: Box<[u8]>) -> Self {
+        PageBuf::Heap(b)
+    }
+}
+
+impl std::ops::Deref for PageBuf {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            PageBuf::Heap(b) => b,
+            PageBuf::Map(m) => m,
+        }
+    }
+}
+
+impl std::ops::DerefMut for PageBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            PageBuf::Heap(b) => b,
+            PageBuf::Map(m) => m,
+        }
+    }
+}
+
+impl Clone for PageBuf {
+    /// A heap copy (a map page has one owner: the copy cannot be another).
+    fn clone(&self) -> Self {
+        PageBuf::Heap(Box::from(&self[..]))
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
@@ -45,9 +95,11 @@ impl PagePool {
 
     /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
     /// has room; drops it otherwise (large-value chunks are not pooled).
-    pub(crate) fn recycle(&mut self, buf: Box<[u8]>, page_size: usize) {
-        if buf.len() == page_size && self.bufs.len() < POOL_LIMIT {
-            self.bufs.push(buf);
+    pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {
+        if let PageBuf::Heap(buf) = buf.into() {
+            if buf.len() == page_size && self.bufs.len() < POOL_LIMIT {
+                self.bufs.push(buf);
+            }
         }
     }
 

@@ -108,14 +108,19 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
     if chosen.is_empty() {
         return Ok(());
     }
-    // Write in runs of consecutive page numbers.
+    // Write in runs of consecutive page numbers (pages edited in place in
+    // the map, with WRITEMAP, are already there).
     chosen.sort_unstable();
     let mut i = 0;
     while i < chosen.len() {
+        if txn.dirty[&chosen[i].0].in_map() {
+            i += 1;
+            continue;
+        }
         let start = chosen[i].0;
         let mut next = start;
         let mut bufs: Vec<&[u8]> = Vec::new();
-        while i < chosen.len() && chosen[i].0 == next {
+        while i < chosen.len() && chosen[i].0 == next && !txn.dirty[&chosen[i].0].in_map() {
             bufs.push(&txn.dirty[&chosen[i].0]);
             next += chosen[i].1 as u32;
             i += 1;
@@ -139,6 +144,16 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
 pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
     if !txn.spilled.contains(&pgno) {
         return Ok(false);
+    }
+    // With WRITEMAP the page is edited where it is, unless a child is open:
+    // an abort must find the parent's version in the file.
+    if txn.frames.is_empty() {
+        if let Some(m) = txn.map_page(pgno, 1) {
+            forget_spilled(txn, pgno, 1);
+            txn.dirty_insert(pgno, crate::pool::PageBuf::Map(m));
+            txn.ops.unspill += 1;
+            return Ok(true);
+        }
     }
     let mut pool = std::mem::take(&mut txn.pool);
     let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));

@@ -38,7 +38,7 @@ impl Hasher for PgnoHasher {
 
 /// Dirty pages of a write transaction, by page number. A large chunk is one
 /// buffer of `n * page_size` bytes under its head page.
-pub(crate) type Dirty = HashMap<u32, Box<[u8]>, BuildHasherDefault<PgnoHasher>>;
+pub(crate) type Dirty = HashMap<u32, crate::pool::PageBuf, BuildHasherDefault<PgnoHasher>>;
 
 /// A set of page numbers.
 pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
@@ -448,7 +448,7 @@ impl Drop for RwTxn<'_> {
 /// (`None`: the page was not dirty).
 pub(crate) struct Frame {
     saved: Saved,
-    pub(crate) undo: HashMap<u32, Option<Box<[u8]>>, BuildHasherDefault<PgnoHasher>>,
+    pub(crate) undo: HashMap<u32, Option<crate::pool::PageBuf>, BuildHasherDefault<PgnoHasher>>,
     /// Pages (heads of chunks) the child took out of the spilled set
     /// (unspilled or freed); an abort puts them back.
     pub(crate) unspilled: PgnoSet,

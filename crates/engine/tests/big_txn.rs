@@ -42,6 +42,7 @@ fn value(i: u64, buf: &mut [u8; VAL_LEN]) {
 fn open(path: &Path, mib: u64) -> Env {
     let upper = (mib as usize * 3 + 1024) << 20;
     Env::builder()
+        .write_map(std::env::var_os("RDBX_BIG_TXN_WRITEMAP").is_some())
         .geometry(Geometry {
             page_size: Some(4096),
             size_upper: Some(upper),
@@ -93,12 +94,27 @@ fn big_txn_child() {
 
 #[test]
 fn a_huge_transaction_fits_in_bounded_memory() {
+    run(false);
+}
+
+/// With WRITEMAP the pages live in the shared map (page cache, not process
+/// memory): the same transaction, edited in place.
+#[test]
+fn a_huge_writemap_transaction_fits_in_bounded_memory() {
+    run(true);
+}
+
+fn run(write_map: bool) {
     let mib = env_u64("RDBX_BIG_TXN_MIB", 1024);
     let limit_mib = env_u64("RDBX_BIG_TXN_LIMIT_MIB", (mib / 8).max(64));
     // A real file system: spilled pages are page cache, not process memory.
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let exe = std::env::current_exe().unwrap();
-    let out = Command::new("sh")
+    let mut cmd = Command::new("sh");
+    if write_map {
+        cmd.env("RDBX_BIG_TXN_WRITEMAP", "1");
+    }
+    let out = cmd
         .arg("-c")
         .arg(format!("ulimit -d {} && exec \"$0\" \"$@\"", limit_mib * 1024))
         .arg(&exe)
@@ -115,5 +131,5 @@ fn a_huge_transaction_fits_in_bounded_memory() {
         out.status
     );
     let line = stdout.lines().find(|l| l.contains("RDBX-BIG-TXN")).expect("the child's figures");
-    eprintln!("{mib} MiB transaction, {limit_mib} MiB limit: {line}");
+    eprintln!("{mib} MiB transaction, {limit_mib} MiB limit, WRITEMAP {write_map}: {line}");
 }

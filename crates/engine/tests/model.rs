@@ -324,6 +324,8 @@ struct Cfg {
     durability: Durability,
     /// The smallest dirty-page budget: transactions spill all the time.
     spill: bool,
+    /// WRITEMAP: pages are edited in place in the map.
+    write_map: bool,
 }
 
 fn cfg(ps: usize) -> impl Strategy<Value = Cfg> {
@@ -333,7 +335,9 @@ fn cfg(ps: usize) -> impl Strategy<Value = Cfg> {
         2 => Just(Durability::SafeNoSync),
         2 => Just(Durability::UtterlyNoSync),
     ]
-    .prop_flat_map(move |durability| any::<bool>().prop_map(move |spill| Cfg { ps, durability, spill }))
+    .prop_flat_map(move |durability| {
+        (any::<bool>(), any::<bool>()).prop_map(move |(spill, write_map)| Cfg { ps, durability, spill, write_map })
+    })
 }
 
 /// Small geometry: growth and shrink happen often.
@@ -349,7 +353,7 @@ fn geometry(ps: usize) -> Geometry {
 }
 
 fn open_env(cfg: &Cfg, dir: &Path) -> rdbx::Result<Env> {
-    let b = Env::builder().max_dbs(8).durability(cfg.durability).geometry(geometry(cfg.ps));
+    let b = Env::builder().max_dbs(8).durability(cfg.durability).geometry(geometry(cfg.ps)).write_map(cfg.write_map);
     if cfg.spill { b.dirty_page_limit(1) } else { b }.open(dir)
 }
 

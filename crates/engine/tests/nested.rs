@@ -61,13 +61,23 @@ fn nest(txn: &mut RwTxn<'_>, model: &mut Model, rng: &mut Rng, depth: usize) {
 fn nested_transactions_match_the_model() {
     // The smallest dirty-page budget makes children spill and unspill the
     // parent's pages all the time (see the engine's `spill` module).
-    for (ps, seed, spill) in [(4096usize, 7u64, false), (512, 11, false), (4096, 7, true), (512, 13, true)] {
+    // WRITEMAP edits pages in place in the map, where an abort must not
+    // leave the child's edits for the parent to find.
+    for (ps, seed, spill, write_map) in [
+        (4096usize, 7u64, false, false),
+        (512, 11, false, false),
+        (4096, 7, true, false),
+        (512, 13, true, false),
+        (4096, 17, false, true),
+        (512, 19, true, true),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut b = Env::builder();
         if spill {
             b = b.dirty_page_limit(1);
         }
         let env = b
+            .write_map(write_map)
             .max_dbs(4)
             .geometry(Geometry { page_size: Some(ps), ..Default::default() })
             .open(dir.path().join("db"))

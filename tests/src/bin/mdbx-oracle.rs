@@ -129,6 +129,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     "--max-dbs" => opts.max_dbs = next()?.parse().map_err(|e| format!("{a}: {e}"))?,
                     "--no-sub-dir" => opts.no_sub_dir = Some(true),
                     "--safe-nosync" => opts.durability = oracle::Durability::SafeNoSync,
+                    "--write-map" => opts.write_map = true,
                     "--geometry" => {
                         let v = next()?;
                         let f: Vec<Option<usize>> = v

@@ -4,6 +4,8 @@
 //!   length is an address-space reservation (libmdbx maps `geometry.upper`):
 //!   it may exceed the current file size, and only the part inside the file may
 //!   be touched (anything beyond raises `SIGBUS`).
+//!   With WRITEMAP the same mapping is also writable, and the write
+//!   transaction edits the pages it allocated in place through [`MapPage`]s.
 //! * [`SharedRegion`]: the read-write `MAP_SHARED` mapping of the lock file,
 //!   accessed only through atomics ([`SharedRegion::u32_at`],
 //!   [`SharedRegion::u64_at`]) and pthread mutexes ([`SharedRegion::mutex_at`]),
@@ -40,12 +42,16 @@ fn map_raw(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io
 pub(crate) struct Mmap {
     ptr: NonNull<u8>,
     len: usize,
+    /// Mapped with `PROT_WRITE` (WRITEMAP): [`Mmap::page_mut`] works.
+    writable: bool,
 }
 
-// SAFETY: the mapping is plain memory owned by this value; it is never written
-// through this type, and unmapping happens only in Drop (exclusive access).
+// SAFETY: the mapping is plain memory owned by this value; it is written only
+// through `MapPage`s (see there), and unmapping happens only in Drop
+// (exclusive access).
 unsafe impl Send for Mmap {}
-// SAFETY: all access through `&Mmap` is read-only.
+// SAFETY: access through `&Mmap` is read-only; writes go through `MapPage`s,
+// each of which covers pages no other borrow reads (see `Mmap::page_mut`).
 unsafe impl Sync for Mmap {}
 
 impl Mmap {
@@ -54,7 +60,52 @@ impl Mmap {
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len })
+        Ok(Mmap { ptr, len, writable: false })
+    }
+
+    /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
+    /// open for writing).
+    pub fn map_writable(file: &File, len: usize) -> io::Result<Mmap> {
+        let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
+        Ok(Mmap { ptr, len, writable: true })
+    }
+
+    /// Whether [`Mmap::page_mut`] can hand out pages.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
+    /// is not writable or the range is not inside it.
+    ///
+    /// Contract (upheld by the write transaction, the only caller): the range
+    /// is inside the file, and it is made of pages the transaction allocated:
+    /// free pages that no snapshot of any process references (the MVCC rule
+    /// that also lets a writer `pwrite` them), for which no other `MapPage`
+    /// lives and which no `bytes` borrow reads (the transaction reads them
+    /// only through this `MapPage`).
+    pub fn page_mut(self: &std::sync::Arc<Self>, off: usize, len: usize) -> Option<MapPage> {
+        let end = off.checked_add(len)?;
+        if !self.writable || end > self.len || len == 0 {
+            return None;
+        }
+        // SAFETY: `off < self.len` (checked above), so the result stays inside
+        // the live mapping and is non-null.
+        let ptr = unsafe { NonNull::new_unchecked(self.ptr.as_ptr().add(off)) };
+        Some(MapPage { ptr, len, _map: self.clone() })
+    }
+
+    /// `msync(MS_SYNC)` of `[0, len)` (clamped to the mapping): pages written
+    /// through the map, and the file's other dirty pages in that range, reach
+    /// the disk.
+    pub fn sync(&self, len: usize) -> io::Result<()> {
+        let len = len.min(self.len);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: [base, base + len) is inside our live mapping and starts at
+        // its (page-aligned) base; msync does not change memory contents.
+        super::cvt(unsafe { libc::msync(self.ptr.as_ptr().cast(), len, libc::MS_SYNC) }).map(|_| ())
     }
 
     /// Length of the mapping in bytes (not the file size).
@@ -119,6 +170,43 @@ impl Mmap {
         unsafe {
             libc::madvise(self.ptr.as_ptr().cast(), self.len, advice);
         }
+    }
+}
+
+/// Pages of a writable map that one write transaction edits in place
+/// (WRITEMAP). Keeps the mapping alive. Made only by [`Mmap::page_mut`],
+/// whose contract makes this the only access to those bytes while it lives.
+pub(crate) struct MapPage {
+    ptr: NonNull<u8>,
+    len: usize,
+    _map: std::sync::Arc<Mmap>,
+}
+
+// SAFETY: a MapPage is the exclusive handle to its bytes (contract of
+// `Mmap::page_mut`) and keeps the mapping alive, like a `Box<[u8]>`.
+unsafe impl Send for MapPage {}
+// SAFETY: shared access only reads, through `&self` (as for `Box<[u8]>`).
+unsafe impl Sync for MapPage {}
+
+impl std::ops::Deref for MapPage {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr + len` is inside the mapping that `_map` keeps
+        // alive, and only this handle accesses it (contract of `page_mut`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for MapPage {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes this borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::fmt::Debug for MapPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MapPage({} bytes)", self.len)
     }
 }
 
