@@ -774,7 +774,13 @@ impl Env {
                 continue;
             }
             let map = env.map_for(&meta, t.recent)?;
-            return Ok(RoTxn { env, snap: Snapshot { map, meta }, _slot: slot, tables: RefCell::new(Vec::new()) });
+            return Ok(RoTxn {
+                env,
+                snap: Snapshot { map, meta },
+                _slot: slot,
+                tables: RefCell::new(Vec::new()),
+                park: crate::txn::Park::Active,
+            });
         }
         Err(Error::Problem("could not get a stable snapshot (metas kept changing)".into()))
     }

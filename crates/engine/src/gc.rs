@@ -135,9 +135,63 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         if !txn.saving_gc && !txn.in_reclaim && sweep_if_pinned(txn)? {
             continue;
         }
+        if !txn.saving_gc && !txn.in_reclaim && tail_grows(txn, n) && kick_laggards(txn)? {
+            continue;
+        }
         break;
     }
     alloc_tail(txn, n)
+}
+
+/// Whether taking `n` pages from the unallocated tail would grow the file
+/// (or fail with `MapFull`).
+fn tail_grows(txn: &RwTxn<'_>, n: usize) -> bool {
+    txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64
+}
+
+/// Before the file grows (or the allocation fails with `MapFull`) because
+/// the oldest snapshot still in use holds GC records back, deals with the
+/// readers of that snapshot as libmdbx's `mvcc_kick_laggards` does: parked
+/// readers are ousted (a CAS of their slot's `tid` from parked to ousted,
+/// then of the `txnid` to all-ones), dead processes' slots are cleared, and,
+/// when [`crate::EnvBuilder::handle_slow_readers`] installed a callback, a
+/// live reader that still holds it is handed to the callback, until the
+/// oldest snapshot moves on or the callback gives up. Returns whether the
+/// oldest snapshot moved (then the GC is worth another look).
+fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
+    let lck = &txn.env.lck;
+    let limit = txn.txnid - 1;
+    let straggler = match txn.detent {
+        Some(d) => d,
+        None => lck.oldest_reader(txn.steady_txnid).min(limit),
+    };
+    if straggler >= txn.base.txnid() {
+        return Ok(false);
+    }
+    loop {
+        lck.force_refresh();
+        let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+        if oldest == txn.steady_txnid || oldest > straggler {
+            break;
+        }
+        lck.sweep_dead_readers()?;
+        let (ousted, stuck) = lck.kick_scan(oldest);
+        if stuck.is_none() {
+            if ousted > 0 {
+                continue;
+            }
+            break;
+        }
+        break;
+    }
+    lck.force_refresh();
+    let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+    if oldest > straggler {
+        txn.detent = None;
+        txn.gc_exhausted = false;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// Before the file grows because a reader holds GC records back: clears the
@@ -533,6 +587,9 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
             continue;
         }
         if txn.reclaimed.len() < want && sweep_if_pinned(txn)? {
+            continue;
+        }
+        if txn.reclaimed.len() < want && tail_grows(txn, want - txn.reclaimed.len()) && kick_laggards(txn)? {
             continue;
         }
         break;

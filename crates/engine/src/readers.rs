@@ -13,7 +13,9 @@ pub struct ReaderInfo {
     pub slot: u32,
     /// Owner process.
     pub pid: u32,
-    /// Owner thread (`pthread_self`); `u64::MAX` ousted, `u64::MAX - 1` parked.
+    /// Owner thread (`pthread_self`); `u64::MAX` while the transaction is
+    /// parked ([`crate::RoTxn::park`]), `u64::MAX - 1` once a writer ousted
+    /// it (libmdbx's `MDBX_TID_TXN_PARKED` and `MDBX_TID_TXN_OUSTED`).
     pub tid: u64,
     /// Snapshot read, `None` when the slot holds no snapshot.
     pub txnid: Option<u64>,
