@@ -109,6 +109,7 @@ pub struct EnvBuilder {
     mode: u32,
     lock_format: Option<LockFormat>,
     faults: Option<Arc<dyn IoFaults>>,
+    slow_readers: Option<Arc<crate::SlowReaderFn>>,
 }
 
 impl Default for EnvBuilder {
@@ -123,6 +124,7 @@ impl Default for EnvBuilder {
             mode: 0o644,
             lock_format: None,
             faults: None,
+            slow_readers: None,
         }
     }
 }
@@ -182,6 +184,25 @@ impl EnvBuilder {
     pub fn write_map(self, _yes: bool) -> Self {
         self
     }
+    /// Installs the handle-slow-readers callback (libmdbx's
+    /// `mdbx_env_set_hsr`). A write transaction of this environment calls it
+    /// when it needs pages that only the GC could give but the oldest
+    /// snapshot still in use holds them back, and it would otherwise grow the
+    /// file (or fail with `MapFull` at the upper bound): once per live reader
+    /// of that snapshot (dead processes' slots are cleared and parked readers
+    /// ousted first, without asking). See [`crate::SlowReader`] for what it is
+    /// told and [`crate::SlowReaderAction`] for what it may answer.
+    ///
+    /// It runs on the writer's thread while the writer lock is held: it may
+    /// wait (and answer `Retry`), signal or kill the reader, but must not
+    /// start a write transaction of this environment.
+    pub fn handle_slow_readers<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&crate::SlowReader) -> crate::SlowReaderAction + Send + Sync + 'static,
+    {
+        self.slow_readers = Some(Arc::new(f));
+        self
+    }
     /// Routes every data-file write and sync through `faults` (for tests).
     #[doc(hidden)]
     pub fn io_faults(mut self, faults: Arc<dyn IoFaults>) -> Self {
@@ -228,6 +249,8 @@ pub(crate) struct EnvInner {
     pub dbs: crate::txn::DbRegistry,
     /// Page buffers kept between write transactions (see `pool`).
     pub page_pool: Mutex<crate::pool::PagePool>,
+    /// The handle-slow-readers callback ([`EnvBuilder::handle_slow_readers`]).
+    pub slow_readers: Option<Arc<crate::SlowReaderFn>>,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -410,6 +433,7 @@ impl EnvInner {
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
+            slow_readers: b.slow_readers.clone(),
             lck,
         };
         Ok((inner, apply_geometry))

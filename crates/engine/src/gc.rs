@@ -10,6 +10,7 @@ use crate::format::meta::META_OFF;
 use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
 use crate::format::page as fpage;
 use crate::format::{u32_at, MAX_PAGENO};
+use crate::readers::{SlowReader, SlowReaderAction};
 use crate::txn::{Db, RwTxn};
 
 impl RwTxn<'_> {
@@ -168,6 +169,9 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
     if straggler >= txn.base.txnid() {
         return Ok(false);
     }
+    let callback = txn.env.slow_readers.clone();
+    let mut retry = 0i32;
+    let mut notify_end = false;
     loop {
         lck.force_refresh();
         let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
@@ -176,13 +180,49 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
         }
         lck.sweep_dead_readers()?;
         let (ousted, stuck) = lck.kick_scan(oldest);
-        if stuck.is_none() {
+        let Some(stuck) = stuck else {
             if ousted > 0 {
                 continue;
             }
             break;
+        };
+        if !lck.stuck_still(&stuck) {
+            continue;
         }
-        break;
+        let Some(cb) = &callback else { break };
+        let ps = txn.env.page_size as u64;
+        let reader = SlowReader {
+            pid: stuck.pid,
+            tid: stuck.tid,
+            txnid: stuck.txnid,
+            lag: txn.base.txnid().saturating_sub(stuck.txnid),
+            retained_bytes: txn.base.pages_retired.saturating_sub(stuck.pages_retired).saturating_mul(ps),
+            retry,
+        };
+        match cb(&reader) {
+            SlowReaderAction::Grow => break,
+            SlowReaderAction::Retry => notify_end = true,
+            SlowReaderAction::ClearTxn => lck.stuck_reset_txn(&stuck),
+            SlowReaderAction::ClearSlot => lck.stuck_clear_slot(&stuck),
+        }
+        retry = retry.saturating_add(1);
+        if retry == i32::MAX {
+            break;
+        }
+    }
+    if notify_end {
+        if let Some(cb) = &callback {
+            lck.force_refresh();
+            let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+            let _ = cb(&SlowReader {
+                pid: 0,
+                tid: 0,
+                txnid: straggler,
+                lag: oldest.saturating_sub(straggler),
+                retained_bytes: 0,
+                retry: -retry,
+            });
+        }
     }
     lck.force_refresh();
     let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);

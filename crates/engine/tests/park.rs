@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use rdbx::{Db, Env, Error, Geometry, PutFlags};
+use std::sync::{Arc, Mutex};
+
+use rdbx::{Db, Env, Error, Geometry, PutFlags, SlowReader, SlowReaderAction};
 
 const PARKED: u64 = u64::MAX;
 const OUSTED: u64 = u64::MAX - 1;
@@ -21,7 +23,11 @@ fn key(i: u64) -> [u8; 8] {
 
 /// A database whose file grows in small steps, with 300 records.
 fn open_small(dir: &Path) -> Env {
-    let env = Env::builder()
+    open_small_with(dir, Env::builder())
+}
+
+fn open_small_with(dir: &Path, b: rdbx::EnvBuilder) -> Env {
+    let env = b
         .geometry(Geometry {
             page_size: Some(4096),
             size_lower: Some(64 << 10),
@@ -139,6 +145,8 @@ fn an_unousted_parked_reader_keeps_its_snapshot() {
 // Across processes
 
 const CHILD_ENV: &str = "RDBX_PARK_CHILD";
+/// Set: the child holds its read transaction without parking it.
+const HOLD_ENV: &str = "RDBX_PARK_HOLD";
 
 /// Child process: opens the database, parks a read transaction, says
 /// "parked <txnid>", waits for a line on stdin, unparks and reports.
@@ -148,11 +156,18 @@ fn park_child_entry() {
     let env = Env::builder().open(&dir).expect("child open");
     let mut txn = env.begin_ro_txn().expect("child ro txn");
     let before = txn.get(Db::MAIN, &key(3)).expect("get").map(<[u8]>::to_vec);
-    txn.park().expect("park");
-    println!("parked {}", txn.id());
+    let hold = std::env::var_os(HOLD_ENV).is_some();
+    if !hold {
+        txn.park().expect("park");
+    }
+    println!("reader {}", txn.id());
     std::io::stdout().flush().expect("flush");
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).expect("stdin");
+    if hold {
+        println!("unpark not parked");
+        return;
+    }
     match txn.unpark() {
         Ok(()) => {
             let after = txn.get(Db::MAIN, &key(3)).expect("get").map(<[u8]>::to_vec);
@@ -164,10 +179,18 @@ fn park_child_entry() {
     std::io::stdout().flush().expect("flush");
 }
 
+fn spawn_parker(dir: &Path) -> (Child, ChildStdin, BufReader<std::process::ChildStdout>, u64) {
+    spawn_reader(dir, false)
+}
+
 /// The child is handed back to the caller, which waits for it.
 #[allow(clippy::zombie_processes)]
-fn spawn_parker(dir: &Path) -> (Child, ChildStdin, BufReader<std::process::ChildStdout>, u64) {
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
+fn spawn_reader(dir: &Path, hold: bool) -> (Child, ChildStdin, BufReader<std::process::ChildStdout>, u64) {
+    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
+    if hold {
+        cmd.env(HOLD_ENV, "1");
+    }
+    let mut child = cmd
         .args(["park_child_entry", "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
         .stdin(Stdio::piped())
@@ -183,7 +206,7 @@ fn spawn_parker(dir: &Path) -> (Child, ChildStdin, BufReader<std::process::Child
         if out.read_line(&mut line).expect("read") == 0 {
             panic!("parking child exited early: {:?}", child.wait());
         }
-        if let Some(at) = line.find("parked ") {
+        if let Some(at) = line.find("reader ") {
             let id = line[at + 7..].trim().parse().expect("txnid");
             return (child, stdin, out, id);
         }
@@ -230,4 +253,60 @@ fn a_reader_parked_in_another_process_unparks_when_not_ousted() {
     txn.put(Db::MAIN, &key(3), &[7; 200], PutFlags::empty()).expect("put");
     txn.commit().expect("commit");
     assert_eq!(child_result(child, stdin, out), "unpark ok, same data: true");
+}
+
+// ---------------------------------------------------------------------------
+// The handle-slow-readers callback
+
+type Calls = Arc<Mutex<Vec<SlowReader>>>;
+
+/// Churns against a reader held (not parked) by a child process, with a
+/// callback that records its calls and answers `answer(call)`. Returns the
+/// calls, the child's pid and snapshot, the last txnid and the file size.
+fn churn_with_callback(answer: fn(&SlowReader) -> SlowReaderAction) -> (Vec<SlowReader>, u32, u64, u64, u64) {
+    let dir = tempdir();
+    let calls: Calls = Arc::default();
+    let seen = calls.clone();
+    let b = Env::builder().handle_slow_readers(move |r| {
+        seen.lock().unwrap().push(*r);
+        answer(r)
+    });
+    let env = open_small_with(dir.path(), b);
+    let (child, stdin, out, txnid) = spawn_reader(dir.path(), true);
+    let pid = child.id();
+    churn(&env, 200);
+    let last = env.info().expect("info").last_txnid;
+    assert_eq!(child_result(child, stdin, out), "unpark not parked");
+    let calls = calls.lock().unwrap().clone();
+    (calls, pid, txnid, last, file_len(dir.path()))
+}
+
+#[test]
+fn the_callback_is_told_about_a_reader_of_another_process_and_may_clear_it() {
+    // First answer "retry" (as if it waited), then "transaction aborted".
+    let (calls, pid, txnid, last, len) = churn_with_callback(|r| match r.retry {
+        0 => SlowReaderAction::Retry,
+        _ => SlowReaderAction::ClearTxn,
+    });
+    assert!(calls.len() >= 3, "the callback was not called: {calls:?}");
+    let first = calls[0];
+    assert_eq!((first.pid, first.txnid, first.retry), (pid, txnid, 0), "{first:?}");
+    assert!(first.tid != 0 && first.tid < OUSTED, "tid {:#x}", first.tid);
+    assert!(first.lag >= 1 && txnid + first.lag < last, "lag {} (reader {txnid}, last {last})", first.lag);
+    assert!(first.retained_bytes > 0 && first.retained_bytes % 4096 == 0, "retained {}", first.retained_bytes);
+    let second = calls[1];
+    assert_eq!((second.pid, second.tid, second.txnid, second.retry), (pid, first.tid, txnid, 1), "{second:?}");
+    let end = calls[2];
+    assert_eq!((end.pid, end.tid, end.txnid, end.retry, end.retained_bytes), (0, 0, txnid, -2, 0), "{end:?}");
+    assert!(end.lag >= 1, "the oldest snapshot did not move: {end:?}");
+    assert_eq!(calls.iter().filter(|c| c.pid == pid).count(), 2, "the cleared reader was reported again: {calls:?}");
+    assert!(len < 1 << 20, "the file grew to {len} bytes although the callback cleared the reader");
+}
+
+#[test]
+fn the_callback_may_let_the_file_grow() {
+    let (calls, pid, txnid, _, len) = churn_with_callback(|_| SlowReaderAction::Grow);
+    assert!(!calls.is_empty(), "the callback was not called");
+    assert!(calls.iter().all(|c| c.pid == pid && c.txnid == txnid && c.retry == 0), "{calls:?}");
+    assert!(len > 4 << 20, "the file did not grow ({len} bytes) although the callback said so");
 }
