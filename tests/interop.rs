@@ -1172,3 +1172,50 @@ fn page_operation_counters_are_shared_with_libmdbx() {
     assert!(after.newly > ours.newly && after.split > ours.split, "{ours:?} -> {after:?}");
     assert!(after.wops > ours.wops && after.fsync > ours.fsync, "{ours:?} -> {after:?}");
 }
+
+/// The lock file's unsynced-pages accounting and auto-sync settings are
+/// shared with libmdbx: libmdbx (a child process) reports rdbx's unsynced
+/// volume and threshold, and rdbx acts on a threshold libmdbx set.
+#[test]
+fn unsynced_volume_and_autosync_are_shared_with_libmdbx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let env = Env::builder()
+        .durability(Durability::SafeNoSync)
+        .sync_bytes(1 << 30)
+        .geometry(rdbx::Geometry { page_size: Some(4096), ..Default::default() })
+        .open(&path)
+        .unwrap();
+    let write = |from: u32, n: u32| {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in from..from + n {
+            txn.put(rdbx::Db::MAIN, &i.to_be_bytes(), &[3u8; 200], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    write(0, 1000);
+    write(1000, 1000);
+    let ours = env.info().unwrap();
+    assert!(ours.unsynced_bytes >= 50 * 4096, "unsynced after two lazy commits: {}", ours.unsynced_bytes);
+    assert_eq!(ours.autosync_threshold, 1 << 30);
+    let theirs = cli().info(&path).unwrap();
+    assert_eq!(theirs["unsync_volume"], ours.unsynced_bytes, "libmdbx {theirs:?}");
+    assert_eq!(theirs["autosync_threshold"], 1 << 30, "libmdbx {theirs:?}");
+    env.sync().unwrap();
+    assert_eq!(env.info().unwrap().unsynced_bytes, 0);
+    assert_eq!(cli().info(&path).unwrap()["unsync_volume"], 0);
+
+    // libmdbx lowers the threshold to 16 pages (it stays in the lock file):
+    // rdbx's next lazy commits over it are made steady.
+    let script = [Op::Put { table: None, key: b"peer".to_vec(), value: vec![1; 10], flags: 0 }, Op::Commit];
+    cli().write(&path, &script, &["--safe-nosync", "--sync-bytes", "65536"]).unwrap();
+    assert_eq!(env.info().unwrap().autosync_threshold, 65536);
+    let steady_before = env.info().unwrap().metas.iter().filter(|m| m.1).map(|m| m.0).max().unwrap();
+    write(2000, 1000);
+    let info = env.info().unwrap();
+    let steady_after = info.metas.iter().filter(|m| m.1).map(|m| m.0).max().unwrap();
+    assert_eq!(steady_after, info.last_txnid, "a commit over libmdbx's threshold was not made steady: {info:?}");
+    assert!(steady_after > steady_before);
+    assert_eq!(info.unsynced_bytes, 0, "{info:?}");
+    assert_eq!(cli().info(&path).unwrap()["unsync_volume"], 0);
+}

@@ -220,6 +220,10 @@ pub struct EnvInfo {
     /// Page-operation counters (`mi_pgop_stat`): newly, cow, clone, split,
     /// merge, spill, unspill, wops, prefault, mincore, msync, fsync.
     pub pgop: [u64; 12],
+    /// Bytes written since the last steady commit (`mi_unsync_volume`).
+    pub unsync_volume: u64,
+    /// Auto-sync threshold in bytes (`mi_autosync_threshold`).
+    pub autosync_threshold: u64,
 }
 
 impl Env {
@@ -338,6 +342,8 @@ impl Env {
             recent_txnid: i.mi_recent_txnid,
             max_readers: i.mi_maxreaders,
             num_readers: i.mi_numreaders,
+            unsync_volume: i.mi_unsync_volume,
+            autosync_threshold: i.mi_autosync_threshold,
             pgop: {
                 let p = i.mi_pgop_stat;
                 [
@@ -352,6 +358,14 @@ impl Env {
     pub fn max_key_size(&self, flags: u32) -> usize {
         // SAFETY: live env.
         unsafe { ffi::mdbx_env_get_maxkeysize_ex(self.env, flags) as usize }
+    }
+
+    /// Sets the auto-sync threshold in bytes (`MDBX_opt_sync_bytes`).
+    pub fn set_sync_bytes(&self, bytes: u64) -> Result<()> {
+        // SAFETY: live env.
+        check(unsafe { ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_sync_bytes, bytes) }, || {
+            "mdbx_env_set_option(sync_bytes)".into()
+        })
     }
 
     /// Flush to disk (`mdbx_env_sync_ex(force)`).

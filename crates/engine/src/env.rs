@@ -95,6 +95,14 @@ pub struct EnvInfo {
     pub metas: [(u64, bool); 3],
     /// Index of the meta readers use.
     pub recent_meta: usize,
+    /// Bytes written since the last steady commit (libmdbx's
+    /// `mi_unsync_volume`, from the lock file's `unsynced_pages`, plus a
+    /// page when the newest meta is not known to be synced).
+    pub unsynced_bytes: u64,
+    /// Auto-sync threshold in bytes (0 = off; see [`EnvBuilder::sync_bytes`]).
+    pub autosync_threshold: u64,
+    /// Auto-sync period (zero = off; see [`EnvBuilder::sync_period`]).
+    pub autosync_period: std::time::Duration,
 }
 
 /// Options for opening an environment.
@@ -110,6 +118,8 @@ pub struct EnvBuilder {
     lock_format: Option<LockFormat>,
     faults: Option<Arc<dyn IoFaults>>,
     slow_readers: Option<Arc<crate::SlowReaderFn>>,
+    sync_bytes: Option<usize>,
+    sync_period: Option<std::time::Duration>,
 }
 
 impl Default for EnvBuilder {
@@ -125,6 +135,8 @@ impl Default for EnvBuilder {
             lock_format: None,
             faults: None,
             slow_readers: None,
+            sync_bytes: None,
+            sync_period: None,
         }
     }
 }
@@ -201,6 +213,25 @@ impl EnvBuilder {
         F: Fn(&crate::SlowReader) -> crate::SlowReaderAction + Send + Sync + 'static,
     {
         self.slow_readers = Some(Arc::new(f));
+        self
+    }
+    /// Auto-sync threshold of the lazy durability modes (libmdbx's
+    /// `MDBX_opt_sync_bytes`): a `SafeNoSync`/`UtterlyNoSync` commit is made
+    /// steady (data and meta flushed) once the pages written since the last
+    /// steady commit reach this many bytes (rounded up to whole pages; 0 =
+    /// off). Kept in the lock file, so it applies to every process using the
+    /// database (libmdbx ones too) until one changes it; written at open
+    /// unless read-only.
+    pub fn sync_bytes(mut self, bytes: usize) -> Self {
+        self.sync_bytes = Some(bytes);
+        self
+    }
+    /// Auto-sync period of the lazy durability modes (libmdbx's
+    /// `MDBX_opt_sync_period`): a lazy commit is made steady when the
+    /// database has been out of sync for this long (zero = off). Kept in the
+    /// lock file like [`EnvBuilder::sync_bytes`].
+    pub fn sync_period(mut self, period: std::time::Duration) -> Self {
+        self.sync_period = Some(period);
         self
     }
     /// Routes every data-file write and sync through `faults` (for tests).
@@ -436,6 +467,11 @@ impl EnvInner {
             slow_readers: b.slow_readers.clone(),
             lck,
         };
+        if !b.read_only && (b.sync_bytes.is_some() || b.sync_period.is_some()) {
+            let pages = b.sync_bytes.map(|n| n.div_ceil(page_size).min(u32::MAX as usize) as u32);
+            let period = b.sync_period.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
+            inner.lck.set_autosync(pages, period);
+        }
         Ok((inner, apply_geometry))
     }
 
@@ -894,6 +930,9 @@ impl Env {
             readers_used: readers.iter().filter(|r| r.pid != 0).count() as u32,
             metas: [0, 1, 2].map(|i| (metas[i].txnid(), metas[i].is_steady())),
             recent_meta: t.recent,
+            unsynced_bytes: (env.lck.unsynced_pages() + u64::from(!env.lck.meta_is_synced(m.txnid()))) * ps,
+            autosync_threshold: u64::from(env.lck.autosync().0) * ps,
+            autosync_period: std::time::Duration::from_nanos(env.lck.autosync().1),
         })
     }
 

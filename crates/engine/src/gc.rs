@@ -744,8 +744,6 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     meta.bootid = crate::bootid::boot_id();
     meta.txnid_a = meta_txnid;
     meta.txnid_b = meta_txnid;
-    let steady = txn.env.durability.syncs_data();
-    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     let mut geo = txn.geo;
     let shrink_to = shrink_target(txn, &geo, gc.height);
     if let Some(now) = shrink_to {
@@ -756,6 +754,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut pgnos: Vec<u32> = txn.dirty.keys().copied().collect();
     pgnos.sort_unstable();
     let mut i = 0;
+    let mut written = 0u64;
     while i < pgnos.len() {
         let start = pgnos[i];
         let mut bufs: Vec<&[u8]> = Vec::new();
@@ -767,7 +766,17 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             i += 1;
         }
         txn.env.write_at(&bufs, start as u64 * ps as u64)?;
+        written += u64::from(next - start);
     }
+    // Every page written counts as unsynced until a steady commit (libmdbx
+    // counts them in every mode); a lazy commit becomes steady when a
+    // process sharing the lock file set an auto-sync threshold or period
+    // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
+    txn.env.lck.add_unsynced_pages(written);
+    let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
+    let steady = txn.env.durability.syncs_data() || autosync;
+    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
+    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     if steady {
         txn.env.sync_data()?;
     }
@@ -776,18 +785,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // newest (a torn meta is ignored by every reader anyway).
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let previous = txn.env.meta_body(txn.base_slot)?;
-    let written = txn.env.write_at(&[&meta.body()], slot_off).and_then(|()| {
-        if txn.env.durability == crate::env::Durability::SyncDurable {
-            txn.env.sync_data()
-        } else {
-            Ok(())
-        }
-    });
+    let written =
+        txn.env.write_at(&[&meta.body()], slot_off).and_then(
+            |()| {
+                if meta_synced {
+                    txn.env.sync_data()
+                } else {
+                    Ok(())
+                }
+            },
+        );
     if let Err(e) = written {
         let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
     }
-    txn.env.lck.after_commit(meta_txnid, steady, txn.env.durability == crate::env::Durability::SyncDurable);
+    txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.
         let _ = txn.env.set_file_len(now as u64 * ps as u64);

@@ -1483,6 +1483,43 @@ impl LockFile {
         })
     }
 
+    /// Sets `autosync_threshold` (pages; 0 = off) and/or `autosync_period`
+    /// (monotonic ns, as libmdbx's `osal_monotime`; 0 = off), which every
+    /// process sharing the lock file acts on.
+    pub fn set_autosync(&self, threshold_pages: Option<u32>, period_ns: Option<u64>) {
+        let Some(sh) = &self.shared else { return };
+        if let Some(t) = threshold_pages {
+            sh.u32(OFF_AUTOSYNC_THRESHOLD).store(t, Ordering::Relaxed);
+        }
+        if let Some(p) = period_ns {
+            sh.u64(OFF_AUTOSYNC_PERIOD).store(p, Ordering::Relaxed);
+        }
+    }
+
+    /// libmdbx's auto-sync condition, checked by a lazy commit: the unsynced
+    /// pages reached `autosync_threshold`, or the database has been out of
+    /// sync (`eoos_timestamp`) for `autosync_period` or longer.
+    pub fn autosync_due(&self) -> bool {
+        let Some(sh) = &self.shared else { return false };
+        let threshold = sh.u32(OFF_AUTOSYNC_THRESHOLD).load(Ordering::Relaxed);
+        if threshold != 0 && sh.u64(sh.layout.unsynced_pages).load(Ordering::Relaxed) >= u64::from(threshold) {
+            return true;
+        }
+        let period = sh.u64(OFF_AUTOSYNC_PERIOD).load(Ordering::Relaxed);
+        if period != 0 {
+            let eoos = sh.u64(sh.layout.eoos_timestamp).load(Ordering::Relaxed);
+            if eoos != 0 && os::monotime_ns().wrapping_sub(eoos) >= period {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `eoos_timestamp` of the lock region (0: in sync).
+    pub fn eoos_timestamp(&self) -> u64 {
+        self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.eoos_timestamp).load(Ordering::Relaxed))
+    }
+
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
     pub fn cached_oldest(&self) -> u64 {
         self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.cached_oldest).load(Ordering::SeqCst))
