@@ -18,8 +18,8 @@ use mdbx_sys as ffi;
 
 pub use ffi::{
     MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE, MDBX_INTEGERDUP,
-    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_PROBLEM,
-    MDBX_REVERSEDUP, MDBX_REVERSEKEY,
+    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_OUSTED,
+    MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
 };
 
 /// Result of every oracle call.
@@ -588,6 +588,19 @@ impl Txn<'_> {
     pub fn drop_table(&mut self, dbi: Dbi, delete: bool) -> Result<()> {
         // SAFETY: live txn.
         check(unsafe { ffi::mdbx_drop(self.txn, dbi, delete) }, || format!("mdbx_drop(dbi {dbi}, delete {delete})"))
+    }
+
+    /// Parks a read transaction (`mdbx_txn_park`).
+    pub fn park(&mut self, autounpark: bool) -> Result<()> {
+        // SAFETY: live txn.
+        check(unsafe { ffi::mdbx_txn_park(self.txn, autounpark) }, || "mdbx_txn_park".into())
+    }
+
+    /// Unparks a parked read transaction (`mdbx_txn_unpark`); the raw code
+    /// (0, `MDBX_OUSTED`, …).
+    pub fn unpark(&mut self, restart_if_ousted: bool) -> i32 {
+        // SAFETY: live txn.
+        unsafe { ffi::mdbx_txn_unpark(self.txn, restart_if_ousted) }
     }
 
     /// Commit (for read-only transactions: end it).

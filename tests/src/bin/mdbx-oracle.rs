@@ -20,14 +20,14 @@
 //! ```
 //! Exit codes: 0 success, 1 check problems, 2 error (message on stderr).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use rdbx_tests::{golden, ops, oracle};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--sync-bytes N] [--geometry L,N,U,G,S]"
+        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | park PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--sync-bytes N] [--geometry L,N,U,G,S]"
     );
     ExitCode::from(2)
 }
@@ -84,6 +84,19 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             for (n, v) in names.iter().zip(i.pgop) {
                 println!("pgop_{n}={v}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        "park" => {
+            // A parked read transaction: "reader TXNID", then a line on
+            // stdin, then "unpark RC" (the code of mdbx_txn_unpark).
+            let env = ro(path)?;
+            let mut txn = env.begin_ro()?;
+            txn.park(false)?;
+            println!("reader {}", txn.id());
+            std::io::stdout().flush().map_err(|e| e.to_string())?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(|e| e.to_string())?;
+            println!("unpark {}", txn.unpark(false));
             Ok(ExitCode::SUCCESS)
         }
         "chk" => {
