@@ -1273,3 +1273,137 @@ fn page_operation_counters_are_shared_with_libmdbx() {
     assert!(after.newly > ours.newly && after.split > ours.split, "{ours:?} -> {after:?}");
     assert!(after.wops > ours.wops && after.fsync > ours.fsync, "{ours:?} -> {after:?}");
 }
+
+/// The lock file's unsynced-pages accounting and auto-sync settings are
+/// shared with libmdbx: libmdbx (a child process) reports rdbx's unsynced
+/// volume and threshold, and rdbx acts on a threshold libmdbx set.
+#[test]
+fn unsynced_volume_and_autosync_are_shared_with_libmdbx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let env = Env::builder()
+        .durability(Durability::SafeNoSync)
+        .sync_bytes(1 << 30)
+        .geometry(rdbx::Geometry { page_size: Some(4096), ..Default::default() })
+        .open(&path)
+        .unwrap();
+    let write = |from: u32, n: u32| {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in from..from + n {
+            txn.put(rdbx::Db::MAIN, &i.to_be_bytes(), &[3u8; 200], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    write(0, 1000);
+    write(1000, 1000);
+    let ours = env.info().unwrap();
+    assert!(ours.unsynced_bytes >= 50 * 4096, "unsynced after two lazy commits: {}", ours.unsynced_bytes);
+    assert_eq!(ours.autosync_threshold, 1 << 30);
+    let theirs = cli().info(&path).unwrap();
+    assert_eq!(theirs["unsync_volume"], ours.unsynced_bytes, "libmdbx {theirs:?}");
+    assert_eq!(theirs["autosync_threshold"], 1 << 30, "libmdbx {theirs:?}");
+    env.sync().unwrap();
+    assert_eq!(env.info().unwrap().unsynced_bytes, 0);
+    assert_eq!(cli().info(&path).unwrap()["unsync_volume"], 0);
+
+    // libmdbx lowers the threshold to 16 pages (it stays in the lock file):
+    // rdbx's next lazy commits over it are made steady.
+    let script = [Op::Put { table: None, key: b"peer".to_vec(), value: vec![1; 10], flags: 0 }, Op::Commit];
+    cli().write(&path, &script, &["--safe-nosync", "--sync-bytes", "65536"]).unwrap();
+    assert_eq!(env.info().unwrap().autosync_threshold, 65536);
+    let steady_before = env.info().unwrap().metas.iter().filter(|m| m.1).map(|m| m.0).max().unwrap();
+    write(2000, 1000);
+    let info = env.info().unwrap();
+    let steady_after = info.metas.iter().filter(|m| m.1).map(|m| m.0).max().unwrap();
+    assert_eq!(steady_after, info.last_txnid, "a commit over libmdbx's threshold was not made steady: {info:?}");
+    assert!(steady_after > steady_before);
+    assert_eq!(info.unsynced_bytes, 0, "{info:?}");
+    assert_eq!(cli().info(&path).unwrap()["unsync_volume"], 0);
+}
+
+/// A database whose file grows in small steps, with 300 records, for the
+/// parking tests.
+fn park_db(path: &Path) -> Env {
+    let env = Env::builder()
+        .geometry(Geometry {
+            page_size: Some(4096),
+            size_lower: Some(64 << 10),
+            size_now: Some(64 << 10),
+            size_upper: Some(256 << 20),
+            growth_step: Some(64 << 10),
+            ..Default::default()
+        })
+        .open(path)
+        .unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    for i in 0..300u64 {
+        txn.put(Db::MAIN, &i.to_be_bytes(), &[1; 200], PutFlags::empty()).unwrap();
+    }
+    txn.commit().unwrap();
+    env
+}
+
+/// A libmdbx 0.14 reader (child process) parks its transaction; rdbx's
+/// writer, short of space, ousts it; libmdbx's unpark reports MDBX_OUSTED.
+#[test]
+fn rdbx_writer_ousts_a_parked_libmdbx_reader() {
+    use std::io::{BufRead, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let env = park_db(&path);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mdbx-oracle"))
+        .arg("park")
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let txnid: u64 = line.trim().strip_prefix("reader ").expect("reader line").parse().unwrap();
+    let pid = child.id();
+    let slot = env.readers().unwrap().into_iter().find(|r| r.pid == pid).expect("libmdbx slot");
+    assert_eq!((slot.tid, slot.txnid), (u64::MAX, Some(txnid)), "libmdbx's parked slot");
+    for r in 0..200u64 {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0..300u64 {
+            txn.put(Db::MAIN, &i.to_be_bytes(), &[(r % 250) as u8 + 2; 200], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let slot = env.readers().unwrap().into_iter().find(|r| r.pid == pid).expect("libmdbx slot");
+    assert_eq!((slot.tid, slot.txnid), (u64::MAX - 1, None), "rdbx did not oust libmdbx's parked reader");
+    stdin.write_all(b"go\n").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(line.trim(), format!("unpark {}", oracle::MDBX_OUSTED));
+    assert!(std::fs::metadata(path.join("mdbx.dat")).unwrap().len() < 1 << 20, "the file grew");
+}
+
+/// An rdbx reader parks; a libmdbx 0.14 writer (child process), short of
+/// space, ousts it; rdbx's unpark reports `Ousted`.
+#[test]
+fn libmdbx_writer_ousts_a_parked_rdbx_reader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("db");
+    let env = park_db(&path);
+    let mut reader = env.begin_ro_txn().unwrap();
+    reader.park().unwrap();
+    let mut script = Vec::new();
+    for r in 0..100u64 {
+        for i in 0..300u64 {
+            script.push(Op::Put {
+                table: None,
+                key: i.to_be_bytes().to_vec(),
+                value: vec![(r % 250) as u8 + 2; 200],
+                flags: 0,
+            });
+        }
+        script.push(Op::Commit);
+    }
+    cli().write(&path, &script, &[]).unwrap();
+    assert!(matches!(reader.unpark(), Err(Error::Ousted)), "libmdbx did not oust rdbx's parked reader");
+}

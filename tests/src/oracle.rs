@@ -18,8 +18,8 @@ use mdbx_sys as ffi;
 
 pub use ffi::{
     MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE, MDBX_INTEGERDUP,
-    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_PROBLEM,
-    MDBX_REVERSEDUP, MDBX_REVERSEKEY,
+    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_OUSTED,
+    MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
 };
 
 /// Result of every oracle call.
@@ -220,6 +220,10 @@ pub struct EnvInfo {
     /// Page-operation counters (`mi_pgop_stat`): newly, cow, clone, split,
     /// merge, spill, unspill, wops, prefault, mincore, msync, fsync.
     pub pgop: [u64; 12],
+    /// Bytes written since the last steady commit (`mi_unsync_volume`).
+    pub unsync_volume: u64,
+    /// Auto-sync threshold in bytes (`mi_autosync_threshold`).
+    pub autosync_threshold: u64,
 }
 
 impl Env {
@@ -338,6 +342,8 @@ impl Env {
             recent_txnid: i.mi_recent_txnid,
             max_readers: i.mi_maxreaders,
             num_readers: i.mi_numreaders,
+            unsync_volume: i.mi_unsync_volume,
+            autosync_threshold: i.mi_autosync_threshold,
             pgop: {
                 let p = i.mi_pgop_stat;
                 [
@@ -352,6 +358,14 @@ impl Env {
     pub fn max_key_size(&self, flags: u32) -> usize {
         // SAFETY: live env.
         unsafe { ffi::mdbx_env_get_maxkeysize_ex(self.env, flags) as usize }
+    }
+
+    /// Sets the auto-sync threshold in bytes (`MDBX_opt_sync_bytes`).
+    pub fn set_sync_bytes(&self, bytes: u64) -> Result<()> {
+        // SAFETY: live env.
+        check(unsafe { ffi::mdbx_env_set_option(self.env, ffi::MDBX_opt_sync_bytes, bytes) }, || {
+            "mdbx_env_set_option(sync_bytes)".into()
+        })
     }
 
     /// Flush to disk (`mdbx_env_sync_ex(force)`).
@@ -574,6 +588,19 @@ impl Txn<'_> {
     pub fn drop_table(&mut self, dbi: Dbi, delete: bool) -> Result<()> {
         // SAFETY: live txn.
         check(unsafe { ffi::mdbx_drop(self.txn, dbi, delete) }, || format!("mdbx_drop(dbi {dbi}, delete {delete})"))
+    }
+
+    /// Parks a read transaction (`mdbx_txn_park`).
+    pub fn park(&mut self, autounpark: bool) -> Result<()> {
+        // SAFETY: live txn.
+        check(unsafe { ffi::mdbx_txn_park(self.txn, autounpark) }, || "mdbx_txn_park".into())
+    }
+
+    /// Unparks a parked read transaction (`mdbx_txn_unpark`); the raw code
+    /// (0, `MDBX_OUSTED`, …).
+    pub fn unpark(&mut self, restart_if_ousted: bool) -> i32 {
+        // SAFETY: live txn.
+        unsafe { ffi::mdbx_txn_unpark(self.txn, restart_if_ousted) }
     }
 
     /// Commit (for read-only transactions: end it).

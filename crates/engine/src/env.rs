@@ -95,6 +95,14 @@ pub struct EnvInfo {
     pub metas: [(u64, bool); 3],
     /// Index of the meta readers use.
     pub recent_meta: usize,
+    /// Bytes written since the last steady commit (libmdbx's
+    /// `mi_unsync_volume`, from the lock file's `unsynced_pages`, plus a
+    /// page when the newest meta is not known to be synced).
+    pub unsynced_bytes: u64,
+    /// Auto-sync threshold in bytes (0 = off; see [`EnvBuilder::sync_bytes`]).
+    pub autosync_threshold: u64,
+    /// Auto-sync period (zero = off; see [`EnvBuilder::sync_period`]).
+    pub autosync_period: std::time::Duration,
 }
 
 /// Options for opening an environment.
@@ -111,6 +119,9 @@ pub struct EnvBuilder {
     dirty_limit: Option<usize>,
     write_map: bool,
     faults: Option<Arc<dyn IoFaults>>,
+    slow_readers: Option<Arc<crate::SlowReaderFn>>,
+    sync_bytes: Option<usize>,
+    sync_period: Option<std::time::Duration>,
 }
 
 impl Default for EnvBuilder {
@@ -127,6 +138,9 @@ impl Default for EnvBuilder {
             dirty_limit: None,
             write_map: false,
             faults: None,
+            slow_readers: None,
+            sync_bytes: None,
+            sync_period: None,
         }
     }
 }
@@ -209,6 +223,44 @@ impl EnvBuilder {
         self.write_map = yes;
         self
     }
+    /// Installs the handle-slow-readers callback (libmdbx's
+    /// `mdbx_env_set_hsr`). A write transaction of this environment calls it
+    /// when it needs pages that only the GC could give but the oldest
+    /// snapshot still in use holds them back, and it would otherwise grow the
+    /// file (or fail with `MapFull` at the upper bound): once per live reader
+    /// of that snapshot (dead processes' slots are cleared and parked readers
+    /// ousted first, without asking). See [`crate::SlowReader`] for what it is
+    /// told and [`crate::SlowReaderAction`] for what it may answer.
+    ///
+    /// It runs on the writer's thread while the writer lock is held: it may
+    /// wait (and answer `Retry`), signal or kill the reader, but must not
+    /// start a write transaction of this environment.
+    pub fn handle_slow_readers<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&crate::SlowReader) -> crate::SlowReaderAction + Send + Sync + 'static,
+    {
+        self.slow_readers = Some(Arc::new(f));
+        self
+    }
+    /// Auto-sync threshold of the lazy durability modes (libmdbx's
+    /// `MDBX_opt_sync_bytes`): a `SafeNoSync`/`UtterlyNoSync` commit is made
+    /// steady (data and meta flushed) once the pages written since the last
+    /// steady commit reach this many bytes (rounded up to whole pages; 0 =
+    /// off). Kept in the lock file, so it applies to every process using the
+    /// database (libmdbx ones too) until one changes it; written at open
+    /// unless read-only.
+    pub fn sync_bytes(mut self, bytes: usize) -> Self {
+        self.sync_bytes = Some(bytes);
+        self
+    }
+    /// Auto-sync period of the lazy durability modes (libmdbx's
+    /// `MDBX_opt_sync_period`): a lazy commit is made steady when the
+    /// database has been out of sync for this long (zero = off). Kept in the
+    /// lock file like [`EnvBuilder::sync_bytes`].
+    pub fn sync_period(mut self, period: std::time::Duration) -> Self {
+        self.sync_period = Some(period);
+        self
+    }
     /// Routes every data-file write and sync through `faults` (for tests).
     #[doc(hidden)]
     pub fn io_faults(mut self, faults: Arc<dyn IoFaults>) -> Self {
@@ -259,6 +311,8 @@ pub(crate) struct EnvInner {
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
     pub writemap: bool,
+    /// The handle-slow-readers callback ([`EnvBuilder::handle_slow_readers`]).
+    pub slow_readers: Option<Arc<crate::SlowReaderFn>>,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -446,8 +500,14 @@ impl EnvInner {
             page_pool: Default::default(),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::spill::default_dirty_limit(page_size)),
             writemap,
+            slow_readers: b.slow_readers.clone(),
             lck,
         };
+        if !b.read_only && (b.sync_bytes.is_some() || b.sync_period.is_some()) {
+            let pages = b.sync_bytes.map(|n| n.div_ceil(page_size).min(u32::MAX as usize) as u32);
+            let period = b.sync_period.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
+            inner.lck.set_autosync(pages, period);
+        }
         Ok((inner, apply_geometry))
     }
 
@@ -825,7 +885,13 @@ impl Env {
                 continue;
             }
             let map = env.map_for(&meta, t.recent)?;
-            return Ok(RoTxn { env, snap: Snapshot { map, meta }, _slot: slot, tables: RefCell::new(Vec::new()) });
+            return Ok(RoTxn {
+                env,
+                snap: Snapshot { map, meta },
+                _slot: slot,
+                tables: RefCell::new(Vec::new()),
+                park: crate::txn::Park::Active,
+            });
         }
         Err(Error::Problem("could not get a stable snapshot (metas kept changing)".into()))
     }
@@ -917,6 +983,9 @@ impl Env {
             readers_used: readers.iter().filter(|r| r.pid != 0).count() as u32,
             metas: [0, 1, 2].map(|i| (metas[i].txnid(), metas[i].is_steady())),
             recent_meta: t.recent,
+            unsynced_bytes: (env.lck.unsynced_pages() + u64::from(!env.lck.meta_is_synced(m.txnid()))) * ps,
+            autosync_threshold: u64::from(env.lck.autosync().0) * ps,
+            autosync_period: std::time::Duration::from_nanos(env.lck.autosync().1),
         })
     }
 

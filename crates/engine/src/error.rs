@@ -79,6 +79,10 @@ pub enum Error {
     /// `MDBX_DUPLICATED_CLK`: an alternative lock file exists beside the database.
     #[error("an alternative lock file exists: {0} (keep one, remove the unused other)")]
     DuplicatedLck(String),
+    /// `MDBX_OUSTED`: a parked read transaction was ousted by a writer that
+    /// needed the pages of its snapshot (see [`crate::RoTxn::unpark`]).
+    #[error("the parked read transaction was ousted to recycle old MVCC snapshots")]
+    Ousted,
     /// `ENODATA`: the cursor is not positioned on a record.
     #[error("no data: the cursor is not positioned")]
     NoData,
@@ -138,6 +142,7 @@ impl Error {
             Error::TooLarge => -30417,
             Error::TxnOverlapping => -30415,
             Error::DuplicatedLck(_) => -30413,
+            Error::Ousted => -30411,
             Error::NoData => libc::ENODATA,
             Error::InvalidArgument(_) => libc::EINVAL,
             Error::Access(_) => libc::EACCES,

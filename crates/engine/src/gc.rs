@@ -11,6 +11,7 @@ use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
 use crate::format::page as fpage;
 use crate::format::{u32_at, MAX_PAGENO};
 use crate::pool::PageBuf;
+use crate::readers::{SlowReader, SlowReaderAction};
 use crate::txn::{Db, RwTxn};
 
 impl RwTxn<'_> {
@@ -173,9 +174,102 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         if !txn.saving_gc && !txn.in_reclaim && sweep_if_pinned(txn)? {
             continue;
         }
+        if !txn.saving_gc && !txn.in_reclaim && tail_grows(txn, n) && kick_laggards(txn)? {
+            continue;
+        }
         break;
     }
     alloc_tail(txn, n)
+}
+
+/// Whether taking `n` pages from the unallocated tail would grow the file
+/// (or fail with `MapFull`).
+fn tail_grows(txn: &RwTxn<'_>, n: usize) -> bool {
+    txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64
+}
+
+/// Before the file grows (or the allocation fails with `MapFull`) because
+/// the oldest snapshot still in use holds GC records back, deals with the
+/// readers of that snapshot as libmdbx's `mvcc_kick_laggards` does: parked
+/// readers are ousted (a CAS of their slot's `tid` from parked to ousted,
+/// then of the `txnid` to all-ones), dead processes' slots are cleared, and,
+/// when [`crate::EnvBuilder::handle_slow_readers`] installed a callback, a
+/// live reader that still holds it is handed to the callback, until the
+/// oldest snapshot moves on or the callback gives up. Returns whether the
+/// oldest snapshot moved (then the GC is worth another look).
+fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
+    let lck = &txn.env.lck;
+    let limit = txn.txnid - 1;
+    let straggler = match txn.detent {
+        Some(d) => d,
+        None => lck.oldest_reader(txn.steady_txnid).min(limit),
+    };
+    if straggler >= txn.base.txnid() {
+        return Ok(false);
+    }
+    let callback = txn.env.slow_readers.clone();
+    let mut retry = 0i32;
+    let mut notify_end = false;
+    loop {
+        lck.force_refresh();
+        let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+        if oldest == txn.steady_txnid || oldest > straggler {
+            break;
+        }
+        lck.sweep_dead_readers()?;
+        let (ousted, stuck) = lck.kick_scan(oldest);
+        let Some(stuck) = stuck else {
+            if ousted > 0 {
+                continue;
+            }
+            break;
+        };
+        if !lck.stuck_still(&stuck) {
+            continue;
+        }
+        let Some(cb) = &callback else { break };
+        let ps = txn.env.page_size as u64;
+        let reader = SlowReader {
+            pid: stuck.pid,
+            tid: stuck.tid,
+            txnid: stuck.txnid,
+            lag: txn.base.txnid().saturating_sub(stuck.txnid),
+            retained_bytes: txn.base.pages_retired.saturating_sub(stuck.pages_retired).saturating_mul(ps),
+            retry,
+        };
+        match cb(&reader) {
+            SlowReaderAction::Grow => break,
+            SlowReaderAction::Retry => notify_end = true,
+            SlowReaderAction::ClearTxn => lck.stuck_reset_txn(&stuck),
+            SlowReaderAction::ClearSlot => lck.stuck_clear_slot(&stuck),
+        }
+        retry = retry.saturating_add(1);
+        if retry == i32::MAX {
+            break;
+        }
+    }
+    if notify_end {
+        if let Some(cb) = &callback {
+            lck.force_refresh();
+            let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+            let _ = cb(&SlowReader {
+                pid: 0,
+                tid: 0,
+                txnid: straggler,
+                lag: oldest.saturating_sub(straggler),
+                retained_bytes: 0,
+                retry: -retry,
+            });
+        }
+    }
+    lck.force_refresh();
+    let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+    if oldest > straggler {
+        txn.detent = None;
+        txn.gc_exhausted = false;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// Before the file grows because a reader holds GC records back: clears the
@@ -596,6 +690,9 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
         if txn.reclaimed.len() < want && sweep_if_pinned(txn)? {
             continue;
         }
+        if txn.reclaimed.len() < want && tail_grows(txn, want - txn.reclaimed.len()) && kick_laggards(txn)? {
+            continue;
+        }
         break;
     }
     // A record deleted by reclaiming may have freed GC pages: usable too.
@@ -708,8 +805,6 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     meta.bootid = crate::bootid::boot_id();
     meta.txnid_a = meta_txnid;
     meta.txnid_b = meta_txnid;
-    let steady = txn.env.durability.syncs_data();
-    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     let mut geo = txn.geo;
     let shrink_to = shrink_target(txn, &geo, gc.height);
     if let Some(now) = shrink_to {
@@ -721,6 +816,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut pgnos: Vec<u32> = txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, _)| *p).collect();
     pgnos.sort_unstable();
     let mut i = 0;
+    // Pages edited in place in the map are written too (to the page cache).
+    let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
     while i < pgnos.len() {
         let start = pgnos[i];
         let mut bufs: Vec<&[u8]> = Vec::new();
@@ -732,7 +829,17 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             i += 1;
         }
         txn.env.write_at(&bufs, start as u64 * ps as u64)?;
+        written += u64::from(next - start);
     }
+    // Every page written counts as unsynced until a steady commit (libmdbx
+    // counts them in every mode); a lazy commit becomes steady when a
+    // process sharing the lock file set an auto-sync threshold or period
+    // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
+    txn.env.lck.add_unsynced_pages(written);
+    let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
+    let steady = txn.env.durability.syncs_data() || autosync;
+    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
+    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     if steady {
         txn.env.sync_data()?;
     }
@@ -741,18 +848,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // newest (a torn meta is ignored by every reader anyway).
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let previous = txn.env.meta_body(txn.base_slot)?;
-    let written = txn.env.write_at(&[&meta.body()], slot_off).and_then(|()| {
-        if txn.env.durability == crate::env::Durability::SyncDurable {
-            txn.env.sync_data()
-        } else {
-            Ok(())
-        }
-    });
+    let written =
+        txn.env.write_at(&[&meta.body()], slot_off).and_then(
+            |()| {
+                if meta_synced {
+                    txn.env.sync_data()
+                } else {
+                    Ok(())
+                }
+            },
+        );
     if let Err(e) = written {
         let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
     }
-    txn.env.lck.after_commit(meta_txnid, steady, txn.env.durability == crate::env::Durability::SyncDurable);
+    txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.
         let _ = txn.env.set_file_len(now as u64 * ps as u64);

@@ -430,6 +430,11 @@ pub(crate) const DEFAULT_READERS: u32 = 61;
 pub(crate) const READERS_LIMIT: u32 = 32767;
 /// Canonical "no snapshot" txnid of a slot.
 pub(crate) const TXNID_NONE: u64 = u64::MAX;
+/// Slot `tid` of a parked read transaction (libmdbx `MDBX_TID_TXN_PARKED`).
+pub(crate) const TID_TXN_PARKED: u64 = u64::MAX;
+/// Slot `tid` of a parked read transaction a writer ousted (libmdbx
+/// `MDBX_TID_TXN_OUSTED`).
+pub(crate) const TID_TXN_OUSTED: u64 = u64::MAX - 1;
 /// Any slot txnid at or above this value means "no snapshot".
 pub(crate) const TXNID_INVALID_FROM: u64 = 0xFFFF_FFFF_0000_0000;
 /// Largest usable txnid.
@@ -1309,6 +1314,79 @@ impl LockFile {
         (oldest, oldest_retired)
     }
 
+    /// Forces the next [`Self::oldest_reader`] to rescan the reader table.
+    pub fn force_refresh(&self) {
+        if let Some(sh) = &self.shared {
+            sh.refresh().store(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The writer's pass over the slots holding snapshot `oldest` (libmdbx
+    /// `mvcc_kick_laggards`): ousts every parked one (CAS of `tid` from
+    /// `MDBX_TID_TXN_PARKED` to `MDBX_TID_TXN_OUSTED`, then CAS of `txnid`
+    /// from `oldest` to all-ones) and returns how many it ousted and the last
+    /// live, not parked slot at `oldest`, if any. Call with the writer lock.
+    pub fn kick_scan(&self, oldest: u64) -> (u32, Option<StuckReader>) {
+        let Some(sh) = &self.shared else { return (0, None) };
+        let mut ousted = 0;
+        let mut stuck = None;
+        for i in 0..self.rdt_length(sh) {
+            let txnid_a = sh.slot_u64(i, SLOT_TXNID);
+            let tid_a = sh.slot_u64(i, SLOT_TID);
+            loop {
+                if txnid_a.load(Ordering::SeqCst) != oldest {
+                    break;
+                }
+                let pid = sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire);
+                if pid == 0 {
+                    break;
+                }
+                let tid = tid_a.load(Ordering::SeqCst);
+                if tid == TID_TXN_PARKED {
+                    if tid_a
+                        .compare_exchange(TID_TXN_PARKED, TID_TXN_OUSTED, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                    {
+                        let _ = txnid_a.compare_exchange(oldest, TXNID_NONE, Ordering::SeqCst, Ordering::SeqCst);
+                        ousted += 1;
+                        break;
+                    }
+                    // The reader unparked or ended meanwhile: look again.
+                    continue;
+                }
+                let retired = sh.slot_u64(i, SLOT_PAGES_RETIRED).load(Ordering::Acquire);
+                stuck = Some(StuckReader { slot: i, pid, tid, txnid: oldest, pages_retired: retired });
+                break;
+            }
+        }
+        (ousted, stuck)
+    }
+
+    /// Whether slot `r.slot` still holds what [`Self::kick_scan`] saw.
+    pub fn stuck_still(&self, r: &StuckReader) -> bool {
+        let Some(sh) = &self.shared else { return false };
+        sh.slot_u64(r.slot, SLOT_TXNID).load(Ordering::SeqCst) == r.txnid
+            && sh.slot_u64(r.slot, SLOT_TID).load(Ordering::SeqCst) == r.tid
+            && sh.slot_u32(r.slot, SLOT_PID).load(Ordering::Acquire) == r.pid
+    }
+
+    /// The handle-slow-readers callback answered "transaction aborted
+    /// asynchronously": clears the slot's snapshot if it still is `r.txnid`.
+    pub fn stuck_reset_txn(&self, r: &StuckReader) {
+        let Some(sh) = &self.shared else { return };
+        let _ =
+            sh.slot_u64(r.slot, SLOT_TXNID).compare_exchange(r.txnid, TXNID_NONE, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// The callback answered "reader process killed": clears the whole slot
+    /// (`txnid` all-ones, `tid = MDBX_TID_TXN_OUSTED`, `pid = 0`).
+    pub fn stuck_clear_slot(&self, r: &StuckReader) {
+        let Some(sh) = &self.shared else { return };
+        sh.slot_u64(r.slot, SLOT_TXNID).store(TXNID_NONE, Ordering::SeqCst);
+        sh.slot_u64(r.slot, SLOT_TID).store(TID_TXN_OUSTED, Ordering::Relaxed);
+        sh.slot_u32(r.slot, SLOT_PID).store(0, Ordering::SeqCst);
+    }
+
     /// The largest `snapshot_pages_used` over live slots holding a snapshot
     /// (for the shrink rule §14.3 step 2).
     pub fn max_reader_pages_used(&self) -> u32 {
@@ -1417,6 +1495,43 @@ impl LockFile {
                 sh.u64(OFF_AUTOSYNC_PERIOD).load(Ordering::Relaxed),
             )
         })
+    }
+
+    /// Sets `autosync_threshold` (pages; 0 = off) and/or `autosync_period`
+    /// (monotonic ns, as libmdbx's `osal_monotime`; 0 = off), which every
+    /// process sharing the lock file acts on.
+    pub fn set_autosync(&self, threshold_pages: Option<u32>, period_ns: Option<u64>) {
+        let Some(sh) = &self.shared else { return };
+        if let Some(t) = threshold_pages {
+            sh.u32(OFF_AUTOSYNC_THRESHOLD).store(t, Ordering::Relaxed);
+        }
+        if let Some(p) = period_ns {
+            sh.u64(OFF_AUTOSYNC_PERIOD).store(p, Ordering::Relaxed);
+        }
+    }
+
+    /// libmdbx's auto-sync condition, checked by a lazy commit: the unsynced
+    /// pages reached `autosync_threshold`, or the database has been out of
+    /// sync (`eoos_timestamp`) for `autosync_period` or longer.
+    pub fn autosync_due(&self) -> bool {
+        let Some(sh) = &self.shared else { return false };
+        let threshold = sh.u32(OFF_AUTOSYNC_THRESHOLD).load(Ordering::Relaxed);
+        if threshold != 0 && sh.u64(sh.layout.unsynced_pages).load(Ordering::Relaxed) >= u64::from(threshold) {
+            return true;
+        }
+        let period = sh.u64(OFF_AUTOSYNC_PERIOD).load(Ordering::Relaxed);
+        if period != 0 {
+            let eoos = sh.u64(sh.layout.eoos_timestamp).load(Ordering::Relaxed);
+            if eoos != 0 && os::monotime_ns().wrapping_sub(eoos) >= period {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `eoos_timestamp` of the lock region (0: in sync).
+    pub fn eoos_timestamp(&self) -> u64 {
+        self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.eoos_timestamp).load(Ordering::Relaxed))
     }
 
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
@@ -1672,6 +1787,87 @@ impl ReaderSlot<'_> {
         sh.signal_change();
     }
 
+    /// Parks the snapshot `txnid` this slot holds for the thread `owner`
+    /// (libmdbx `txn_ro_park`): `tid = MDBX_TID_TXN_PARKED`, then
+    /// `rdt_refresh_flag = 1`. The snapshot stays published; a writer that
+    /// needs its pages may oust it (see [`LockFile::kick_scan`]).
+    pub fn park(&self, owner: u64, txnid: u64) -> Result<()> {
+        let Some(sh) = self.shared() else { return Ok(()) };
+        let pid = sh.slot_u32(self.idx, SLOT_PID).load(Ordering::Acquire);
+        if pid != self.lck.pid {
+            return Err(Error::Problem(format!("reader slot {} belongs to pid {pid}", self.idx)));
+        }
+        let tid = sh.slot_u64(self.idx, SLOT_TID).load(Ordering::Acquire);
+        let t = sh.slot_u64(self.idx, SLOT_TXNID).load(Ordering::Acquire);
+        if tid != owner || t != txnid {
+            return Err(Error::Problem(format!(
+                "reader slot {} holds tid {tid:#x} txnid {t}, expected {owner:#x} and {txnid}",
+                self.idx
+            )));
+        }
+        sh.slot_u64(self.idx, SLOT_TID).store(TID_TXN_PARKED, Ordering::SeqCst);
+        sh.refresh().store(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Unparks (libmdbx `txn_ro_unpark`): `Ok(true)` when the slot still held
+    /// the parked snapshot `txnid` and `tid` is back to `owner`; `Ok(false)`
+    /// when a writer ousted it (or its snapshot was otherwise reset): the
+    /// slot is then cleared, with `tid = owner` again.
+    pub fn unpark(&self, owner: u64, txnid: u64) -> Result<bool> {
+        let Some(sh) = self.shared() else { return Ok(true) };
+        let tid_a = sh.slot_u64(self.idx, SLOT_TID);
+        let txnid_a = sh.slot_u64(self.idx, SLOT_TXNID);
+        loop {
+            let pid = sh.slot_u32(self.idx, SLOT_PID).load(Ordering::Acquire);
+            if pid != self.lck.pid {
+                return Err(Error::Problem(format!("reader slot {} belongs to pid {pid}", self.idx)));
+            }
+            let tid = tid_a.load(Ordering::SeqCst);
+            let t = txnid_a.load(Ordering::SeqCst);
+            if tid == TID_TXN_OUSTED || t >= TXNID_INVALID_FROM || tid != TID_TXN_PARKED || t != txnid {
+                break;
+            }
+            if tid_a.compare_exchange(TID_TXN_PARKED, owner, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                std::thread::yield_now();
+                continue;
+            }
+            if txnid_a.load(Ordering::SeqCst) == txnid && tid_a.load(Ordering::SeqCst) == owner {
+                return Ok(true);
+            }
+            break;
+        }
+        self.finish_parked(owner);
+        Ok(false)
+    }
+
+    /// Ends the snapshot of a parked (or ousted) slot as libmdbx does: the
+    /// txnid reset first, then `tid` given back to `owner`, so the slot does
+    /// not stay marked parked/ousted for the next transaction.
+    pub fn finish_parked(&self, owner: u64) {
+        let Some(sh) = self.shared() else { return };
+        let tid_a = sh.slot_u64(self.idx, SLOT_TID);
+        let txnid_a = sh.slot_u64(self.idx, SLOT_TXNID);
+        loop {
+            txnid_a.store(TXNID_NONE, Ordering::SeqCst);
+            tid_a.store(owner, Ordering::SeqCst);
+            if txnid_a.load(Ordering::SeqCst) >= TXNID_INVALID_FROM && tid_a.load(Ordering::SeqCst) == owner {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        sh.slot_u32(self.idx, SLOT_PAGES_USED).store(0, Ordering::Release);
+        sh.signal_change();
+    }
+
+    /// The owner thread recorded in the slot (`pthread_self`).
+    pub fn tid(&self) -> u64 {
+        match self.shared() {
+            Some(sh) => sh.slot_u64(self.idx, SLOT_TID).load(Ordering::Acquire),
+            None => os::thread_self(),
+        }
+    }
+
     /// Detaches the slot (still busy, snapshot kept) so it can be stored
     /// without a borrow; re-attach with [`LockFile::reader_from_raw`] on the
     /// same `LockFile`, then drop it.
@@ -1691,12 +1887,24 @@ impl Drop for ReaderSlot<'_> {
     }
 }
 
+/// A live, not parked reader slot holding the oldest snapshot (see
+/// [`LockFile::kick_scan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StuckReader {
+    pub slot: u32,
+    pub pid: u32,
+    pub tid: u64,
+    pub txnid: u64,
+    pub pages_retired: u64,
+}
+
 /// One row of [`LockFile::readers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReaderInfo {
     pub slot: u32,
     pub pid: u32,
-    /// `pthread_self` of the owner (`>= 0xFFFFFFFFFFFFFFFE` = parked/ousted).
+    /// `pthread_self` of the owner ([`TID_TXN_PARKED`] = parked,
+    /// [`TID_TXN_OUSTED`] = ousted).
     pub tid: u64,
     /// Snapshot txnid, `None` when the slot holds no snapshot.
     pub txnid: Option<u64>,

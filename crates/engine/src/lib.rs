@@ -61,5 +61,5 @@ pub use flags::{DbFlags, PutFlags};
 pub use io::IoFaults;
 pub use iter::{Iter, KeyRange, ReadTxn};
 pub use lck::{LockFormat, PageOps};
-pub use readers::{GcInfo, ReaderInfo, Retainer};
+pub use readers::{GcInfo, ReaderInfo, Retainer, SlowReader, SlowReaderAction, SlowReaderFn};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

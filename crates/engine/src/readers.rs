@@ -13,7 +13,9 @@ pub struct ReaderInfo {
     pub slot: u32,
     /// Owner process.
     pub pid: u32,
-    /// Owner thread (`pthread_self`); `u64::MAX` ousted, `u64::MAX - 1` parked.
+    /// Owner thread (`pthread_self`); `u64::MAX` while the transaction is
+    /// parked ([`crate::RoTxn::park`]), `u64::MAX - 1` once a writer ousted
+    /// it (libmdbx's `MDBX_TID_TXN_PARKED` and `MDBX_TID_TXN_OUSTED`).
     pub tid: u64,
     /// Snapshot read, `None` when the slot holds no snapshot.
     pub txnid: Option<u64>,
@@ -24,6 +26,56 @@ pub struct ReaderInfo {
     /// Bytes retired by later commits that this reader keeps from reuse.
     pub bytes_retained: u64,
 }
+
+/// What the handle-slow-readers callback ([`crate::EnvBuilder::handle_slow_readers`])
+/// is told about a reader that keeps the writer from reusing pages (the
+/// arguments of libmdbx's `MDBX_hsr_func`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowReader {
+    /// The reader's process (0 in the end-of-loop notification).
+    pub pid: u32,
+    /// The reader's thread (`pthread_self`; 0 in the end-of-loop notification).
+    pub tid: u64,
+    /// The snapshot it reads: the oldest still in use.
+    pub txnid: u64,
+    /// Commits since that snapshot (in the end-of-loop notification: how far
+    /// the oldest snapshot moved).
+    pub lag: u64,
+    /// Bytes retired since that snapshot, which the reader keeps from reuse
+    /// (`pages_retired` of the newest commit minus that of the snapshot,
+    /// times the page size).
+    pub retained_bytes: u64,
+    /// 0 on the first call for this allocation, then 1, 2, … while the
+    /// callback answers [`SlowReaderAction::Retry`]. Negative (minus the
+    /// number of calls) in the one end-of-loop notification that follows
+    /// when the callback answered `Retry` at least once; its answer is
+    /// ignored.
+    pub retry: i32,
+}
+
+/// The answer of the handle-slow-readers callback (libmdbx's return codes of
+/// `MDBX_hsr_func` in brackets). It must match what the callback did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowReaderAction {
+    /// (0) The callback waited or otherwise dealt with the reader (e.g. it
+    /// ended its transaction): the writer scans the reader table again, and
+    /// calls back again (`retry + 1`) if the same reader still holds the
+    /// oldest snapshot.
+    Retry,
+    /// (-1) Nothing was done: the writer grows the file, or fails with
+    /// `MapFull` at the upper bound.
+    Grow,
+    /// (1) The reader's transaction was aborted asynchronously and will not
+    /// be ended normally: the writer clears the slot's snapshot (if still
+    /// the same) and scans again.
+    ClearTxn,
+    /// (2) The reader's process was killed: the writer clears the whole slot
+    /// (txnid all-ones, tid ousted, pid 0) and scans again.
+    ClearSlot,
+}
+
+/// The type of the handle-slow-readers callback.
+pub type SlowReaderFn = dyn Fn(&SlowReader) -> SlowReaderAction + Send + Sync + 'static;
 
 /// GC and page usage (`MDBX_gc_info_t`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -136,6 +136,9 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
         txn.spilled.insert(pgno);
         txn.ops.spill += n as u64;
     }
+    // Spilled pages are written and not yet synced, as libmdbx counts them.
+    let pages: u64 = chosen.iter().map(|&(_, n)| n as u64).sum();
+    txn.env.lck.add_unsynced_pages(pages);
     Ok(())
 }
 

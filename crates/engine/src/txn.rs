@@ -379,6 +379,28 @@ pub struct RoTxn<'env> {
     pub(crate) snap: Snapshot,
     pub(crate) _slot: ReaderSlot<'env>,
     pub(crate) tables: RefCell<Vec<Option<Table>>>,
+    /// Whether the transaction is parked (see [`RoTxn::park`]).
+    pub(crate) park: Park,
+}
+
+/// Parking state of a read transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Park {
+    Active,
+    /// Parked; the slot's owner thread to give back on unpark.
+    Parked {
+        owner: u64,
+    },
+    /// Found ousted by `unpark`: the snapshot is gone for good.
+    Ousted,
+}
+
+impl Drop for RoTxn<'_> {
+    fn drop(&mut self) {
+        if let Park::Parked { owner } = self.park {
+            self._slot.finish_parked(owner);
+        }
+    }
 }
 
 /// Read-write transaction. Only one exists at a time across all processes.
@@ -721,8 +743,68 @@ impl<'env> RoTxn<'env> {
         tables[db.dbi as usize] = Some(t);
     }
 
+    /// Parks the transaction (libmdbx `mdbx_txn_park` without autounpark):
+    /// it keeps its snapshot, but a writer that needs the pages the snapshot
+    /// holds back may oust it instead of growing the file. Reads of a parked
+    /// transaction fail with [`Error::BadTxn`] until [`RoTxn::unpark`]; the
+    /// `&mut` receiver ends every borrow of earlier reads first, since their
+    /// pages may be recycled once the transaction is ousted. Parking a parked
+    /// transaction does nothing.
+    ///
+    /// In the lock file the slot keeps its snapshot txnid and its `tid`
+    /// becomes `u64::MAX` (`MDBX_TID_TXN_PARKED`), as libmdbx writes it, so
+    /// libmdbx writers oust rdbx's parked readers and rdbx's writers theirs.
+    pub fn park(&mut self) -> Result<()> {
+        match self.park {
+            Park::Active => {}
+            Park::Parked { .. } => return Ok(()),
+            Park::Ousted => return Err(Error::Ousted),
+        }
+        let owner = self._slot.tid();
+        self._slot.park(owner, self.txn_id())?;
+        self.park = Park::Parked { owner };
+        Ok(())
+    }
+
+    /// Unparks the transaction (libmdbx `mdbx_txn_unpark` without restart):
+    /// `Ok(())` when it still holds its snapshot (or was not parked), then it
+    /// reads as before; `Err(Error::Ousted)` when a writer ousted it while it
+    /// was parked: the snapshot is gone, the reader slot is released for
+    /// reuse, and every later read fails with `Ousted` too (begin a new read
+    /// transaction).
+    pub fn unpark(&mut self) -> Result<()> {
+        match self.park {
+            Park::Active => Ok(()),
+            Park::Ousted => Err(Error::Ousted),
+            Park::Parked { owner } => {
+                if self._slot.unpark(owner, self.txn_id())? {
+                    self.park = Park::Active;
+                    Ok(())
+                } else {
+                    self.park = Park::Ousted;
+                    Err(Error::Ousted)
+                }
+            }
+        }
+    }
+
+    /// Whether the transaction is parked ([`RoTxn::park`]) and not yet
+    /// unparked.
+    pub fn is_parked(&self) -> bool {
+        matches!(self.park, Park::Parked { .. })
+    }
+
+    fn check_active(&self) -> Result<()> {
+        match self.park {
+            Park::Active => Ok(()),
+            Park::Parked { .. } => Err(Error::BadTxn("the read transaction is parked (unpark it first)")),
+            Park::Ousted => Err(Error::Ousted),
+        }
+    }
+
     /// The table of `db`: `Err(BadDbi)` for a foreign or stale handle.
     pub(crate) fn table(&self, db: Db) -> Result<View> {
+        self.check_active()?;
         db.check_env(self.env)?;
         if let Some(Some(t)) = self.tables.borrow().get(db.dbi as usize) {
             if t.gen == db.gen {

@@ -20,14 +20,14 @@
 //! ```
 //! Exit codes: 0 success, 1 check problems, 2 error (message on stderr).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use rdbx_tests::{golden, ops, oracle};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--geometry L,N,U,G,S]"
+        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | park PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--sync-bytes N] [--geometry L,N,U,G,S]"
     );
     ExitCode::from(2)
 }
@@ -75,6 +75,8 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             println!("file_size={}", i.file_size);
             println!("last_pgno={}", i.last_pgno);
             println!("recent_txnid={}", i.recent_txnid);
+            println!("unsync_volume={}", i.unsync_volume);
+            println!("autosync_threshold={}", i.autosync_threshold);
             let names = [
                 "newly", "cow", "clone", "split", "merge", "spill", "unspill", "wops", "prefault", "mincore", "msync",
                 "fsync",
@@ -82,6 +84,19 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             for (n, v) in names.iter().zip(i.pgop) {
                 println!("pgop_{n}={v}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        "park" => {
+            // A parked read transaction: "reader TXNID", then a line on
+            // stdin, then "unpark RC" (the code of mdbx_txn_unpark).
+            let env = ro(path)?;
+            let mut txn = env.begin_ro()?;
+            txn.park(false)?;
+            println!("reader {}", txn.id());
+            std::io::stdout().flush().map_err(|e| e.to_string())?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(|e| e.to_string())?;
+            println!("unpark {}", txn.unpark(false));
             Ok(ExitCode::SUCCESS)
         }
         "chk" => {
@@ -117,6 +132,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 std::fs::read_to_string(script).map_err(|e| format!("{script}: {e}"))?
             };
             let mut opts = oracle::EnvOptions::default();
+            let mut sync_bytes: Option<u64> = None;
             let mut i = 1;
             while i < rest.len() {
                 let a = rest[i].as_str();
@@ -130,6 +146,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     "--no-sub-dir" => opts.no_sub_dir = Some(true),
                     "--safe-nosync" => opts.durability = oracle::Durability::SafeNoSync,
                     "--write-map" => opts.write_map = true,
+                    "--sync-bytes" => sync_bytes = Some(next()?.parse().map_err(|e| format!("{a}: {e}"))?),
                     "--geometry" => {
                         let v = next()?;
                         let f: Vec<Option<usize>> = v
@@ -149,6 +166,9 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             }
             let ops = ops::parse_ops(&text)?;
             let env = oracle::Env::open(path, &opts)?;
+            if let Some(b) = sync_bytes {
+                env.set_sync_bytes(b)?;
+            }
             let commits = ops::apply_oracle(&env, &ops)?;
             let txnid = env.info()?.recent_txnid;
             env.close()?;

@@ -1,0 +1,59 @@
+//! The lock file's unsynced-pages accounting in the lazy durability modes
+//! and the auto-sync threshold that turns a lazy commit steady.
+
+use rdbx::{Db, Durability, Env, Geometry, PutFlags};
+
+fn write(env: &Env, from: u32, n: u32) {
+    let mut txn = env.begin_rw_txn().expect("begin");
+    for i in from..from + n {
+        txn.put(Db::MAIN, &i.to_be_bytes(), &[3u8; 200], PutFlags::empty()).expect("put");
+    }
+    txn.commit().expect("commit");
+}
+
+fn newest_steady(env: &Env) -> u64 {
+    env.info().expect("info").metas.iter().filter(|m| m.1).map(|m| m.0).max().expect("a steady meta")
+}
+
+fn open(dir: &std::path::Path, d: Durability, sync_bytes: Option<usize>) -> Env {
+    let mut b = Env::builder().durability(d).geometry(Geometry { page_size: Some(4096), ..Default::default() });
+    if let Some(n) = sync_bytes {
+        b = b.sync_bytes(n);
+    }
+    b.open(dir).expect("open")
+}
+
+#[test]
+fn lazy_commits_count_unsynced_pages_until_a_sync() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = open(dir.path(), Durability::SafeNoSync, None);
+    assert_eq!(env.info().expect("info").unsynced_bytes, 0);
+    write(&env, 0, 1000);
+    let one = env.info().expect("info").unsynced_bytes;
+    assert!(one >= 50 * 4096, "unsynced after a lazy commit of ~60 pages: {one}");
+    write(&env, 1000, 10);
+    let two = env.info().expect("info").unsynced_bytes;
+    assert!(two > one, "a second lazy commit added nothing: {one} -> {two}");
+    env.sync().expect("sync");
+    assert_eq!(env.info().expect("info").unsynced_bytes, 0);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = open(dir.path(), Durability::SyncDurable, None);
+    write(&env, 0, 1000);
+    assert_eq!(env.info().expect("info").unsynced_bytes, 0, "a durable commit leaves nothing unsynced");
+}
+
+#[test]
+fn a_lazy_commit_over_the_threshold_is_made_steady() {
+    for (threshold, expect_steady) in [(None, false), (Some(64 << 10), true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = open(dir.path(), Durability::SafeNoSync, threshold);
+        let before = newest_steady(&env);
+        write(&env, 0, 1000);
+        let info = env.info().expect("info");
+        assert_eq!(info.autosync_threshold, threshold.unwrap_or(0) as u64);
+        let steady = newest_steady(&env);
+        assert_eq!(steady == info.last_txnid && steady > before, expect_steady, "threshold {threshold:?}: {info:?}");
+        assert_eq!(info.unsynced_bytes == 0, expect_steady, "{info:?}");
+    }
+}
