@@ -268,6 +268,36 @@ impl EnvBuilder {
         self
     }
     /// Opens (creating if needed and not read-only) the environment at `path`.
+    ///
+    /// # Safety model
+    ///
+    /// rdbx memory-maps the data file, as libmdbx and LMDB do: a value that
+    /// `get` or a cursor returns is a slice of that map, valid as long as its
+    /// transaction. No copy is made, so the bytes must not change while the
+    /// transaction lives. What guarantees it:
+    ///
+    /// * MVCC. A commit never writes a page that a live snapshot references;
+    ///   it writes copies elsewhere and switches metas. Every process that
+    ///   follows the lock-file protocol (rdbx or libmdbx, any version rdbx can
+    ///   join) keeps that rule: a reader's slot in the lock file holds its
+    ///   snapshot's pages back from reuse until the reader ends (or, if it
+    ///   parked, until a writer ousts it, after which it gets `Ousted`, never
+    ///   changed bytes).
+    /// * The meta pages are rewritten in place by every commit: rdbx reads
+    ///   them by copying until two copies agree and validates them, never
+    ///   through a borrowed slice.
+    /// * Before a snapshot is used, its pages are checked to lie inside the
+    ///   file, and every page access is bounds-checked and its header
+    ///   validated: a damaged file gives `Error::Corrupted`, not a wild read.
+    ///
+    /// What rdbx cannot prevent, like every memory-mapped store: a process that
+    /// ignores the protocol (writing the file with other tools, or opening it
+    /// with another lock file, e.g. through a different path on a network
+    /// file system) can change bytes that a transaction is reading, which then
+    /// sees garbage (rdbx's checks turn most of it into `Corrupted`); and
+    /// truncating the file below pages in use makes the next access to them
+    /// raise `SIGBUS` and kill the process. Keep other writers away from the
+    /// files, and never truncate or replace a database that is open.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
         let (inner, apply_geometry) = EnvInner::open(self, path.as_ref())?;
         let env = Env { inner: Arc::new(inner) };
@@ -313,6 +343,8 @@ pub(crate) struct EnvInner {
     pub writemap: bool,
     /// The handle-slow-readers callback ([`EnvBuilder::handle_slow_readers`]).
     pub slow_readers: Option<Arc<crate::SlowReaderFn>>,
+    /// The closing sync ran (see `close_sync`).
+    pub closed: std::sync::atomic::AtomicBool,
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
@@ -501,6 +533,7 @@ impl EnvInner {
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::spill::default_dirty_limit(page_size)),
             writemap,
             slow_readers: b.slow_readers.clone(),
+            closed: Default::default(),
             lck,
         };
         if !b.read_only && (b.sync_bytes.is_some() || b.sync_period.is_some()) {
@@ -517,11 +550,20 @@ impl EnvInner {
         let mut metas: Vec<Meta> = Vec::with_capacity(3);
         let mut states = [(0u64, false); 3];
         for (i, state) in states.iter_mut().enumerate() {
-            let bytes = map
-                .bytes(i * ps, META_OFF + META_LEN)
-                .ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
+            // A commit may be rewriting this meta right now (another process
+            // too): copy it until two copies agree, as libmdbx reads metas;
+            // a torn copy that persists fails validation below (its two
+            // txnid fields differ).
             let mut copy = [0u8; META_OFF + META_LEN];
-            copy.copy_from_slice(bytes);
+            let mut again = [0u8; META_OFF + META_LEN];
+            for _ in 0..8 {
+                if !map.copy_volatile(i * ps, &mut copy) || !map.copy_volatile(i * ps, &mut again) {
+                    return Err(Error::corrupted(i as u32, "meta outside the map"));
+                }
+                if copy == again {
+                    break;
+                }
+            }
             let m = Meta::read(&copy, i as u32)?;
             if m.validate(&copy, i as u32, None).is_ok() {
                 *state = (m.txnid(), m.is_steady());
@@ -813,12 +855,30 @@ fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
 }
 
 impl Env {
+    /// Closes this handle and reports what dropping it cannot: when it is the
+    /// last handle of the environment, in the lazy durability modes
+    /// (`SafeNoSync`, `UtterlyNoSync`, `NoMetaSync`), the final sync that
+    /// leaves a steady meta behind (libmdbx's `mdbx_env_close`). An error
+    /// means the last commits may not survive a system crash; they are still
+    /// in the file, and the next open or sync makes them steady. With other
+    /// handles still open (clones of this `Env`) nothing happens yet: the
+    /// last one to go closes the environment.
+    ///
+    /// Dropping an `Env` does the same, silently.
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner.close_sync(),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// A builder with libmdbx-like defaults.
     pub fn builder() -> EnvBuilder {
         EnvBuilder::default()
     }
 
-    /// Opens (or creates) `path` with default options.
+    /// Opens (or creates) `path` with default options (see the safety model
+    /// of [`EnvBuilder::open`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Env> {
         EnvBuilder::default().open(path)
     }
@@ -1082,11 +1142,22 @@ impl EnvInner {
     }
 }
 
+impl EnvInner {
+    /// What closing does before the files are released: in the lazy
+    /// durability modes, a sync that leaves a steady, flushed meta behind, as
+    /// libmdbx does when it closes (NoMetaSync included: its last meta was
+    /// written without a flush). Runs once (`Env::close` or drop).
+    fn close_sync(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) || self.read_only || self.durability == Durability::SyncDurable {
+            return Ok(());
+        }
+        self.sync()
+    }
+}
+
 impl Drop for EnvInner {
     fn drop(&mut self) {
-        if !self.read_only && !self.durability.syncs_data() {
-            // Leave a steady meta behind, as libmdbx does when it closes.
-            let _ = self.sync();
-        }
+        // An error here has nowhere to go: `Env::close` reports it.
+        let _ = self.close_sync();
     }
 }

@@ -125,7 +125,10 @@ impl Mmap {
     /// the end of the file the access would raise `SIGBUS`) and that no writer
     /// modifies while the returned borrow lives — committed MVCC pages, which
     /// are never rewritten while a reader slot holds their snapshot (the
-    /// libmdbx reader protocol guarantees this across processes).
+    /// libmdbx reader protocol guarantees this across processes). Meta pages
+    /// are rewritten in place by every commit: read them with
+    /// [`Mmap::copy_volatile`]. (Two whole-file walks still borrow them:
+    /// the checker's and the as-is copy's; both validate what they read.)
     pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
         let end = off.checked_add(len)?;
         if end > self.len {
@@ -135,6 +138,36 @@ impl Mmap {
         // (checked above); the mapping lives as long as `&self`. Immutability of
         // the bytes during the borrow is the documented caller contract.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) })
+    }
+
+    /// Copies the bytes at `off` into `dst` without forming a reference to
+    /// them, with volatile reads: for bytes another process may be writing at
+    /// this moment (the metas, rewritten in place by every commit). The copy
+    /// may be torn; the caller validates it (see `EnvInner::read_troika`).
+    /// False if the range is not inside the mapping.
+    pub fn copy_volatile(&self, off: usize, dst: &mut [u8]) -> bool {
+        let Some(end) = off.checked_add(dst.len()) else { return false };
+        if end > self.len {
+            return false;
+        }
+        // Whole aligned words first (metas start on a page boundary), then
+        // single bytes.
+        let base = self.ptr.as_ptr().wrapping_add(off);
+        let words = if (base as usize).is_multiple_of(8) { dst.len() / 8 } else { 0 };
+        for (i, chunk) in dst[..words * 8].chunks_exact_mut(8).enumerate() {
+            // SAFETY: `off + 8 * i + 8 <= end <= self.len`: inside the live
+            // mapping (the caller asks only for bytes inside the file); the
+            // address is 8-aligned (checked above); a volatile read creates no
+            // reference.
+            let w = unsafe { std::ptr::read_volatile(base.add(8 * i).cast::<u64>()) };
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        for (i, d) in dst.iter_mut().enumerate().skip(words * 8) {
+            // SAFETY: `off + i < end <= self.len`, as above; a `u8` has no
+            // alignment requirement.
+            *d = unsafe { std::ptr::read_volatile(base.add(i)) };
+        }
+        true
     }
 
     /// Base address of the mapping (for diagnostics / pointer arithmetic only).
@@ -341,6 +374,13 @@ mod tests {
         assert_eq!(m.bytes(0, 5), Some(&b"hello"[..]));
         assert_eq!(m.bytes(6, 5), Some(&b"world"[..]));
         assert!(m.bytes(1 << 20, 1).is_none());
+        let mut out = [0u8; 11];
+        assert!(m.copy_volatile(0, &mut out));
+        assert_eq!(&out, b"hello world");
+        let mut out = [0u8; 10];
+        assert!(m.copy_volatile(1, &mut out));
+        assert_eq!(&out, b"ello world");
+        assert!(!m.copy_volatile((1 << 20) - 1, &mut out));
         assert!(m.bytes(usize::MAX, 2).is_none());
         assert_eq!(m.bytes(1 << 20, 0), Some(&[][..]));
         m.advise_random();
