@@ -1,5 +1,6 @@
-//! Comparative benchmark: the same workloads on rdbx and on the real libmdbx
-//! (through `mdbx-sys`), in one run, on a temporary directory (under /dev/shm
+//! Comparative benchmark: the same workloads on rdbx, on the real libmdbx
+//! (through `mdbx-sys`) and on LMDB (`lmdb-master-sys`; only at 4 KiB pages,
+//! its only page size here), in one run, on a temporary directory (under /dev/shm
 //! when it exists, so the disk does not dominate).
 //!
 //! Run: `cargo bench -p rdbx-tests --bench compare`
@@ -24,18 +25,23 @@
 //! 6. multimap delete: every other value of workload 5 deleted one by one
 //!    (key and value), in transactions of 1,000.
 //!
-//! Prints one row per workload: rdbx ops/s, libmdbx ops/s, ratio rdbx/libmdbx,
+//! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
+//! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
+//!
+//! Prints one row per workload: rdbx, libmdbx and LMDB ops/s, and the ratios
+//! rdbx/libmdbx and rdbx/LMDB (above 1: rdbx is faster),
 //! for each write mode in `RDBX_BENCH_MODES` (default `pwrite,writemap`):
 //! `pwrite` writes pages from heap buffers at commit, `writemap` edits them
 //! in place in a writable map (WRITEMAP on both sides).
 
 use std::hint::black_box;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rdbx::{DbFlags, Durability, Env, Geometry, PutFlags};
-use rdbx_tests::oracle;
 use rdbx_tests::rng::Rng;
+use rdbx_tests::{lmdb, oracle};
 
 /// Page size of both environments (`RDBX_BENCH_PAGE_SIZE`, default 4096).
 fn page_size() -> usize {
@@ -302,6 +308,96 @@ fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     t
 }
 
+fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
+    let flags = lmdb::MDB_NOSYNC | if write_map { lmdb::MDB_WRITEMAP } else { 0 };
+    let env = lmdb::Env::open(dir, UPPER, 4, flags).expect("LMDB open");
+    let mut t = Times::default();
+
+    let start = Instant::now();
+    let mut txn = env.begin_rw().unwrap();
+    let db = txn.create_table(b"bench", 0).unwrap();
+    for i in 0..w.n {
+        txn.put(db, &key(i), &value(i), lmdb::MDB_APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    t.load = start.elapsed();
+    let shape = |env: &lmdb::Env| {
+        let txn = env.begin_ro().unwrap();
+        let s = txn.stat(db).unwrap();
+        (s.depth, s.branch_pages, s.leaf_pages)
+    };
+    t.tree_after_load = shape(&env);
+    let used = |env: &lmdb::Env| env.last_pgno().unwrap() + 1;
+    t.used[0] = used(&env);
+
+    let start = Instant::now();
+    for chunk in w.random_puts.chunks(BATCH) {
+        let mut txn = env.begin_rw().unwrap();
+        for &i in chunk {
+            txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.put = start.elapsed();
+    t.used[1] = used(&env);
+
+    let mut txn = env.begin_rw().unwrap();
+    let multi = txn.create_table(b"multi", lmdb::MDB_DUPSORT).unwrap();
+    txn.commit().unwrap();
+    let start = Instant::now();
+    for chunk in w.multi_puts.chunks(BATCH) {
+        let mut txn = env.begin_rw().unwrap();
+        for &(k, v) in chunk {
+            txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi = start.elapsed();
+    t.used[2] = used(&env);
+    {
+        let txn = env.begin_ro().unwrap();
+        let s = txn.stat(multi).unwrap();
+        t.multi_entries = s.entries;
+        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
+    }
+    let start = Instant::now();
+    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+        let mut txn = env.begin_rw().unwrap();
+        for &&(k, v) in chunk {
+            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    t.multi_del = start.elapsed();
+    t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
+
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    for &i in &w.gets {
+        if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
+            t.found += black_box(v)[0] as u64 | 1;
+        }
+    }
+    drop(txn);
+    t.get = start.elapsed();
+
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    let mut scanned = 0;
+    txn.for_each(db, |k, v| {
+        black_box((k, v));
+        scanned += 1;
+    })
+    .unwrap();
+    t.scanned = scanned;
+    drop(txn);
+    t.scan = start.elapsed();
+    t.tree_at_end = shape(&env);
+    env.sync().unwrap();
+    drop(env);
+    t
+}
+
 fn bench_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -341,45 +437,94 @@ fn main() {
 fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
     let rdbx_dir = tmp.join(format!("rdbx-{mode}"));
     let mdbx_dir = tmp.join(format!("libmdbx-{mode}"));
+    let lmdb_dir = tmp.join(format!("lmdb-{mode}"));
     let r = run_rdbx(&rdbx_dir, w, write_map);
     let m = run_libmdbx(&mdbx_dir, w, write_map);
+    // LMDB's page size is the OS page size.
+    let l = (page_size() == 4096).then(|| run_lmdb(&lmdb_dir, w, write_map));
 
-    // Both sides did the same work.
-    assert_eq!(r.scanned, m.scanned, "records scanned: rdbx vs libmdbx");
-    assert_eq!(r.found, m.found, "get checksum: rdbx vs libmdbx");
-    assert_eq!(r.multi_entries, m.multi_entries, "multimap values: rdbx vs libmdbx");
+    // Every side did the same work.
+    for (peer, p) in [("libmdbx", Some(&m)), ("LMDB", l.as_ref())] {
+        let Some(p) = p else { continue };
+        assert_eq!(r.scanned, p.scanned, "records scanned: rdbx vs {peer}");
+        assert_eq!(r.found, p.found, "get checksum: rdbx vs {peer}");
+        assert_eq!(r.multi_entries, p.multi_entries, "multimap values: rdbx vs {peer}");
+    }
 
     let puts = w.random_puts.len() as u64;
+    let lt = |f: fn(&Times) -> Duration| l.as_ref().map(f);
     let rows = [
-        ("sequential load (append, 1 txn)", n, r.load, m.load),
-        ("random put (txns of 1000)", puts, r.put, m.put),
-        ("random get (shuffled)", n, r.get, m.get),
-        ("full scan (cursor)", r.scanned, r.scan, m.scan),
-        ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi),
-        ("multimap delete (txns of 1000)", w.multi_puts.len().div_ceil(2) as u64, r.multi_del, m.multi_del),
+        ("sequential load (append, 1 txn)", n, r.load, m.load, lt(|t| t.load)),
+        ("random put (txns of 1000)", puts, r.put, m.put, lt(|t| t.put)),
+        ("random get (shuffled)", n, r.get, m.get, lt(|t| t.get)),
+        ("full scan (cursor)", r.scanned, r.scan, m.scan, lt(|t| t.scan)),
+        ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi, lt(|t| t.multi)),
+        (
+            "multimap delete (txns of 1000)",
+            w.multi_puts.len().div_ceil(2) as u64,
+            r.multi_del,
+            m.multi_del,
+            lt(|t| t.multi_del),
+        ),
     ];
     println!();
-    println!("{:<34} {:>10} {:>15} {:>15} {:>14}", "workload", "ops", "rdbx ops/s", "libmdbx ops/s", "rdbx/libmdbx");
-    for (name, ops, rt, mt) in rows {
+    println!(
+        "{:<34} {:>9} {:>12} {:>12} {:>12} {:>9} {:>9}",
+        "workload", "ops", "rdbx ops/s", "libmdbx", "LMDB", "/libmdbx", "/LMDB"
+    );
+    for (name, ops, rt, mt, lt) in rows {
         let ro = ops_per_sec(ops, rt);
         let mo = ops_per_sec(ops, mt);
-        println!("{:<34} {:>10} {:>15.0} {:>15.0} {:>14.2}", name, ops, ro, mo, ro / mo);
+        let (lo, lr) = match lt {
+            Some(lt) => {
+                let lo = ops_per_sec(ops, lt);
+                (format!("{lo:.0}"), format!("{:.2}", ro / lo))
+            }
+            None => ("-".into(), "-".into()),
+        };
+        println!("{:<34} {:>9} {:>12.0} {:>12.0} {:>12} {:>9.2} {:>9}", name, ops, ro, mo, lo, ro / mo, lr);
     }
     let size = |d: &Path| -> u64 {
         std::fs::read_dir(d)
             .map(|it| {
                 it.flatten()
-                    .filter(|e| e.file_name() == "mdbx.dat")
-                    .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+                    .filter(|e| e.file_name() == "mdbx.dat" || e.file_name() == "data.mdb")
+                    .map(|e| e.metadata().map(|m| m.blocks() * 512).unwrap_or(0))
                     .sum()
             })
             .unwrap_or(0)
     };
     println!();
-    println!("data file size: rdbx {} bytes, libmdbx {} bytes", size(&rdbx_dir), size(&mdbx_dir));
+    println!(
+        "data file bytes allocated: rdbx {}, libmdbx {}, LMDB {}",
+        size(&rdbx_dir),
+        size(&mdbx_dir),
+        size(&lmdb_dir)
+    );
     let shape = |s: (u32, u64, u64)| format!("depth {}, {} branch + {} leaf pages", s.0, s.1, s.2);
-    println!("tree after load: rdbx {}; libmdbx {}", shape(r.tree_after_load), shape(m.tree_after_load));
-    println!("tree at the end: rdbx {}; libmdbx {}", shape(r.tree_at_end), shape(m.tree_at_end));
-    println!("multimap table: rdbx {}; libmdbx {}", shape(r.multi_tree), shape(m.multi_tree));
-    println!("pages in use after load / random put / multimap put: rdbx {:?}; libmdbx {:?}", r.used, m.used);
+    let lshape = |f: fn(&Times) -> (u32, u64, u64)| l.as_ref().map_or("-".into(), |l| shape(f(l)));
+    println!(
+        "tree after load: rdbx {}; libmdbx {}; LMDB {}",
+        shape(r.tree_after_load),
+        shape(m.tree_after_load),
+        lshape(|t| t.tree_after_load)
+    );
+    println!(
+        "tree at the end: rdbx {}; libmdbx {}; LMDB {}",
+        shape(r.tree_at_end),
+        shape(m.tree_at_end),
+        lshape(|t| t.tree_at_end)
+    );
+    println!(
+        "multimap table: rdbx {}; libmdbx {}; LMDB {}",
+        shape(r.multi_tree),
+        shape(m.multi_tree),
+        lshape(|t| t.multi_tree)
+    );
+    println!(
+        "pages in use after load / random put / multimap put: rdbx {:?}; libmdbx {:?}; LMDB {:?}",
+        r.used,
+        m.used,
+        l.as_ref().map(|l| l.used)
+    );
 }
