@@ -24,7 +24,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use rdbx::{Durability, Env, LockFormat, PutFlags};
+use rdbx::{Db, Durability, Env, Geometry, LockFormat, PutFlags};
 
 /// Child mode of this test binary: an rdbx process holding a reader.
 const CHILD_ENV: &str = "RDBX_INTEROP013_CHILD";
@@ -449,4 +449,85 @@ fn v6_lock_file_left_by_a_killed_013_process_stays_v6() {
     assert_eq!(rdbx_read(&env), model);
     drop(env);
     mdbx_chk_clean(&bin, &db);
+}
+
+/// A database shared with libmdbx 0.13 (lock format v6): small steps, so a
+/// pinned GC makes the writer want to grow the file at once.
+fn park_env(db: &Path) -> Env {
+    let env = Env::builder()
+        .lock_format(LockFormat::V6)
+        .geometry(Geometry {
+            page_size: Some(4096),
+            size_lower: Some(64 << 10),
+            size_now: Some(64 << 10),
+            size_upper: Some(256 << 20),
+            growth_step: Some(64 << 10),
+            ..Default::default()
+        })
+        .open(db)
+        .unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    for i in 0..300u64 {
+        txn.put(Db::MAIN, format!("k{i:04}").as_bytes(), &[b'a'; 200], PutFlags::empty()).unwrap();
+    }
+    txn.commit().unwrap();
+    env
+}
+
+/// A libmdbx 0.13 reader parks; rdbx's writer, short of space, ousts it (in
+/// the v6 reader table); libmdbx's unpark reports MDBX_OUSTED.
+#[test]
+fn rdbx_writer_ousts_a_parked_libmdbx_013_reader() {
+    let bin = need_oracle!();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let env = park_env(&db);
+    let mut s = Session::start(&bin, &db, "durable");
+    let (_, ok) = s.cmd("begin-read");
+    let txnid: u64 = ok.split("txnid=").nth(1).unwrap().trim().parse().unwrap();
+    s.cmd("park");
+    let slot = env.readers().unwrap().into_iter().find(|r| r.pid == s.pid).expect("libmdbx 0.13 slot");
+    assert_eq!((slot.tid, slot.txnid), (u64::MAX, Some(txnid)), "libmdbx 0.13's parked slot");
+    for r in 0..200u8 {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0..300u64 {
+            txn.put(Db::MAIN, format!("k{i:04}").as_bytes(), &[b'b' + r % 20; 200], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let slot = env.readers().unwrap().into_iter().find(|r| r.pid == s.pid).expect("libmdbx 0.13 slot");
+    assert_eq!((slot.tid, slot.txnid), (u64::MAX - 1, None), "rdbx did not oust libmdbx 0.13's parked reader");
+    let (_, ok) = s.cmd("unpark");
+    assert_eq!(ok.trim(), "ok rc=-30411", "libmdbx 0.13's unpark after being ousted (MDBX_OUSTED)");
+    s.cmd("end-read");
+    s.quit();
+    assert!(std::fs::metadata(db.join("mdbx.dat")).unwrap().len() < 1 << 20, "the file grew");
+    drop(env);
+    mdbx_chk_clean(&bin, &db);
+}
+
+/// An rdbx reader parks in a v6 lock file; a libmdbx 0.13 writer, short of
+/// space, ousts it; rdbx's unpark reports `Ousted`.
+#[test]
+fn libmdbx_013_writer_ousts_a_parked_rdbx_reader() {
+    let bin = need_oracle!();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let env = park_env(&db);
+    let mut reader = env.begin_ro_txn().unwrap();
+    reader.park().unwrap();
+    let mut s = Session::start(&bin, &db, "durable");
+    for r in 0..100u8 {
+        // A new value each round: libmdbx skips a put of the same value.
+        let value = char::from(b'c' + r % 20).to_string().repeat(200);
+        for i in 0..300u64 {
+            s.cmd(&format!("put k{i:04} {value}"));
+        }
+        s.cmd("commit");
+    }
+    s.quit();
+    let slots = env.readers().unwrap();
+    let size = std::fs::metadata(db.join("mdbx.dat")).unwrap().len();
+    let r = reader.unpark();
+    assert!(matches!(r, Err(rdbx::Error::Ousted)), "libmdbx 0.13 did not oust rdbx's parked reader: {r:?}, slots {slots:?}, file {size} bytes");
 }

@@ -129,6 +129,18 @@ impl Txn {
         unsafe { ffi::mdbx_txn_id(self.0) }
     }
 
+    /// `mdbx_txn_park(txn, autounpark = false)`.
+    fn park(&self) -> Result<(), MdbxError> {
+        // SAFETY: a live read-only transaction.
+        check(unsafe { ffi::mdbx_txn_park(self.0, false) })
+    }
+
+    /// `mdbx_txn_unpark(txn, restart_if_ousted = false)`: its return code.
+    fn unpark(&self) -> i32 {
+        // SAFETY: a live (parked) read-only transaction.
+        unsafe { ffi::mdbx_txn_unpark(self.0, false) }
+    }
+
     fn main_dbi(&self) -> Result<ffi::MDBX_dbi, MdbxError> {
         let mut dbi = 0;
         // SAFETY: a live transaction; NULL name = the main table.
@@ -347,6 +359,16 @@ fn session(db: &str, rest: &[String]) -> Result<(), String> {
                 held = None;
                 Ok(String::new())
             }
+            // Parks the held read transaction; "unpark" reports the code of
+            // mdbx_txn_unpark (MDBX_OUSTED when a writer ousted it).
+            ["park"] => match &held {
+                Some(t) => t.park().map(|()| String::new()),
+                None => Err(MdbxError(ffi::MDBX_BAD_TXN)),
+            },
+            ["unpark"] => match &held {
+                Some(t) => Ok(format!(" rc={}", t.unpark())),
+                None => Err(MdbxError(ffi::MDBX_BAD_TXN)),
+            },
             ["readers"] => {
                 for l in readers(&env)? {
                     let _ = writeln!(out, "{l}");
