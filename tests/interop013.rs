@@ -529,5 +529,8 @@ fn libmdbx_013_writer_ousts_a_parked_rdbx_reader() {
     let slots = env.readers().unwrap();
     let size = std::fs::metadata(db.join("mdbx.dat")).unwrap().len();
     let r = reader.unpark();
-    assert!(matches!(r, Err(rdbx::Error::Ousted)), "libmdbx 0.13 did not oust rdbx's parked reader: {r:?}, slots {slots:?}, file {size} bytes");
+    assert!(
+        matches!(r, Err(rdbx::Error::Ousted)),
+        "libmdbx 0.13 did not oust rdbx's parked reader: {r:?}, slots {slots:?}, file {size} bytes"
+    );
 }
