@@ -37,6 +37,7 @@
 pub(crate) mod bootid;
 mod btree;
 mod check;
+mod checksum;
 mod copy;
 mod env;
 mod error;
@@ -54,6 +55,7 @@ mod txn;
 
 pub use btree::cursor::Cursor;
 pub use check::{Area, CheckOptions, CheckProgress, CheckReport, MetaReport, Problem, Severity, Stage, TableReport};
+pub use checksum::{checksums, table_checksum, to_hex, ChecksumOptions, Checksums, Sha256, TableChecksum};
 pub use copy::{CopyOptions, CopyProgress, CopyStats};
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};

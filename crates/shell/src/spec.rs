@@ -283,6 +283,20 @@ pub static COMMANDS: &[Spec] = &[
         ..cmd("load", "import an mdbx_dump file")
     },
     Spec {
+        opts: &[
+            opt!("table", "TABLE": Table, "only TABLE (default: every table)"),
+            opt!("from", "KEY": Key, "first key included"),
+            opt!("to", "KEY": Key, "first key excluded"),
+        ],
+        details:
+            "A SHA-256 digest of the records of every table (or TABLE) and of the database: equal for a \
+                  copy, a compacted copy or a dump/load round trip, different after any change of a record. A \
+                  record counts as u64le(key length) key u64le(value length) value, in the table's order; the \
+                  page layout, flags and sequences do not count (the same digests as 'rdbx-tools checksum'). \
+                  Ctrl-C stops.\nexamples: checksum    checksum --table users    checksum --table users --from a --to m",
+        ..cmd("checksum", "content digest of each table and of the database")
+    },
+    Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
         details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \

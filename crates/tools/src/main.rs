@@ -5,6 +5,7 @@
 //! a single data file (NOSUBDIR layout) and detects which. Read-only tools
 //! never write to the data file.
 
+mod checksum;
 mod chk;
 mod common;
 mod copy;
@@ -65,6 +66,8 @@ enum Cmd {
     Copy(copy::CopyArgs),
     /// Empty or delete a table (as mdbx_drop)
     Drop(drop::DropArgs),
+    /// Content digest (SHA-256) per table and of the database
+    Checksum(checksum::ChecksumArgs),
     /// Long stochastic stress run with crash injection (for RAM disks)
     Stress(stress::StressArgs),
     /// One actor of a stress run (internal)
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Cmd::Load(a) => dumpload::run_load(a),
         Cmd::Copy(a) => copy::run(a),
         Cmd::Drop(a) => drop::run(a),
+        Cmd::Checksum(a) => checksum::run(a),
         Cmd::Stress(a) => stress::run(a),
         Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };

@@ -6,6 +6,7 @@
 
 mod admin;
 mod data;
+mod ops;
 mod tables;
 
 use std::fmt;
@@ -209,6 +210,7 @@ pub fn execute<'e>(
         "copy" => admin::copy(&mut cx, &inv),
         "dump" => admin::dump(&mut cx, &inv),
         "load" => admin::load(&mut cx, &inv),
+        "checksum" => ops::checksum(&mut cx, &inv),
         other => Err(format!("'{other}' is not available in this build").into()),
     }
 }
