@@ -297,6 +297,20 @@ pub static COMMANDS: &[Spec] = &[
         ..cmd("checksum", "content digest of each table and of the database")
     },
     Spec {
+        args: &[("PATH", Kind::Path)],
+        opts: &[
+            TABLE_OPT,
+            opt!("table-b", "TABLE": Table, "the table of the other side (default: the same name)"),
+            opt!("keys-only", 'k', "compare keys only"),
+        ],
+        details: "Compares the current table (or TABLE) with the same table of the database at PATH, or with \
+                  table --table-b of this database: first the counts (added = only in the other, removed = only \
+                  here, changed = other value), then the differing records in key order (+ added, - removed, \
+                  ~ changed). Multimap tables compare value by value. 'rdbx-tools diff' compares whole databases. \
+                  Ctrl-C stops.\nexamples: diff /backup/db    diff /backup/db --table users    diff --table a --table-b b",
+        ..cmd("diff", "records that differ from another database or table")
+    },
+    Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
         details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \

@@ -9,6 +9,7 @@ mod checksum;
 mod chk;
 mod common;
 mod copy;
+mod diff;
 mod drop;
 mod dumpload;
 mod stat;
@@ -28,6 +29,8 @@ EXIT STATUS:
            not a database, needs recovery), 4 system error (missing or
            empty file, locked exclusively, I/O), 5 usage error or
            interrupted (as mdbx_chk)
+    diff:  0 no difference, 1 differences found, 2 trouble (usage,
+           unreadable database, interrupted), as diff(1)
     stress: 0 no failure found, 1 usage or setup error, 2 a failure was
            found (database kept, reproducing command printed),
            130 interrupted before a failure was found
@@ -68,6 +71,8 @@ enum Cmd {
     Drop(drop::DropArgs),
     /// Content digest (SHA-256) per table and of the database
     Checksum(checksum::ChecksumArgs),
+    /// The records that differ between two databases or tables
+    Diff(diff::DiffArgs),
     /// Long stochastic stress run with crash injection (for RAM disks)
     Stress(stress::StressArgs),
     /// One actor of a stress run (internal)
@@ -83,10 +88,12 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             let is_chk = args.get(1).is_some_and(|a| a == "chk");
+            let is_diff = args.get(1).is_some_and(|a| a == "diff");
             let _ = e.print();
             return match e.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
                 _ if is_chk => ExitCode::from(5),
+                _ if is_diff => ExitCode::from(2),
                 _ => ExitCode::from(1),
             };
         }
@@ -102,6 +109,7 @@ fn main() -> ExitCode {
         Cmd::Copy(a) => copy::run(a),
         Cmd::Drop(a) => drop::run(a),
         Cmd::Checksum(a) => checksum::run(a),
+        Cmd::Diff(a) => diff::run(a),
         Cmd::Stress(a) => stress::run(a),
         Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };

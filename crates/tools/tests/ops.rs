@@ -159,3 +159,154 @@ fn checksum_errors() {
     let r = run(&["checksum", &s(&d.path().join("missing"))]);
     assert_eq!(r.code, 1, "{r:?}");
 }
+
+// ---------------------------------------------------------------------------
+// diff
+
+fn diff_summary_schema() -> Value {
+    json!({
+        "type": "string", "a": "string", "b": "string", "a_txnid": "u64", "b_txnid": "u64", "keys_only": "bool",
+        "equal": "bool", "added": "u64", "removed": "u64", "changed": "u64",
+        "tables": [{"table": "string|null", "table_hex": "string|null", "main": "bool", "status": "string",
+                    "records_a": "u64|null", "records_b": "u64|null", "flags_a": "u64|null", "flags_b": "u64|null",
+                    "added": "u64", "removed": "u64", "changed": "u64"}],
+    })
+}
+
+fn diff_record_schema() -> Value {
+    json!({
+        "type": "string", "table": "string|null", "table_hex": "string|null", "main": "bool", "kind": "string",
+        "key": "string|null", "key_hex": "string", "old": "string|null", "old_hex": "string|null",
+        "new": "string|null", "new_hex": "string|null",
+    })
+}
+
+fn json_lines(r: &Run) -> Vec<Value> {
+    r.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn diff_of_a_compacted_copy_is_empty_and_one_change_is_reported_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    let a = new_db(d.path(), "a");
+    let c = d.path().join("c.mdbx");
+    ok(&["copy", "-c", &s(&a), &s(&c)]);
+    let r = ok(&["diff", &s(&a), &s(&c)]);
+    assert!(r.stdout.contains("total: 0 added, 0 removed, 0 changed (equal)"), "{r:?}");
+    assert!(!r.stdout.lines().any(|l| l.starts_with(['+', '-', '~'])), "{r:?}");
+
+    change(&c, "plain", b"k00001", b"changed");
+    let r = run(&["diff", &s(&a), &s(&c)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let recs: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with(['+', '-', '~'])).collect();
+    assert_eq!(recs, ["~ plain k00001 = v1-3 -> changed"], "{r:?}");
+    assert!(r.stdout.contains("plain: 0 added, 0 removed, 1 changed"), "{r:?}");
+    // Counts come before the records.
+    let total_at = r.stdout.find("total:").unwrap();
+    assert!(total_at < r.stdout.find("~ plain").unwrap(), "{r:?}");
+
+    let r = run(&["diff", "--json", &s(&a), &s(&c)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let lines = json_lines(&r);
+    assert_eq!(lines.len(), 2, "{r:?}");
+    check_schema(&lines[0], &diff_summary_schema(), "summary");
+    check_schema(&lines[1], &diff_record_schema(), "record");
+    assert_eq!(lines[0]["type"], "summary");
+    assert_eq!((lines[0]["changed"].as_u64(), lines[0]["equal"].as_bool()), (Some(1), Some(false)));
+    assert_eq!(lines[1]["kind"], "changed");
+    assert_eq!((lines[1]["key"].as_str(), lines[1]["new"].as_str()), (Some("k00001"), Some("changed")));
+
+    // Keys only: a changed value is no difference.
+    let r = ok(&["diff", "--keys-only", &s(&a), &s(&c)]);
+    assert!(r.stdout.contains("(equal)"), "{r:?}");
+}
+
+#[test]
+fn diff_multimaps_missing_tables_other_flags_and_two_tables_of_one_database() {
+    let d = tempfile::tempdir().unwrap();
+    let a = new_db(d.path(), "a");
+    let b = d.path().join("b.mdbx");
+    ok(&["copy", &s(&a), &s(&b)]);
+    {
+        let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&b).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let tags = txn.open_db(Some("tags")).unwrap();
+        txn.put(tags, b"t001", b"new-value", PutFlags::empty()).unwrap();
+        txn.del(tags, b"t002", Some(b"x2")).unwrap();
+        txn.create_db(Some("extra"), DbFlags::empty()).unwrap();
+        let t = txn.open_db(Some("ints")).unwrap();
+        txn.drop_db(t).unwrap();
+        let t = txn.create_db(Some("ints"), DbFlags::empty()).unwrap();
+        txn.put(t, b"x", b"y", PutFlags::empty()).unwrap();
+        txn.commit().unwrap();
+    }
+    let r = run(&["diff", "--json", &s(&a), &s(&b)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let lines = json_lines(&r);
+    check_schema(&lines[0], &diff_summary_schema(), "summary");
+    let status: Vec<(String, String)> = lines[0]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["table"].as_str().unwrap().to_string(), t["status"].as_str().unwrap().to_string()))
+        .collect();
+    let want = [
+        ("@MAIN", "compared"),
+        ("extra", "only_in_b"),
+        ("ints", "flags_differ"),
+        ("plain", "compared"),
+        ("tags", "compared"),
+    ];
+    assert_eq!(status, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    let recs: Vec<(String, String, String)> = lines[1..]
+        .iter()
+        .map(|l| {
+            check_schema(l, &diff_record_schema(), "record");
+            (l["kind"].as_str().unwrap().into(), l["key"].as_str().unwrap().into(), l["table"].as_str().unwrap().into())
+        })
+        .collect();
+    let want = [("added", "t001", "tags"), ("removed", "t002", "tags")];
+    assert_eq!(recs, want.map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())));
+    // Two tables of one database.
+    let r = run(&["diff", "--summary", "-s", "plain", "--table-b", "tags", &s(&a), &s(&a)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("plain / tags:"), "{r:?}");
+    let r = ok(&["diff", "-s", "plain", "--table-b", "plain", &s(&a), &s(&a)]);
+    assert!(r.stdout.contains("(equal)"), "{r:?}");
+    // Trouble is 2.
+    for args in [vec!["diff".to_string(), s(&a)], vec!["diff".into(), "-s".into(), "nope".into(), s(&a), s(&b)]] {
+        let r = run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+    }
+}
+
+#[test]
+fn interrupted_diff_stops_with_status_2() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    {
+        let env = Env::builder().max_dbs(4).open(&a).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.create_db(Some("bulk"), DbFlags::empty()).unwrap();
+        for i in 0..200_000u32 {
+            txn.put(t, format!("key-{i:09}").as_bytes(), &[0x5a; 40], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let b = d.path().join("b");
+    std::fs::create_dir(&b).unwrap();
+    {
+        let env = Env::builder().max_dbs(4).open(&b).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        txn.create_db(Some("bulk"), DbFlags::empty()).unwrap();
+        txn.commit().unwrap();
+    }
+    // Nobody reads the output: the diff blocks once the pipe is full.
+    let child = spawn(&["diff".into(), s(&a), s(&b)], std::process::Stdio::null());
+    wait_blocked_on_pipe(&child);
+    signal(&child, libc::SIGINT);
+    let r = wait(child, "diff to a full pipe");
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("Interrupted by signal/user"), "{r:?}");
+}

@@ -211,6 +211,7 @@ pub fn execute<'e>(
         "dump" => admin::dump(&mut cx, &inv),
         "load" => admin::load(&mut cx, &inv),
         "checksum" => ops::checksum(&mut cx, &inv),
+        "diff" => ops::diff(&mut cx, &inv),
         other => Err(format!("'{other}' is not available in this build").into()),
     }
 }

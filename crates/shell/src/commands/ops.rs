@@ -70,3 +70,106 @@ pub fn checksum(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     cx.s.out.footer(&format!("database sha256 {} ({} tables, txn {})", sums.hex(), sums.tables.len(), sums.txnid))?;
     Ok(Action::Done)
 }
+
+fn same_file(x: &std::path::Path, y: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(x), std::fs::metadata(y)) {
+        (Ok(m), Ok(n)) => m.dev() == n.dev() && m.ino() == n.ino(),
+        _ => false,
+    }
+}
+
+/// `diff [PATH] [--table T] [--table-b U] [--keys-only]`: the open database
+/// (its current table, or T) against PATH (the same table, or U), or two
+/// tables of the open database.
+pub fn diff(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let db = cx.db()?;
+    let a_name = cx.target(inv)?;
+    let b_name = match inv.value("table-b") {
+        Some(w) => access::table_name(w)?,
+        None => a_name.clone(),
+    };
+    let other = match inv.arg(0) {
+        Some(w) => {
+            let p = std::path::PathBuf::from(w.text());
+            let data = if p.is_dir() { p.join("mdbx.dat") } else { p.clone() };
+            if same_file(&data, db.env.data_path()) {
+                None
+            } else {
+                let env = crate::db::builder()
+                    .read_only(true)
+                    .max_dbs(32_000)
+                    .no_sub_dir(!p.is_dir())
+                    .open(&p)
+                    .map_err(|e| format!("{}: {}", p.display(), super::describe(&e)))?;
+                Some((p, env))
+            }
+        }
+        None if inv.value("table-b").is_none() => {
+            return Err("diff needs a database PATH to compare with, or --table-b to compare two tables".into())
+        }
+        None => None,
+    };
+    let keys_only = inv.flag("keys-only");
+    let interrupt = cx.s.interrupt.clone();
+    let opts = rdbx::DiffOptions { keys_only, interrupt: Some(interrupt.clone()) };
+    let label_a = access::label(a_name.as_deref());
+    let label_b = access::label(b_name.as_deref());
+    let other_txn = match &other {
+        Some((_, env)) => Some(env.begin_ro_txn()?),
+        None => None,
+    };
+    let stopped = |e: rdbx::Error| engine(e, interrupt.load(std::sync::atomic::Ordering::Relaxed));
+    cx.read(|s, a, _| {
+        let b: &dyn ReadTxn = match &other_txn {
+            Some(t) => t,
+            None => a,
+        };
+        let ta = access::open_table(a, a_name.as_deref())?;
+        access::open_table(b, b_name.as_deref()).map_err(|m| match &other {
+            Some((p, _)) => format!("{}: {m}", p.display()),
+            None => m,
+        })?;
+        // Counts first (one pass), then the records (a second pass).
+        let counts =
+            rdbx::diff_tables(a, a_name.as_deref(), b, b_name.as_deref(), &opts, &mut |_| Ok(())).map_err(stopped)?;
+        s.out.record(&[
+            ("a", Cell::text(label_a.clone())),
+            (
+                "b",
+                Cell::text(match &other {
+                    Some((p, _)) => format!("{} of {}", label_b, p.display()),
+                    None => label_b.clone(),
+                }),
+            ),
+            ("added", Cell::Int(counts.added)),
+            ("removed", Cell::Int(counts.removed)),
+            ("changed", Cell::Int(counts.changed)),
+        ])?;
+        if counts.total() == 0 {
+            return Ok(());
+        }
+        let (kk, vk) = (ta.key_kind(), ta.value_kind());
+        let mut l = s.out.listing(&["change", "key", "old", "new"], 1000);
+        let mut failed = None;
+        let r = rdbx::diff_tables(a, a_name.as_deref(), b, b_name.as_deref(), &opts, &mut |r| {
+            let sign = match r.kind {
+                rdbx::DiffKind::Added => "+",
+                rdbx::DiffKind::Removed => "-",
+                rdbx::DiffKind::Changed => "~",
+            };
+            let cell = |v: Option<&[u8]>| v.map_or(Cell::Absent, |v| Cell::item(v, vk));
+            l.push(&[Cell::text(sign), Cell::item(r.key, kk), cell(r.old), cell(r.new)]).map_err(|e| {
+                failed = Some(e);
+                rdbx::Error::Io(std::io::Error::new(std::io::ErrorKind::Interrupted, "output"))
+            })
+        });
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        r.map_err(stopped)?;
+        l.flush()?;
+        Ok(())
+    })?;
+    Ok(Action::Done)
+}
