@@ -45,6 +45,7 @@ mod error;
 mod flags;
 pub mod format;
 mod gc;
+pub mod inspect;
 pub(crate) mod io;
 mod iter;
 pub(crate) mod lck;

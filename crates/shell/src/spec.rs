@@ -311,6 +311,21 @@ pub static COMMANDS: &[Spec] = &[
         ..cmd("diff", "records that differ from another database or table")
     },
     Spec {
+        details: "The three meta pages of the data file: role (head = current snapshot, tail = slot of the next \
+                  commit), txnid, signature (steady or weak), validity, geometry and tree roots. A damaged meta \
+                  that may have held a newer commit is pointed out, with the rescue: 'rdbx-tools meta --use N PATH' \
+                  (exclusive, checks the snapshot first) makes an older intact meta the current one.",
+        ..cmd("meta", "show the three meta pages")
+    },
+    Spec {
+        args: &[("N", Kind::Number)],
+        min: 1,
+        details: "Page N decoded: type, txnid, entries, free bytes, which table and tree level it belongs to (or \
+                  large value, GC, free, unallocated), and its nodes with keys and values in the current format.\n\
+                  example: page 3",
+        ..cmd("page", "show one page decoded")
+    },
+    Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
         details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \

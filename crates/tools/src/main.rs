@@ -12,6 +12,7 @@ mod copy;
 mod diff;
 mod drop;
 mod dumpload;
+mod meta;
 mod stat;
 mod stress;
 
@@ -73,6 +74,10 @@ enum Cmd {
     Checksum(checksum::ChecksumArgs),
     /// The records that differ between two databases or tables
     Diff(diff::DiffArgs),
+    /// The three meta pages; --use N makes an older intact one current
+    Meta(meta::MetaArgs),
+    /// One page decoded, with the tree and level it belongs to
+    Page(meta::PageArgs),
     /// Long stochastic stress run with crash injection (for RAM disks)
     Stress(stress::StressArgs),
     /// One actor of a stress run (internal)
@@ -110,6 +115,8 @@ fn main() -> ExitCode {
         Cmd::Drop(a) => drop::run(a),
         Cmd::Checksum(a) => checksum::run(a),
         Cmd::Diff(a) => diff::run(a),
+        Cmd::Meta(a) => meta::run_meta(a),
+        Cmd::Page(a) => meta::run_page(a),
         Cmd::Stress(a) => stress::run(a),
         Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };

@@ -310,3 +310,172 @@ fn interrupted_diff_stops_with_status_2() {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("Interrupted by signal/user"), "{r:?}");
 }
+
+// ---------------------------------------------------------------------------
+// meta, meta --use, page
+
+fn tree_schema() -> Value {
+    json!({"root": "u64", "height": "u64", "flags": "u64", "branch_pages": "u64", "leaf_pages": "u64",
+           "large_pages": "u64", "items": "u64", "sequence": "u64", "mod_txnid": "u64"})
+}
+
+fn meta_slot_schema() -> Value {
+    json!({
+        "index": "u64", "role": "string", "valid": "bool", "error": "string|null", "signature": "string",
+        "txnid": "u64|null", "txnid_a": "u64", "txnid_b": "u64", "magic_version": "string",
+        "geometry_pages": {"lower": "u64", "now": "u64", "upper": "u64", "grow": "u64", "shrink": "u64",
+                           "first_unallocated": "u64"},
+        "gc": tree_schema(), "main": tree_schema(), "canary": ["u64"], "pages_retired": "u64", "bootid": "string",
+    })
+}
+
+/// A database with one commit more than `sample_db`: returns its path and
+/// the checksum (JSON) of the snapshot before that last commit.
+fn db_with_a_last_commit(d: &Path) -> (PathBuf, Value) {
+    let a = new_db(d, "a");
+    let before = json_of(&ok(&["checksum", "--json", &s(&a)]));
+    change(&a, "plain", b"k00001", b"the last commit");
+    (a, before)
+}
+
+#[test]
+fn meta_use_rescues_a_database_whose_newest_meta_is_zeroed() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, before) = db_with_a_last_commit(d.path());
+    let j = json_of(&ok(&["meta", "--json", &s(&a)]));
+    check_schema(
+        &j,
+        &json!({"path": "string", "page_size": "u64", "file_size": "u64", "head": "u64", "steady": "u64",
+                "metas": [meta_slot_schema()], "hint": "string|null"}),
+        "meta",
+    );
+    assert!(j["hint"].is_null(), "{j}");
+    // Zero the newest meta.
+    let mut img = Img::open(&a);
+    let head = img.head();
+    let ps = img.ps;
+    img.b[head * ps..(head + 1) * ps].fill(0);
+    img.save();
+    let prev = Img::open(&a).head();
+    assert_ne!(prev, head);
+    // Every tool sees the damage.
+    assert_ne!(run(&["chk", &s(&a)]).code, 0);
+    let j = json_of(&ok(&["meta", "--json", &s(&a)]));
+    assert_eq!(j["metas"][head]["valid"], false);
+    assert_eq!(j["head"], prev);
+    let h = j["hint"].as_str().expect("a hint");
+    assert!(h.contains(&format!("meta --use {prev}")), "{h}");
+    let r = ok(&["meta", &s(&a)]);
+    assert!(r.stdout.contains(&format!("meta {head}: invalid")) && r.stdout.contains("note: "), "{r:?}");
+
+    // Without --force and without a terminal: refused, nothing written.
+    let bytes = std::fs::read(a.join("mdbx.dat")).unwrap();
+    let r = run(&["meta", "--use", &prev.to_string(), &s(&a)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("--force"), "{r:?}");
+    // The zeroed meta cannot be used.
+    let r = run(&["meta", "--use", &head.to_string(), "--force", &s(&a)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("not intact"), "{r:?}");
+    assert!(std::fs::read(a.join("mdbx.dat")).unwrap() == bytes, "refusals write nothing");
+
+    let r = ok(&["meta", "--use", &prev.to_string(), "--force", "--json", &s(&a)]);
+    let j = json_of(&r);
+    assert_eq!(j["turned"], true, "{r:?}");
+    // The records of the previous commit are all there; both checks are clean.
+    let after = json_of(&ok(&["checksum", "--json", &s(&a)]));
+    assert_eq!(after["sha256"], before["sha256"]);
+    ok(&["chk", &s(&a)]);
+    let sum = rdbx_tests::oracle::chk(&a).unwrap();
+    assert!(sum.is_clean(), "libmdbx's check after the rescue:\n{}", sum.report());
+    let j = json_of(&ok(&["meta", "--json", &s(&a)]));
+    assert_eq!(j["head"], prev);
+    assert_eq!(j["metas"][prev]["signature"], "steady");
+    assert!(j["hint"].is_null(), "{j}");
+    // And it takes new commits.
+    change(&a, "plain", b"k00001", b"after the rescue");
+    ok(&["chk", &s(&a)]);
+}
+
+#[test]
+fn meta_use_refuses_a_damaged_snapshot_and_a_database_in_use() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, _) = db_with_a_last_commit(d.path());
+    let mut img = Img::open(&a);
+    let head = img.head();
+    let ps = img.ps;
+    img.b[head * ps..(head + 1) * ps].fill(0);
+    img.save();
+    let img = Img::open(&a);
+    let prev = img.head();
+    // In use by another process (this one): refused.
+    {
+        let _env = Env::builder().max_dbs(8).open(&a).unwrap();
+        let r = run(&["meta", "--use", &prev.to_string(), "--force", &s(&a)]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("another process"), "{r:?}");
+    }
+    // The previous snapshot damaged too (its main tree's root page): refused.
+    let mut img = Img::open(&a);
+    let root = img.meta(prev).main.root as usize;
+    img.b[root * ps + 10] = 0x7f;
+    img.save();
+    let bytes = std::fs::read(a.join("mdbx.dat")).unwrap();
+    let r = run(&["meta", "--use", &prev.to_string(), "--force", &s(&a)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("not turned"), "{r:?}");
+    assert!(std::fs::read(a.join("mdbx.dat")).unwrap() == bytes, "nothing written");
+}
+
+#[test]
+fn page_shows_nodes_and_the_tree_and_level_it_belongs_to() {
+    let d = tempfile::tempdir().unwrap();
+    let a = new_db(d.path(), "a");
+    let img = Img::open(&a);
+    let (_, plain) = img.table("plain");
+    assert!(plain.height >= 2, "a two-level tree");
+    let leaf = img.leaves(plain.root)[0];
+    let r = ok(&["page", &leaf.to_string(), &s(&a)]);
+    assert!(
+        r.stdout.contains(&format!("belongs to: table plain, level {} of {} (leaf)", plain.height, plain.height)),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("#0"), "{r:?}");
+    let r = ok(&["page", &plain.root.to_string(), "--json", &s(&a)]);
+    let j = json_of(&r);
+    check_schema(
+        &j,
+        &json!({"path": "string", "pgno": "u64", "header_pgno": "u64", "txnid": "u64", "flags": "u64", "kind": "string",
+                "entries": "u64", "free": "u64", "large_pages": "u64|null", "problem": "string|null",
+                "owner": {"kind": "string", "table": "string|null", "main": "bool", "level": "u64", "height": "u64",
+                          "nested_key_hex": "string|null"},
+                "owner_error": "null",
+                "nodes": [{"index": "u64", "flags": "u64", "key": "string|null", "key_hex": "string", "type": "string",
+                           "detail": {"child": "u64"}}]}),
+        "page",
+    );
+    assert_eq!((j["kind"].as_str(), j["owner"]["level"].as_u64()), (Some("branch"), Some(1)));
+    // The large value, a meta, the tail, a bad number.
+    let r = ok(&["page", "1", &s(&a)]);
+    assert!(r.stdout.contains("belongs to: meta page 1"), "{r:?}");
+    let r = run(&["page", "99999999", &s(&a)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let big = {
+        let env = Env::builder().max_dbs(8).open(&a).unwrap();
+        let txn = env.begin_ro_txn().unwrap();
+        let t = txn.open_db(Some("plain")).unwrap();
+        let _ = txn.get(t, b"big").unwrap();
+        drop(txn);
+        let mut found = None;
+        for p in img.leaves(plain.root) {
+            for i in 0..img.nentries(p) {
+                if img.node_key(p, i) == b"big" {
+                    found = Some(u32_at(&img.b, img.node_val_off(p, i)));
+                }
+            }
+        }
+        found.expect("the large value's node")
+    };
+    let r = ok(&["page", &(big + 1).to_string(), &s(&a)]);
+    assert!(r.stdout.contains("the large value of key big"), "{r:?}");
+}

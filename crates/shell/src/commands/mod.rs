@@ -212,6 +212,8 @@ pub fn execute<'e>(
         "load" => admin::load(&mut cx, &inv),
         "checksum" => ops::checksum(&mut cx, &inv),
         "diff" => ops::diff(&mut cx, &inv),
+        "meta" => ops::meta(&mut cx),
+        "page" => ops::page(&mut cx, &inv),
         other => Err(format!("'{other}' is not available in this build").into()),
     }
 }

@@ -173,3 +173,125 @@ pub fn diff(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     })?;
     Ok(Action::Done)
 }
+
+/// `meta`: the three meta pages of the open database's data file.
+pub fn meta(cx: &mut Ctx<'_, '_>) -> Result<Action> {
+    let db = cx.db()?;
+    let l = rdbx::inspect::read_metas(db.env.data_path())?;
+    let mut t = cx.s.out.listing(
+        &["meta", "role", "txnid", "signature", "valid", "first_unallocated", "now", "gc_root", "main_root", "problem"],
+        10,
+    );
+    let root = |r: u32| if r == rdbx::format::P_INVALID { Cell::Absent } else { Cell::Int(r as u64) };
+    for s in &l.slots {
+        let m = &s.meta;
+        t.push(&[
+            Cell::Int(s.index as u64),
+            Cell::text(s.role),
+            if s.valid { Cell::Int(m.txnid()) } else { Cell::text(format!("{}/{}", m.txnid_a, m.txnid_b)) },
+            Cell::text(s.signature),
+            Cell::text(if s.valid { "yes" } else { "no" }),
+            Cell::Int(m.geo.first_unallocated as u64),
+            Cell::Int(m.geo.now as u64),
+            root(m.gc.root),
+            root(m.main.root),
+            s.error.clone().map_or(Cell::Absent, Cell::text),
+        ])?;
+    }
+    t.flush()?;
+    drop(t);
+    if let Some(d) = l.damaged_newer() {
+        cx.s.out.footer(&format!(
+            "meta {} is damaged and may have held a newer commit than meta {} (txn {}): 'rdbx-tools meta --use {} PATH' \
+             makes meta {} steady and current",
+            d.index,
+            l.head,
+            l.slots[l.head].meta.txnid(),
+            l.head,
+            l.head
+        ))?;
+    } else {
+        cx.s.out.footer(&format!("page size {}, current meta {}", l.page_size, l.head))?;
+    }
+    Ok(Action::Done)
+}
+
+fn owner_words(o: &rdbx::inspect::PageOwner) -> String {
+    use rdbx::inspect::PageOwner as O;
+    let t = |n: &Option<Vec<u8>>| access::label(n.as_deref());
+    match o {
+        O::Meta(i) => format!("meta page {i}"),
+        O::Tree { gc: true, level, height, .. } => format!("GC tree, level {level} of {height}"),
+        O::Tree { table, level, height, nested_key: None, .. } => {
+            format!("table {}, level {level} of {height}", t(table))
+        }
+        O::Tree { table, level, height, nested_key: Some(k), .. } => {
+            format!("table {}, nested tree of key {}, level {level} of {height}", t(table), crate::values::render(k))
+        }
+        O::Large { table, key, head, pages } => {
+            format!(
+                "table {}, large value of key {} (pages {head}..{})",
+                t(table),
+                crate::values::render(key),
+                head + pages - 1
+            )
+        }
+        O::Free { txnid } => format!("free (GC record of txn {txnid})"),
+        O::Unallocated => "unallocated tail".into(),
+        O::Unreferenced => "unreferenced (lost or leaked; see 'check')".into(),
+    }
+}
+
+/// `page N`: one page decoded, with what it belongs to.
+pub fn page(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    use rdbx::inspect::NodeValue as V;
+    let db = cx.db()?;
+    let w = inv.arg(0).ok_or("page needs a page number N")?;
+    let pgno: u32 = w.text().parse().map_err(|_| format!("bad page number '{}'", w.text()))?;
+    let ps = db.env.page_size();
+    let buf = rdbx::inspect::read_page(db.env.data_path(), ps, pgno)?;
+    let info = rdbx::inspect::decode_page(&buf, pgno);
+    let owner = db.env.page_owner(pgno)?;
+    let in_large = matches!(&owner, rdbx::inspect::PageOwner::Large { head, .. } if *head != pgno);
+    let (kk, vk) = match &owner {
+        rdbx::inspect::PageOwner::Tree { table, gc: false, nested_key, .. } => {
+            let r = db.env.begin_ro_txn()?;
+            let f = r.open_db_bytes(table.as_deref()).and_then(|d| r.db_flags(d)).unwrap_or_default();
+            let kk = if nested_key.is_some() {
+                crate::values::ItemKind::of_values(f)
+            } else {
+                crate::values::ItemKind::of_keys(f)
+            };
+            (kk, crate::values::ItemKind::of_values(f))
+        }
+        _ => Default::default(),
+    };
+    cx.s.out.record(&[
+        ("page", Cell::Int(pgno as u64)),
+        ("type", Cell::text(if in_large { "large value data" } else { info.kind })),
+        ("txnid", if in_large { Cell::Absent } else { Cell::Int(info.txnid) }),
+        ("entries", Cell::Int(info.entries as u64)),
+        ("free_bytes", Cell::Int(info.free as u64)),
+        ("belongs_to", Cell::text(owner_words(&owner))),
+        ("problem", info.problem.clone().map_or(Cell::Absent, Cell::text)),
+    ])?;
+    if info.nodes.is_empty() || in_large {
+        return Ok(Action::Done);
+    }
+    let mut l = cx.s.out.listing(&["#", "key", "value"], 1000);
+    for n in &info.nodes {
+        let v = match &n.value {
+            V::Child(c) => Cell::text(format!("-> page {c}")),
+            V::Inline(v) => Cell::item(v, vk),
+            V::Large { size, pgno } => Cell::text(format!("large value, {size} bytes at page {pgno}")),
+            V::Table(t) => Cell::text(format!("table: root {}, {} records", t.root as i64, t.items)),
+            V::SubPage(items) => Cell::text(format!("{} values (sub-page)", items.len())),
+            V::NestedTree(t) => Cell::text(format!("{} values (nested tree, root {})", t.items, t.root)),
+            V::Item => Cell::Absent,
+            V::Bad(e) => Cell::text(format!("cannot decode: {e}")),
+        };
+        l.push(&[Cell::Int(n.index as u64), Cell::item(&n.key, kk), v])?;
+    }
+    l.flush()?;
+    Ok(Action::Done)
+}
