@@ -52,6 +52,7 @@ pub(crate) mod lck;
 pub(crate) mod os;
 mod pool;
 mod readers;
+mod space;
 mod spill;
 mod txn;
 
@@ -67,4 +68,5 @@ pub use io::IoFaults;
 pub use iter::{Iter, KeyRange, ReadTxn};
 pub use lck::{LockFormat, PageOps};
 pub use readers::{GcInfo, ReaderInfo, Retainer};
+pub use space::{GcRecord, SpaceReport, TableSpace};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};

@@ -326,6 +326,14 @@ pub static COMMANDS: &[Spec] = &[
         ..cmd("page", "show one page decoded")
     },
     Spec {
+        aliases: &["gc"],
+        details: "Why the file is as big as it is: allocated pages, pages per table (largest first), the GC tree \
+                  and the free pages its records list (reclaimable now, or retained, and by which reader), the \
+                  free tail and the upper bound. 'readers' lists every reader; 'rdbx-tools space' also lists the \
+                  GC records.",
+        ..cmd("space", "where the pages of the file go")
+    },
+    Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
         details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \

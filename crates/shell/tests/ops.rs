@@ -65,7 +65,11 @@ fn checksum_diff_meta_page_in_scripts() {
     assert!(r.ok(), "{r:?}");
     let j = json(&r);
     assert_eq!(j[0]["belongs_to"], "meta page 0");
-    for c in ["help checksum", "help diff", "help meta", "help page"] {
+    let r = run(&["-f", "json", a.to_str().unwrap(), "-c", "space"], None);
+    assert!(r.ok(), "{r:?}");
+    let j = json(&r);
+    assert!(j[0]["allocated_pages"].as_u64().unwrap() > 3 && j.len() > 2, "{r:?}");
+    for c in ["help checksum", "help diff", "help meta", "help page", "help space", "gc"] {
         assert!(cmd(&a, c).ok(), "{c}");
     }
 }

@@ -13,6 +13,7 @@ mod diff;
 mod drop;
 mod dumpload;
 mod meta;
+mod space;
 mod stat;
 mod stress;
 
@@ -78,6 +79,8 @@ enum Cmd {
     Meta(meta::MetaArgs),
     /// One page decoded, with the tree and level it belongs to
     Page(meta::PageArgs),
+    /// Why the file is as big as it is: tables, GC, readers, free tail
+    Space(space::SpaceArgs),
     /// Long stochastic stress run with crash injection (for RAM disks)
     Stress(stress::StressArgs),
     /// One actor of a stress run (internal)
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         Cmd::Diff(a) => diff::run(a),
         Cmd::Meta(a) => meta::run_meta(a),
         Cmd::Page(a) => meta::run_page(a),
+        Cmd::Space(a) => space::run(a),
         Cmd::Stress(a) => stress::run(a),
         Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };

@@ -479,3 +479,56 @@ fn page_shows_nodes_and_the_tree_and_level_it_belongs_to() {
     let r = ok(&["page", &(big + 1).to_string(), &s(&a)]);
     assert!(r.stdout.contains("the large value of key big"), "{r:?}");
 }
+
+// ---------------------------------------------------------------------------
+// space
+
+#[test]
+fn space_names_the_reader_that_retains_pages() {
+    let d = tempfile::tempdir().unwrap();
+    let a = new_db(d.path(), "a");
+    let env = Env::builder().max_dbs(8).open(&a).unwrap();
+    let reader = env.begin_ro_txn().unwrap();
+    for i in 0..3 {
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t = txn.open_db(Some("plain")).unwrap();
+        for k in 0..200u32 {
+            txn.put(t, format!("k{k:05}").as_bytes(), format!("again {i}").as_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let r = ok(&["space", "--json", &s(&a)]);
+    let j = json_of(&r);
+    check_schema(
+        &j,
+        &json!({
+            "path": "string", "page_size": "u64", "file_size": "u64", "txnid": "u64",
+            "geometry": {"lower": "u64", "now": "u64", "upper": "u64", "growth": "u64", "shrink": "u64"},
+            "pages": {"total": "u64", "backed": "u64", "allocated": "u64", "tables": "u64", "gc_tree": "u64",
+                      "gc_listed": "u64", "reclaimable": "u64", "retained": "u64", "free_tail": "u64"},
+            "tables": [{"name": "string|null", "main": "bool", "pages": "u64", "branch_pages": "u64",
+                        "leaf_pages": "u64", "large_pages": "u64", "entries": "u64"}],
+            "gc_records": [{"txnid": "u64", "pages": "u64", "reclaimable": "bool"}],
+            "oldest_reader_txnid": "u64",
+            "retained_by": {"kind": "string", "pid": "u64", "txnid": "u64", "lag": "u64"},
+            "readers": [{"slot": "u64", "pid": "u64", "txnid": "u64|null", "lag": "u64", "pages_used": "u64",
+                         "pages_retained": "u64"}],
+        }),
+        "space",
+    );
+    let me = std::process::id() as u64;
+    assert_eq!((j["retained_by"]["pid"].as_u64(), j["retained_by"]["txnid"].as_u64()), (Some(me), Some(reader.id())));
+    assert!(j["pages"]["retained"].as_u64().unwrap() > 0, "{j}");
+    let mine = j["readers"].as_array().unwrap().iter().find(|x| x["pid"] == me).expect("our reader");
+    assert_eq!(mine["lag"], 3);
+    assert!(mine["pages_retained"].as_u64().unwrap() > 0, "{j}");
+    // The pages add up: tables + GC tree + GC-listed = allocated (minus the metas).
+    let p = &j["pages"];
+    let sum = p["tables"].as_u64().unwrap() + p["gc_tree"].as_u64().unwrap() + p["gc_listed"].as_u64().unwrap() + 3;
+    assert_eq!(sum, p["allocated"].as_u64().unwrap(), "{p}");
+    let r = ok(&["space", &s(&a)]);
+    assert!(r.stdout.contains(&format!("retained by: the reader of pid {me}")), "{r:?}");
+    drop(reader);
+    let j = json_of(&ok(&["space", "--json", &s(&a)]));
+    assert!(j["retained_by"].is_null() && j["pages"]["retained"] == 0, "{j}");
+}

@@ -213,6 +213,7 @@ pub fn execute<'e>(
         "checksum" => ops::checksum(&mut cx, &inv),
         "diff" => ops::diff(&mut cx, &inv),
         "meta" => ops::meta(&mut cx),
+        "space" => ops::space(&mut cx),
         "page" => ops::page(&mut cx, &inv),
         other => Err(format!("'{other}' is not available in this build").into()),
     }

@@ -295,3 +295,43 @@ pub fn page(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     l.flush()?;
     Ok(Action::Done)
 }
+
+/// `space`: why the file is as big as it is.
+pub fn space(cx: &mut Ctx<'_, '_>) -> Result<Action> {
+    let db = cx.db()?;
+    let r = db.env.space()?;
+    let ps = r.info.page_size as u64;
+    let listed: u64 = r.gc_records.iter().map(|g| g.pages).sum();
+    let by = match r.gc.retained_by {
+        Some(rdbx::Retainer::Reader { pid, txnid, lag }) => format!("reader pid {pid} on txn {txnid}, lag {lag}"),
+        Some(rdbx::Retainer::SteadyCommit { txnid }) => format!("last steady commit, txn {txnid}"),
+        None => "-".into(),
+    };
+    cx.s.out.record(&[
+        ("file_size", Cell::Size(r.file_size)),
+        ("allocated_pages", Cell::Int(r.info.first_unallocated)),
+        ("table_pages", Cell::Int(r.tables.iter().map(|t| t.pages()).sum())),
+        ("gc_tree_pages", Cell::Int(r.gc_tree_pages)),
+        ("gc_free_pages", Cell::Int(listed)),
+        ("reclaimable_pages", Cell::Int(r.gc.pages_reclaimable)),
+        ("retained_pages", Cell::Int(r.retained_pages)),
+        ("retained_by", Cell::text(by)),
+        ("free_tail", Cell::Size(r.free_tail_pages * ps)),
+        ("upper_bound", Cell::Size(r.info.size_upper)),
+    ])?;
+    let mut tables = r.tables.clone();
+    tables.sort_by_key(|t| std::cmp::Reverse(t.pages()));
+    let mut l = cx.s.out.listing(&["table", "pages", "branch", "leaf", "large", "records"], 1000);
+    for t in &tables {
+        l.push(&[
+            table_cell(t.name.as_deref()),
+            Cell::Int(t.pages()),
+            Cell::Int(t.branch_pages),
+            Cell::Int(t.leaf_pages),
+            Cell::Int(t.large_pages),
+            Cell::Int(t.entries),
+        ])?;
+    }
+    l.flush()?;
+    Ok(Action::Done)
+}
