@@ -1067,7 +1067,7 @@ fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
 }
 
 /// Reads the three metas from `file` (bytes of the data file) with page size `ps`.
-fn read_metas(file: &[u8], ps: usize, file_pages: u64) -> Vec<(Meta, std::result::Result<(), String>)> {
+pub(crate) fn read_metas(file: &[u8], ps: usize, file_pages: u64) -> Vec<(Meta, std::result::Result<(), String>)> {
     (0..NUM_METAS as usize)
         .map(|i| {
             let off = i * ps;

@@ -101,7 +101,10 @@ pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
         .no_sub_dir(no_sub_dir)
         .durability(Durability::SyncDurable)
         .open(path)
-        .map(|env| Opened { env, path: path.to_path_buf(), read_only })
+        .map(|env| {
+            warn_damaged_meta(path, &env);
+            Opened { env, path: path.to_path_buf(), read_only }
+        })
         .map_err(|e| {
             if !lck_existed {
                 let _ = std::fs::remove_file(&lck);
@@ -125,6 +128,27 @@ pub fn create(path: &Path) -> Result<Opened, String> {
         .map_err(|e| format!("{}: cannot create a database: {e}", path.display()))
 }
 
+/// Says so on stderr when a meta page is damaged and may have held a newer
+/// commit than the snapshot the database opened at, and how to rescue it.
+fn warn_damaged_meta(path: &Path, env: &Env) {
+    let Ok(l) = rdbx::inspect::read_metas(env.data_path()) else { return };
+    if let Some(d) = l.damaged_newer() {
+        let head = l.head;
+        eprintln!(
+            "rdbx: warning: meta page {} of {} is damaged ({}); the database opened at txn {} of meta {head}, and \
+             a newer commit may be lost. 'meta' shows the three metas; if the newest commit is lost, \
+             'rdbx-tools meta --use {head} {}' makes this snapshot steady and current (check it first with \
+             'rdbx-tools chk -{head} {}').",
+            d.index,
+            path.display(),
+            d.error.clone().unwrap_or_default(),
+            l.slots[head].meta.txnid(),
+            path.display(),
+            path.display()
+        );
+    }
+}
+
 fn open_error(path: &Path, e: &rdbx::Error) -> String {
     let p = path.display();
     match e {
@@ -133,7 +157,10 @@ fn open_error(path: &Path, e: &rdbx::Error) -> String {
         rdbx::Error::WannaRecovery => {
             format!("{p}: {e}; open it read-write (--write) to recover, or run 'rdbx-tools chk'")
         }
-        rdbx::Error::Corrupted { .. } => format!("{p}: {e}; run 'rdbx-tools chk' for details"),
+        rdbx::Error::Corrupted { .. } => format!(
+            "{p}: {e}; run 'rdbx-tools chk' for details ('rdbx-tools meta {p}' shows the metas; \
+             'rdbx-tools meta --use N {p}' makes an older intact one current)"
+        ),
         rdbx::Error::Access(_) | rdbx::Error::Io(_) => format!("{p}: cannot open: {e}"),
         _ => format!("{p}: cannot open: {e}"),
     }

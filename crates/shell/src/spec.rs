@@ -283,6 +283,57 @@ pub static COMMANDS: &[Spec] = &[
         ..cmd("load", "import an mdbx_dump file")
     },
     Spec {
+        opts: &[
+            opt!("table", "TABLE": Table, "only TABLE (default: every table)"),
+            opt!("from", "KEY": Key, "first key included"),
+            opt!("to", "KEY": Key, "first key excluded"),
+        ],
+        details:
+            "A SHA-256 digest of the records of every table (or TABLE) and of the database: equal for a \
+                  copy, a compacted copy or a dump/load round trip, different after any change of a record. A \
+                  record counts as u64le(key length) key u64le(value length) value, in the table's order; the \
+                  page layout, flags and sequences do not count (the same digests as 'rdbx-tools checksum'). \
+                  Ctrl-C stops.\nexamples: checksum    checksum --table users    checksum --table users --from a --to m",
+        ..cmd("checksum", "content digest of each table and of the database")
+    },
+    Spec {
+        args: &[("PATH", Kind::Path)],
+        opts: &[
+            TABLE_OPT,
+            opt!("table-b", "TABLE": Table, "the table of the other side (default: the same name)"),
+            opt!("keys-only", 'k', "compare keys only"),
+        ],
+        details: "Compares the current table (or TABLE) with the same table of the database at PATH, or with \
+                  table --table-b of this database: first the counts (added = only in the other, removed = only \
+                  here, changed = other value), then the differing records in key order (+ added, - removed, \
+                  ~ changed). Multimap tables compare value by value. 'rdbx-tools diff' compares whole databases. \
+                  Ctrl-C stops.\nexamples: diff /backup/db    diff /backup/db --table users    diff --table a --table-b b",
+        ..cmd("diff", "records that differ from another database or table")
+    },
+    Spec {
+        details: "The three meta pages of the data file: role (head = current snapshot, tail = slot of the next \
+                  commit), txnid, signature (steady or weak), validity, geometry and tree roots. A damaged meta \
+                  that may have held a newer commit is pointed out, with the rescue: 'rdbx-tools meta --use N PATH' \
+                  (exclusive, checks the snapshot first) makes an older intact meta the current one.",
+        ..cmd("meta", "show the three meta pages")
+    },
+    Spec {
+        args: &[("N", Kind::Number)],
+        min: 1,
+        details: "Page N decoded: type, txnid, entries, free bytes, which table and tree level it belongs to (or \
+                  large value, GC, free, unallocated), and its nodes with keys and values in the current format.\n\
+                  example: page 3",
+        ..cmd("page", "show one page decoded")
+    },
+    Spec {
+        aliases: &["gc"],
+        details: "Why the file is as big as it is: allocated pages, pages per table (largest first), the GC tree \
+                  and the free pages its records list (reclaimable now, or retained, and by which reader), the \
+                  free tail and the upper bound. 'readers' lists every reader; 'rdbx-tools space' also lists the \
+                  GC records.",
+        ..cmd("space", "where the pages of the file go")
+    },
+    Spec {
         args: &[("N", Kind::Number)],
         needs_db: false,
         details: "The last N (default 20) commands entered. The interactive shell keeps them in a file under the \

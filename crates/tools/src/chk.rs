@@ -314,23 +314,6 @@ fn info(r: &CheckReport) -> Vec<String> {
         .collect()
 }
 
-fn flags_text(f: u16) -> String {
-    let names = [
-        (0x02, "reversekey"),
-        (0x04, "dupsort"),
-        (0x08, "integerkey"),
-        (0x10, "dupfix"),
-        (0x20, "integerdup"),
-        (0x40, "reversedup"),
-    ];
-    let v: Vec<&str> = names.iter().filter(|(b, _)| f & b != 0).map(|(_, n)| *n).collect();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(" ")
-    }
-}
-
 fn print_report(a: &ChkArgs, env: &rdbx::Env, r: &CheckReport, elapsed: f64) {
     let v = a.verbose;
     let out = std::io::stdout();
@@ -515,7 +498,7 @@ fn print_report(a: &ChkArgs, env: &rdbx::Env, r: &CheckReport, elapsed: f64) {
             };
             let details = |o: &mut dyn Write, t: &rdbx::TableReport, ind: &str| {
                 if v >= 3 {
-                    let _ = writeln!(o, "{ind}   flags: {} ({:#x})", flags_text(t.flags), t.flags);
+                    let _ = writeln!(o, "{ind}   flags: {} ({:#x})", common::flags_text(t.flags), t.flags);
                     let _ = writeln!(
                         o,
                         "{ind}   entries {}, sequence {}, last modification txn#{}, root #{}",

@@ -389,6 +389,76 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
+/// Table flags in words (`none` without any).
+pub fn flags_text(f: u16) -> String {
+    let names = [
+        (0x02, "reversekey"),
+        (0x04, "dupsort"),
+        (0x08, "integerkey"),
+        (0x10, "dupfix"),
+        (0x20, "integerdup"),
+        (0x40, "reversedup"),
+    ];
+    let v: Vec<&str> = names.iter().filter(|(b, _)| f & b != 0).map(|(_, n)| *n).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(" ")
+    }
+}
+
+/// A key or value given on the command line: `0x` followed by hex digits
+/// is those bytes (as in the shell), anything else its UTF-8 text.
+pub fn parse_bytes(s: &str) -> Result<Vec<u8>, String> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) if !h.is_empty() => {
+            if h.len() % 2 != 0 || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!("'{s}': bad hex (0x followed by pairs of hex digits)"));
+            }
+            Ok((0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap_or(0)).collect())
+        }
+        _ => Ok(s.as_bytes().to_vec()),
+    }
+}
+
+/// Bytes for a line of text: printable ASCII as is (unless it could be read
+/// back as hex or has surrounding spaces), otherwise `0x` and hex.
+pub fn render(b: &[u8]) -> String {
+    let plain = !b.is_empty()
+        && b.iter().all(|c| (0x20..0x7f).contains(c))
+        && !b.starts_with(b"0x")
+        && !b.starts_with(b" ")
+        && !b.ends_with(b" ");
+    if plain {
+        String::from_utf8_lossy(b).into_owned()
+    } else if b.is_empty() {
+        "\"\"".into()
+    } else {
+        format!("0x{}", rdbx::to_hex(b))
+    }
+}
+
+/// A table name for text output (`@MAIN` for the main table).
+pub fn table_label(name: Option<&[u8]>) -> String {
+    name.map_or_else(|| "@MAIN".to_string(), render)
+}
+
+/// `--table NAME` to a table: `@MAIN` is the main table.
+pub fn table_arg(s: &str) -> Option<Vec<u8>> {
+    if s == "@MAIN" {
+        None
+    } else {
+        Some(s.as_bytes().to_vec())
+    }
+}
+
+/// Bytes in JSON: `{"<field>": text or null, "<field>_hex": hex}` entries
+/// (the text is there when the bytes are UTF-8).
+pub fn json_bytes(m: &mut serde_json::Map<String, serde_json::Value>, field: &str, b: &[u8]) {
+    m.insert(field.into(), std::str::from_utf8(b).map_or(serde_json::Value::Null, |t| t.into()));
+    m.insert(format!("{field}_hex"), rdbx::to_hex(b).into());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

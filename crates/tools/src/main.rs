@@ -5,11 +5,15 @@
 //! a single data file (NOSUBDIR layout) and detects which. Read-only tools
 //! never write to the data file.
 
+mod checksum;
 mod chk;
 mod common;
 mod copy;
+mod diff;
 mod drop;
 mod dumpload;
+mod meta;
+mod space;
 mod stat;
 mod stress;
 
@@ -27,6 +31,8 @@ EXIT STATUS:
            not a database, needs recovery), 4 system error (missing or
            empty file, locked exclusively, I/O), 5 usage error or
            interrupted (as mdbx_chk)
+    diff:  0 no difference, 1 differences found, 2 trouble (usage,
+           unreadable database, interrupted), as diff(1)
     stress: 0 no failure found, 1 usage or setup error, 2 a failure was
            found (database kept, reproducing command printed),
            130 interrupted before a failure was found
@@ -65,6 +71,16 @@ enum Cmd {
     Copy(copy::CopyArgs),
     /// Empty or delete a table (as mdbx_drop)
     Drop(drop::DropArgs),
+    /// Content digest (SHA-256) per table and of the database
+    Checksum(checksum::ChecksumArgs),
+    /// The records that differ between two databases or tables
+    Diff(diff::DiffArgs),
+    /// The three meta pages; --use N makes an older intact one current
+    Meta(meta::MetaArgs),
+    /// One page decoded, with the tree and level it belongs to
+    Page(meta::PageArgs),
+    /// Why the file is as big as it is: tables, GC, readers, free tail
+    Space(space::SpaceArgs),
     /// Long stochastic stress run with crash injection (for RAM disks)
     Stress(stress::StressArgs),
     /// One actor of a stress run (internal)
@@ -80,10 +96,12 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             let is_chk = args.get(1).is_some_and(|a| a == "chk");
+            let is_diff = args.get(1).is_some_and(|a| a == "diff");
             let _ = e.print();
             return match e.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
                 _ if is_chk => ExitCode::from(5),
+                _ if is_diff => ExitCode::from(2),
                 _ => ExitCode::from(1),
             };
         }
@@ -98,6 +116,11 @@ fn main() -> ExitCode {
         Cmd::Load(a) => dumpload::run_load(a),
         Cmd::Copy(a) => copy::run(a),
         Cmd::Drop(a) => drop::run(a),
+        Cmd::Checksum(a) => checksum::run(a),
+        Cmd::Diff(a) => diff::run(a),
+        Cmd::Meta(a) => meta::run_meta(a),
+        Cmd::Page(a) => meta::run_page(a),
+        Cmd::Space(a) => space::run(a),
         Cmd::Stress(a) => stress::run(a),
         Cmd::StressActor(a) => stress::actor::run(a) as u8,
     };

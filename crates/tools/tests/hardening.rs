@@ -5,8 +5,8 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -196,42 +196,6 @@ fn dupsort_table_without_multi_values_is_not_a_problem() {
 // ---------------------------------------------------------------------------
 // 10. Ctrl-C.
 
-/// Sends signal `sig` to `child`.
-fn signal(child: &Child, sig: libc::c_int) {
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) takes plain integers; `pid` is our own child, not yet reaped.
-    let rc = unsafe { libc::kill(pid, sig) };
-    assert_eq!(rc, 0, "kill {pid}");
-}
-
-/// Waits for `child` with a generous deadline that only a hang reaches.
-fn wait(mut child: Child, what: &str) -> Run {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not stop in 120 s after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    Run {
-        code: o.status.code().unwrap_or(-1000 - o.status.signal().unwrap_or(0)),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        raw_stdout: o.stdout,
-    }
-}
-
-fn spawn(args: &[String], stdin: Stdio) -> Child {
-    Command::new(bin()).args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
-}
-
 #[test]
 fn interrupted_copy_stops_and_removes_its_output() {
     let d = tempfile::tempdir().unwrap();
@@ -301,20 +265,6 @@ fn interrupted_copy_to_a_stuck_pipe_stops() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("Interrupted by signal/user"), "{r:?}");
     ok(&["chk", "-q", &s(&db)]);
-}
-
-/// Waits until the child sleeps in a pipe read or write (its wchan in /proc).
-fn wait_blocked_on_pipe(child: &Child) {
-    let stat = PathBuf::from(format!("/proc/{}/wchan", child.id()));
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let w = std::fs::read_to_string(&stat).unwrap_or_default();
-        if w.contains("pipe") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the child never blocked on the pipe (wchan {w:?})");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

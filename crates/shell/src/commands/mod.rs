@@ -6,6 +6,7 @@
 
 mod admin;
 mod data;
+mod ops;
 mod tables;
 
 use std::fmt;
@@ -209,6 +210,11 @@ pub fn execute<'e>(
         "copy" => admin::copy(&mut cx, &inv),
         "dump" => admin::dump(&mut cx, &inv),
         "load" => admin::load(&mut cx, &inv),
+        "checksum" => ops::checksum(&mut cx, &inv),
+        "diff" => ops::diff(&mut cx, &inv),
+        "meta" => ops::meta(&mut cx),
+        "space" => ops::space(&mut cx),
+        "page" => ops::page(&mut cx, &inv),
         other => Err(format!("'{other}' is not available in this build").into()),
     }
 }

@@ -326,3 +326,99 @@ pub fn run_real(tool: &Path, args: &[&str], input: Option<&[u8]>) -> Run {
         raw_stdout: o.stdout,
     }
 }
+
+// Child processes: signals and waits (Ctrl-C tests).
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// Sends signal `sig` to `child`.
+pub fn signal(child: &Child, sig: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) takes plain integers; `pid` is our own child, not yet reaped.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill {pid}");
+}
+
+/// Waits for `child` with a generous deadline that only a hang reaches.
+pub fn wait(mut child: Child, what: &str) -> Run {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not stop in 120 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    Run {
+        code: o.status.code().unwrap_or(-1000 - o.status.signal().unwrap_or(0)),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        raw_stdout: o.stdout,
+    }
+}
+
+pub fn spawn(args: &[String], stdin: Stdio) -> Child {
+    Command::new(bin()).args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Waits until the child sleeps in a pipe read or write (its wchan in /proc).
+pub fn wait_blocked_on_pipe(child: &Child) {
+    let stat = PathBuf::from(format!("/proc/{}/wchan", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let w = std::fs::read_to_string(&stat).unwrap_or_default();
+        if w.contains("pipe") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the child never blocked on the pipe (wchan {w:?})");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Checks `v` against a small schema language (the `--json` schemas of
+/// crates/tools/README.md): a string names the type(s), `|`-separated:
+/// `string`, `u64`, `i64`, `f64`, `bool`, `null`, `any`; an object requires
+/// exactly its keys (no more, no fewer); a one-element array types every
+/// item. Panics with the path of the first mismatch.
+pub fn check_schema(v: &serde_json::Value, schema: &serde_json::Value, at: &str) {
+    use serde_json::Value as V;
+    match schema {
+        V::String(types) => {
+            let ok = types.split('|').any(|t| match t {
+                "string" => v.is_string(),
+                "u64" => v.is_u64(),
+                "i64" => v.is_i64() || v.is_u64(),
+                "f64" => v.is_number(),
+                "bool" => v.is_boolean(),
+                "null" => v.is_null(),
+                "any" => true,
+                other => panic!("schema: unknown type {other}"),
+            });
+            assert!(ok, "{at}: {v} is not {types}");
+        }
+        V::Object(fields) => {
+            let o = v.as_object().unwrap_or_else(|| panic!("{at}: {v} is not an object"));
+            for (k, s) in fields {
+                let x = o.get(k).unwrap_or_else(|| panic!("{at}: field {k} is missing in {v}"));
+                check_schema(x, s, &format!("{at}.{k}"));
+            }
+            for k in o.keys() {
+                assert!(fields.contains_key(k), "{at}: field {k} is not in the schema");
+            }
+        }
+        V::Array(items) => {
+            let a = v.as_array().unwrap_or_else(|| panic!("{at}: {v} is not an array"));
+            for (i, x) in a.iter().enumerate() {
+                check_schema(x, &items[0], &format!("{at}[{i}]"));
+            }
+        }
+        _ => panic!("schema: bad schema {schema}"),
+    }
+}
