@@ -482,10 +482,12 @@ pub(crate) struct Frame {
 struct Saved {
     geo: MetaGeo,
     tables: Vec<Option<Table>>,
-    retired: Vec<u32>,
+    /// `retired` and `consumed` only grow until the commit: their lengths
+    /// are enough to undo a child (a copy would cost the parent's size).
+    retired_len: usize,
     loose: Vec<u32>,
     reclaimed: Vec<u32>,
-    consumed: Vec<u64>,
+    consumed_len: usize,
     detent: Option<u64>,
     gc_exhausted: bool,
     retired_count: u64,
@@ -1309,10 +1311,10 @@ impl<'env> RwTxn<'env> {
         let saved = Saved {
             geo: self.geo,
             tables: self.tables.clone(),
-            retired: self.retired.clone(),
+            retired_len: self.retired.len(),
             loose: self.loose.clone(),
             reclaimed: self.reclaimed.clone(),
-            consumed: self.consumed.clone(),
+            consumed_len: self.consumed.len(),
             detent: self.detent,
             gc_exhausted: self.gc_exhausted,
             retired_count: self.retired_count,
@@ -1363,10 +1365,11 @@ impl<'env> RwTxn<'env> {
         let s = f.saved;
         self.geo = s.geo;
         self.tables = s.tables;
-        self.retired = s.retired;
+        debug_assert!(self.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
+        self.retired.truncate(s.retired_len);
         self.loose = s.loose;
         self.reclaimed = s.reclaimed;
-        self.consumed = s.consumed;
+        self.consumed.truncate(s.consumed_len);
         self.detent = s.detent;
         self.gc_exhausted = s.gc_exhausted;
         self.retired_count = s.retired_count;
