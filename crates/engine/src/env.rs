@@ -128,7 +128,7 @@ impl Default for EnvBuilder {
     fn default() -> Self {
         EnvBuilder {
             max_dbs: 0,
-            max_readers: 61,
+            max_readers: crate::lck::DEFAULT_READERS,
             no_sub_dir: false,
             read_only: false,
             durability: Durability::SyncDurable,
@@ -356,7 +356,9 @@ pub struct Env {
 }
 
 /// OS page size used to round sizes.
-const OS_PAGE: usize = 4096;
+fn os_page() -> usize {
+    crate::os::page_size()
+}
 
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
@@ -512,7 +514,7 @@ impl EnvInner {
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
         let map = new_map(&file, map_len, writemap)
-            .or_else(|_| new_map(&file, round_up(size as usize, OS_PAGE).max(OS_PAGE), writemap))?;
+            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap))?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
         let inner = EnvInner {
@@ -698,7 +700,7 @@ fn new_map(file: &File, len: usize, writable: bool) -> std::io::Result<Mmap> {
 
 fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {
     let upper = (meta.geo.upper as usize).saturating_mul(ps);
-    round_up(upper.max(file_size as usize).max(meta.geo.now as usize * ps), OS_PAGE)
+    round_up(upper.max(file_size as usize).max(meta.geo.now as usize * ps), os_page())
 }
 
 /// Reads and validates the three metas, finding the page size.
@@ -799,11 +801,11 @@ fn unfinished_creation(file: &File, size: u64) -> Result<bool> {
 /// Writes the three initial metas of a new database (format doc §8.7), in one
 /// write so that a crash leaves none or all of them; then sets the size.
 fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
-    let ps = g.page_size.unwrap_or(4096);
+    let ps = g.page_size.unwrap_or_else(crate::os::page_size);
     if !ps.is_power_of_two() || !(MIN_PAGESIZE..=MAX_PAGESIZE).contains(&ps) {
         return Err(Error::InvalidArgument(format!("page size {ps} is not a power of two in 256..=65536")));
     }
-    let unit = ps.max(OS_PAGE);
+    let unit = ps.max(os_page());
     let max_bytes = (MAX_PAGENO as usize + 1) * ps;
     let lower = round_up(g.size_lower.unwrap_or(3 * ps).max(3 * ps).max(768), unit);
     let upper = round_up(g.size_upper.unwrap_or(64 << 30).min(max_bytes), unit).min(max_bytes / unit * unit);

@@ -110,7 +110,7 @@ impl RwTxn<'_> {
 
 /// Pages per OS page (sizes are rounded to whole OS pages).
 fn os_unit(ps: usize) -> u32 {
-    (4096 / ps).max(1) as u32
+    (crate::os::page_size() / ps).max(1) as u32
 }
 
 fn round_up_pages(x: u64, unit: u32) -> u64 {

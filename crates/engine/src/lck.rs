@@ -437,7 +437,8 @@ pub(crate) const TID_TXN_PARKED: u64 = u64::MAX;
 pub(crate) const TID_TXN_OUSTED: u64 = u64::MAX - 1;
 /// Any slot txnid at or above this value means "no snapshot".
 pub(crate) const TXNID_INVALID_FROM: u64 = 0xFFFF_FFFF_0000_0000;
-/// Largest usable txnid.
+/// Largest usable txnid (also `format::MAX_TXNID`: this module is compiled
+/// on its own by tests/lck.rs, so it keeps a copy, asserted equal in lib.rs).
 pub(crate) const MAX_TXNID: u64 = 0xFFFF_FFFE_FFFF_FFFF;
 /// `rdt_refresh_flag` value meaning "nothing changed since the last scan".
 pub(crate) const NOTHING_CHANGED: u32 = u32::from_be_bytes(*b"None");

@@ -1239,7 +1239,7 @@ impl<'env> RwTxn<'env> {
                 return Err(Error::Incompatible(format!("the page size is fixed at {ps}; {p} was requested")));
             }
         }
-        let unit = ps.max(4096);
+        let unit = ps.max(crate::os::page_size());
         let pages = |bytes: usize| -> Result<u32> {
             let b = bytes.div_ceil(unit) * unit;
             u32::try_from(b / ps).ok().filter(|&p| p <= crate::format::MAX_PAGENO + 1).ok_or(Error::TooLarge)
