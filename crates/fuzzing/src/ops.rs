@@ -1,7 +1,9 @@
 //! The operation-sequence target: a differential test against a `BTreeMap`
 //! model.
 //!
-//! Input: one header byte (page size: bits 0..2 pick 256, 512, 1024 or 4096),
+//! Input: one header byte (page size: bits 0..2 pick 256, 512, 1024 or 4096;
+//! bit 2: WRITEMAP; bit 3: a one-page dirty budget, so that transactions
+//! spill pages between every two operations),
 //! then operations, decoded byte by byte until the input ends (see [`Op`]).
 //! Two tables: `plain` and `multi` (DUP_SORT). Operations run in a write
 //! transaction, inside nested transactions to any depth (begin, commit,
@@ -155,7 +157,8 @@ pub fn run(data: &[u8]) {
     let dir = crate::scratch();
     let path = dir.path().join("db");
     let mut input = Input { data: ops, pos: 0, page_size };
-    let mut env = open(&path, page_size);
+    let mode = Mode { write_map: hdr & 4 != 0, spill: hdr & 8 != 0 };
+    let mut env = open(&path, page_size, mode);
     let mut dbs = {
         let mut txn = env.begin_rw_txn().expect("begin_rw_txn");
         let plain = txn.create_db(Some("plain"), DbFlags::empty()).expect("create plain");
@@ -182,7 +185,7 @@ pub fn run(data: &[u8]) {
         let reopen = matches!(end, End::Reopen);
         if reopen {
             drop(env);
-            env = open(&path, page_size);
+            env = open(&path, page_size, mode);
             // Handles belong to one environment.
             let txn = env.begin_ro_txn().expect("begin_ro_txn");
             dbs = Dbs {
@@ -204,7 +207,14 @@ pub fn run(data: &[u8]) {
     }
 }
 
-fn open(path: &Path, page_size: usize) -> Env {
+/// How the environment writes (from the header byte).
+#[derive(Clone, Copy)]
+struct Mode {
+    write_map: bool,
+    spill: bool,
+}
+
+fn open(path: &Path, page_size: usize, mode: Mode) -> Env {
     let geometry = Geometry {
         page_size: Some(page_size),
         size_lower: Some(0),
@@ -213,12 +223,9 @@ fn open(path: &Path, page_size: usize) -> Env {
         growth_step: Some(64 << 10),
         shrink_threshold: Some(128 << 10),
     };
-    Env::builder()
-        .max_dbs(4)
-        .durability(Durability::UtterlyNoSync)
-        .geometry(geometry)
-        .open(path)
-        .expect("opening the environment")
+    let b = Env::builder().write_map(mode.write_map);
+    let b = if mode.spill { b.dirty_page_limit(1) } else { b };
+    b.max_dbs(4).durability(Durability::UtterlyNoSync).geometry(geometry).open(path).expect("opening the environment")
 }
 
 fn verify_committed(env: &Env, model: &Model, check: bool) {
