@@ -205,7 +205,7 @@ impl EnvBuilder {
     /// less make every operation read its path back from the file (tests use
     /// that to spill all the time).
     pub fn dirty_page_limit(mut self, pages: usize) -> Self {
-        self.dirty_limit = Some(crate::spill::clamp_limit(pages));
+        self.dirty_limit = Some(crate::txn::spill::clamp_limit(pages));
         self
     }
     /// libmdbx's WRITEMAP: the data file is mapped writable, and a write
@@ -532,7 +532,7 @@ impl EnvInner {
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
-            dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::spill::default_dirty_limit(page_size)),
+            dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
             slow_readers: b.slow_readers.clone(),
             closed: Default::default(),

@@ -1,119 +1,25 @@
-//! Page life cycle of a write transaction: allocation (loose pages, pages
-//! reclaimed from the GC newest-first, then the unallocated tail, growing the
-//! file), copy-on-write ("touch"), freeing (retire to the GC or reuse at once),
-//! and the commit that writes the GC records, the pages and the meta.
+//! The GC (free-page records) seen from a write transaction: page allocation
+//! (loose pages, pages reclaimed from the GC newest-first, then the
+//! unallocated tail, growing the file; ousting parked readers and asking the
+//! slow-reader callback first) as libmdbx's gc-get, and writing the
+//! transaction's GC records at commit (`save_gc`) as its gc-put. The page
+//! life cycle is `txn::pages`, the commit `txn::commit`.
 
 use crate::btree::write::{self, Val};
 use crate::error::{Error, Result};
 use crate::flags::PutFlags;
 use crate::format::meta::META_OFF;
-use crate::format::meta::{pv2pages, SIGN_STEADY, SIGN_WEAK};
-use crate::format::page as fpage;
+use crate::format::meta::{pv2pages, SIGN_STEADY};
 use crate::format::{u32_at, MAX_PAGENO};
-use crate::pool::PageBuf;
 use crate::readers::{SlowReader, SlowReaderAction};
 use crate::txn::{Db, RwTxn};
 
-impl RwTxn<'_> {
-    /// A dirty page (first page of a chunk) by number. Internal invariant: it is dirty.
-    pub(crate) fn dirty_ref(&self, pgno: u32) -> &[u8] {
-        &self.dirty.get(&pgno).expect("page is dirty")[..self.env.page_size]
-    }
-    pub(crate) fn dirty_mut(&mut self, pgno: u32) -> &mut [u8] {
-        let ps = self.env.page_size;
-        &mut self.dirty_mut_full(pgno)[..ps]
-    }
-    pub(crate) fn dirty_mut_full(&mut self, pgno: u32) -> &mut [u8] {
-        self.note_undo(pgno);
-        self.dirty.get_mut(&pgno).expect("page is dirty")
-    }
-    /// Adds a dirty page (nested transactions remember that it was absent).
-    pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
-        self.dirty_replace(pgno, buf);
-    }
-    /// Replaces the buffer of a dirty page.
-    pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
-        let buf = buf.into();
-        self.note_undo(pgno);
-        let ps = self.env.page_size;
-        self.dirty_extra += buf.len() / ps - 1;
-        if let Some(old) = self.dirty.insert(pgno, buf) {
-            self.dirty_extra -= old.len() / ps - 1;
-            self.pool.recycle(old, ps);
-        }
-    }
-    /// Removes a dirty page; whether it was there.
-    pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
-        if !self.dirty.contains_key(&pgno) {
-            return false;
-        }
-        self.note_undo(pgno);
-        match self.dirty.remove(&pgno) {
-            Some(buf) => {
-                self.dirty_extra -= buf.len() / self.env.page_size - 1;
-                self.pool.recycle(buf, self.env.page_size);
-                true
-            }
-            None => false,
-        }
-    }
-    /// Inside a nested transaction: keeps the page's state before the child
-    /// first changes it, so that aborting the child can restore it.
-    #[inline]
-    fn note_undo(&mut self, pgno: u32) {
-        if let Some(f) = self.frames.last_mut() {
-            let (dirty, ops) = (&self.dirty, &mut self.ops);
-            f.undo.entry(pgno).or_insert_with(|| {
-                let copy = dirty.get(&pgno).cloned();
-                ops.clone += u64::from(copy.is_some());
-                copy
-            });
-        }
-    }
-    pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
-        self.dirty.contains_key(&pgno)
-    }
-
-    /// With WRITEMAP: the `n` pages at `pgno`, which this transaction
-    /// allocated, to be edited in place in the map. `None` without WRITEMAP,
-    /// outside the file or the map, and where an open parent transaction
-    /// still relies on the pages' file contents (see `spill`).
-    pub(crate) fn map_page(&self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
-        if !self.env.writemap {
-            return None;
-        }
-        let ps = self.env.page_size;
-        let (off, len) = (pgno as usize * ps, n * ps);
-        if (off + len) as u64 > self.env.file_len.load(std::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        if self.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
-            return None;
-        }
-        self.map.page_mut(off, len)
-    }
-
-    /// Zeroed memory for `n` pages at `pgno`, which this transaction just
-    /// allocated: the pages themselves with WRITEMAP, else a heap buffer.
-    fn fresh_buf(&mut self, pgno: u32, n: usize) -> PageBuf {
-        let ps = self.env.page_size;
-        match self.map_page(pgno, n) {
-            Some(mut m) => {
-                m.fill(0);
-                PageBuf::Map(m)
-            }
-            None if n == 1 => self.pool.zeroed(ps).into(),
-            None => vec![0u8; n * ps].into_boxed_slice().into(),
-        }
-    }
-}
-
 /// Pages per OS page (sizes are rounded to whole OS pages).
-fn os_unit(ps: usize) -> u32 {
+pub(crate) fn os_unit(ps: usize) -> u32 {
     (crate::os::page_size() / ps).max(1) as u32
 }
 
-fn round_up_pages(x: u64, unit: u32) -> u64 {
+pub(crate) fn round_up_pages(x: u64, unit: u32) -> u64 {
     x.div_ceil(unit as u64) * unit as u64
 }
 
@@ -367,80 +273,6 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     Ok(start)
 }
 
-/// A new zeroed branch/leaf page in the dirty set.
-pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
-    let pgno = alloc(txn, 1)?;
-    let mut buf = txn.fresh_buf(pgno, 1);
-    txn.ops.newly += 1;
-    fpage::init_page(&mut buf, pgno, flags, txn.txnid);
-    txn.dirty_insert(pgno, buf);
-    Ok(pgno)
-}
-
-/// A new large chunk of `n` pages in the dirty set.
-pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
-    let pgno = alloc(txn, n)?;
-    let mut buf = txn.fresh_buf(pgno, n);
-    txn.ops.newly += n as u64;
-    fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
-    txn.dirty_insert(pgno, buf);
-    Ok(pgno)
-}
-
-/// Copy-on-write: a dirty copy of `pgno` (itself if already dirty).
-pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
-    if txn.dirty.contains_key(&pgno) || crate::spill::unspill(txn, pgno)? {
-        return Ok(pgno);
-    }
-    if txn.env.writemap {
-        // Check the source before taking a page for its copy.
-        txn.pages().get(pgno)?;
-        let new = alloc(txn, 1)?;
-        let mut buf = match txn.map_page(new, 1) {
-            Some(mut m) => {
-                m.copy_from_slice(txn.pages().get(pgno)?);
-                PageBuf::Map(m)
-            }
-            None => {
-                let mut pool = std::mem::take(&mut txn.pool);
-                let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
-                txn.pool = pool;
-                copied?.into()
-            }
-        };
-        txn.ops.cow += 1;
-        fpage::set_pgno(&mut buf, new);
-        fpage::set_txnid(&mut buf, txn.txnid);
-        txn.dirty_insert(new, buf);
-        txn.retired.push(pgno);
-        return Ok(new);
-    }
-    // The pool leaves the transaction for the copy (`pages()` borrows all of it).
-    let mut pool = std::mem::take(&mut txn.pool);
-    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
-    txn.pool = pool;
-    let mut buf = copied?;
-    txn.ops.cow += 1;
-    let new = alloc(txn, 1)?;
-    fpage::set_pgno(&mut buf, new);
-    fpage::set_txnid(&mut buf, txn.txnid);
-    txn.dirty_insert(new, buf);
-    txn.retired.push(pgno);
-    Ok(new)
-}
-
-/// Frees `n` pages starting at `pgno`: reusable at once if this transaction
-/// allocated them, else retired to the GC.
-pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
-    let range = pgno..pgno + n as u32;
-    if txn.dirty_remove(pgno) || crate::spill::forget_spilled(txn, pgno, n) {
-        txn.loose.extend(range);
-        txn.loose.sort_unstable_by(|a, b| b.cmp(a));
-    } else {
-        txn.retired.extend(range);
-    }
-}
-
 /// Consumes the newest GC record that no reader can still need (LIFO).
 /// Returns false when there is none.
 fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
@@ -547,7 +379,7 @@ fn pnl_bytes(pages: &[u32], len: usize) -> Vec<u8> {
 /// with unused trailing slots (allowed by the format), so small changes of the
 /// lists do not move records. Pages the loop needs come from the unused
 /// reclaimed pages, then the tail.
-fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
+pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
     let mut left: Vec<u32> = std::mem::take(&mut txn.reclaimed);
     left.append(&mut txn.loose);
@@ -772,129 +604,4 @@ fn refund(txn: &mut RwTxn<'_>, left: &mut Vec<u32>) {
         cut += 1;
     }
     left.drain(..cut);
-}
-
-/// Commits the transaction (format doc §8.4, checklist §20.3).
-pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
-    let ps = txn.env.page_size;
-    // 1. Records of changed named tables.
-    for dbi in 2..txn.tables.len() {
-        let Some(t) = txn.tables[dbi].clone() else {
-            continue;
-        };
-        if !t.dirty {
-            continue;
-        }
-        let name = t.name.clone().ok_or(Error::BadDbi)?;
-        let bytes = t.tree.to_bytes();
-        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
-    }
-    // 2. GC records.
-    let meta_txnid = save_gc(txn)?;
-    // 3. The new meta.
-    let mut meta = txn.base.clone();
-    let gc = txn.tables[0].as_ref().expect("gc").tree;
-    let main = txn.tables[1].as_ref().expect("main").tree;
-    meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
-    meta.main = main;
-    meta.canary = txn.canary;
-    // A statistics counter that a damaged (or very old) meta may carry near
-    // its limit: it wraps, exactly as libmdbx's unsigned arithmetic does, so
-    // both write the same meta (and a debug build does not panic).
-    meta.pages_retired = txn.base.pages_retired.wrapping_add(txn.retired_count);
-    meta.bootid = crate::bootid::boot_id();
-    meta.txnid_a = meta_txnid;
-    meta.txnid_b = meta_txnid;
-    let mut geo = txn.geo;
-    let shrink_to = shrink_target(txn, &geo, gc.height);
-    if let Some(now) = shrink_to {
-        geo.now = now;
-    }
-    meta.geo = geo;
-    // 4. Pages, in runs of consecutive page numbers.
-    // With WRITEMAP most pages are already in place in the map.
-    let mut pgnos: Vec<u32> = txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, _)| *p).collect();
-    pgnos.sort_unstable();
-    let mut i = 0;
-    // Pages edited in place in the map are written too (to the page cache).
-    let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
-    while i < pgnos.len() {
-        let start = pgnos[i];
-        let mut bufs: Vec<&[u8]> = Vec::new();
-        let mut next = start;
-        while i < pgnos.len() && pgnos[i] == next {
-            let b = &txn.dirty[&pgnos[i]];
-            bufs.push(b);
-            next = pgnos[i] + (b.len() / ps) as u32;
-            i += 1;
-        }
-        txn.env.write_at(&bufs, start as u64 * ps as u64)?;
-        written += u64::from(next - start);
-    }
-    // Every page written counts as unsynced until a steady commit (libmdbx
-    // counts them in every mode); a lazy commit becomes steady when a
-    // process sharing the lock file set an auto-sync threshold or period
-    // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
-    txn.env.lck.add_unsynced_pages(written);
-    let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
-    let steady = txn.env.durability.syncs_data() || autosync;
-    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
-    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
-    if steady {
-        txn.env.sync_data()?;
-    }
-    // 5. The meta, into the tail slot. Should that write or its sync fail,
-    // the slot gets its previous contents back, so the last commit stays the
-    // newest (a torn meta is ignored by every reader anyway).
-    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
-    let previous = txn.env.meta_body(txn.base_slot)?;
-    let written =
-        txn.env.write_at(&[&meta.body()], slot_off).and_then(
-            |()| {
-                if meta_synced {
-                    txn.env.sync_data()
-                } else {
-                    Ok(())
-                }
-            },
-        );
-    if let Err(e) = written {
-        let _ = txn.env.write_at(&[&previous], slot_off);
-        return Err(e.into());
-    }
-    txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
-    if let Some(now) = shrink_to {
-        // Best effort: the meta already records the smaller size.
-        let _ = txn.env.set_file_len(now as u64 * ps as u64);
-    }
-    let ps = txn.env.page_size;
-    for (_, buf) in txn.dirty.drain() {
-        txn.pool.recycle(buf, ps);
-    }
-    txn.dirty_extra = 0;
-    txn.spilled.clear();
-    Ok(())
-}
-
-/// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
-fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
-    let step = pv2pages(geo.shrink_pv) as u64;
-    if step == 0 {
-        return None;
-    }
-    let gap = 3 + 3 * gc_height as u64;
-    let now = geo.now as u64;
-    let fu = geo.first_unallocated as u64;
-    if now.saturating_sub(fu) <= step + gap {
-        return None;
-    }
-    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
-    if now <= largest || now - largest <= step + gap {
-        return None;
-    }
-    let x = largest + gap;
-    let grow = pv2pages(geo.grow_pv) as u64;
-    let a = if grow == 0 { step } else { grow };
-    let bottom = (geo.lower as u64).max(round_up_pages(x + a - x % a, os_unit(txn.env.page_size)));
-    (now > bottom).then_some(bottom as u32)
 }

@@ -29,8 +29,10 @@
 //! on-disk structures from byte slices (no I/O, no `unsafe`); `os` holds the only
 //! `unsafe` (memory map, file I/O, OFD locks, robust mutexes); `lck` is the shared
 //! lock file; `io` is the seam for page writes and syncs; `env` opens files and
-//! chooses metas; `txn` holds read/write transactions and dirty pages; `gc`
-//! retires and reclaims pages; `btree` searches and edits trees.
+//! chooses metas; `txn` holds read/write transactions (`txn/`: page life
+//! cycle, spilling, nested transactions, commit, the write cursor); `gc`
+//! allocates pages from the GC and writes its records; `btree` searches and
+//! edits trees, reading pages only through `btree::pages::Pages`.
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -53,7 +55,6 @@ pub(crate) mod os;
 mod pool;
 mod readers;
 mod space;
-mod spill;
 mod txn;
 
 pub use btree::cursor::Cursor;

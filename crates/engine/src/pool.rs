@@ -12,6 +12,33 @@
 //! gives it back, with its own dirty buffers, when it ends (writers are
 //! serialized, so the pool is never shared).
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Identity-like hasher for page numbers (keys are already well distributed).
+#[derive(Default)]
+pub(crate) struct PgnoHasher(u64);
+impl Hasher for PgnoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Dirty pages of a write transaction, by page number. A large chunk is one
+/// buffer of `n * page_size` bytes under its head page.
+pub(crate) type Dirty = HashMap<u32, crate::pool::PageBuf, BuildHasherDefault<PgnoHasher>>;
+
+/// A set of page numbers.
+pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
+
 /// Most buffers kept between transactions.
 pub(crate) const POOL_LIMIT: usize = 1024;
 

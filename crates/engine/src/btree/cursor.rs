@@ -7,12 +7,12 @@
 //! its nested tree, whose keys are the values (format doc §11).
 
 use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
+use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::Page;
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{PAGEHDRSZ, P_INVALID};
-use crate::txn::Pages;
 
 #[derive(Clone, Copy)]
 struct Level<'t> {

@@ -13,7 +13,7 @@ use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{even_ceil, put_u16, u16_at, u32_at, NODESIZE, PAGEHDRSZ, P_INVALID};
-use crate::gc;
+use crate::txn::page_ops;
 use crate::txn::{Db, RwTxn, View};
 
 /// How the values of a key are stored. A sub-page is not decoded: puts and
@@ -75,7 +75,7 @@ fn read_repr(txn: &RwTxn<'_>, t: &View, lpg: u32, idx: usize) -> Result<Repr> {
 }
 
 /// The sub-page of node `idx` on leaf `lpg` (checked by `read_repr`).
-fn subpage<'p>(pages: &crate::txn::Pages<'p>, lpg: u32, idx: usize) -> Result<Page<'p>> {
+fn subpage<'p>(pages: &crate::btree::pages::Pages<'p>, lpg: u32, idx: usize) -> Result<Page<'p>> {
     let leaf = Page { buf: pages.get(lpg)? };
     Ok(Page { buf: node::node(leaf, idx, lpg)?.data })
 }
@@ -239,7 +239,7 @@ fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Re
     let cmp = dup_cmp(t);
     if nt.root == P_INVALID {
         let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
-        let pg = gc::new_page(txn, if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
+        let pg = page_ops::new_page(txn, if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
         if dupfix {
             put_u16(txn.dirty_mut(pg), 8, val.len() as u16);
         }
@@ -332,7 +332,7 @@ fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr, host: u32) -> Res
             let flags = DbFlags::from_bits_truncate(tree.flags as u32);
             write::collect_pages(txn, nt, super::walk::Kind::Nested, flags, Some(host), &mut runs)?;
             for (pg, n) in runs {
-                gc::free(txn, pg, n);
+                page_ops::free(txn, pg, n);
             }
             tree.dec_branch(nt.branch_pages, host)?;
             tree.dec_leaf(nt.leaf_pages, host)?;
@@ -352,7 +352,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
-        let pg = gc::new_page(txn, pflags::LEAF)?;
+        let pg = page_ops::new_page(txn, pflags::LEAF)?;
         let c = content_for(txn, &t, &mut tree, key, &one, pg)?;
         node::insert(txn.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
         tree.inc_leaf(1, pg)?;

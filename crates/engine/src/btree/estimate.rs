@@ -12,10 +12,10 @@
 //! (a few percent on trees filled by random inserts).
 
 use super::{child_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
+use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::format::tree::Tree;
 use crate::format::P_INVALID;
-use crate::txn::Pages;
 
 /// One level of a position: page, index on it, and its number of entries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

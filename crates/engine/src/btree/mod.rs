@@ -5,18 +5,19 @@
 pub mod cursor;
 pub(crate) mod dupsort;
 pub(crate) mod estimate;
+pub(crate) mod pages;
 pub(crate) mod verify;
 pub(crate) mod walk;
 pub(crate) mod write;
 
 use std::cmp::Ordering;
 
+use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
 use crate::format::node::{self, Node, N_BIG};
 use crate::format::page::Page;
 use crate::format::{u16_at, NODESIZE, PAGEHDRSZ};
-use crate::txn::Pages;
 
 /// Deepest tree a cursor follows (libmdbx's cursor stack depth on 64-bit).
 pub(crate) const MAX_DEPTH: usize = 32;

@@ -7,11 +7,11 @@ use std::cmp::Ordering;
 
 use super::walk::{self, Kind, NodeEv, PageEv, Spec, Visitor, Walk};
 use super::{key_at, Cmp};
+use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
 use crate::format::page::Page;
 use crate::format::tree::Tree;
-use crate::txn::Pages;
 
 pub(crate) use walk::Counts;
 

@@ -38,13 +38,13 @@
 use std::collections::HashSet;
 
 use super::{check_subpage, child_at, key_at, MAX_DEPTH};
+use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
 use crate::format::node::{self, Node, N_BIG, N_DUP, N_TREE};
 use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{NUM_METAS, PAGEHDRSZ, P_INVALID};
-use crate::txn::Pages;
 
 /// Kind of tree (decides the legal node flags and leaf page types).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -16,7 +16,7 @@ use crate::format::node::{self, N_BIG};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::Tree;
 use crate::format::{even_ceil, put_u32, NODESIZE, PAGEHDRSZ, P_INVALID};
-use crate::gc;
+use crate::txn::page_ops;
 use crate::txn::{Db, RwTxn};
 
 /// A value to store.
@@ -210,7 +210,7 @@ fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &m
 pub(crate) fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
         let old = path.e[level].0;
-        let new = gc::touch(txn, old)?;
+        let new = page_ops::touch(txn, old)?;
         if new != old {
             if level == 0 {
                 tree.root = new;
@@ -308,7 +308,7 @@ pub(crate) fn insert_at(
     let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
     let page_flags = op.flags();
     txn.ops.split += 1;
-    let right = gc::new_page(txn, page_flags)?;
+    let right = page_ops::new_page(txn, page_flags)?;
     let mut left = txn.pool.zeroed(ps);
     fpage::init_page(&mut left, pgno, page_flags, op.txnid());
     for (buf, range) in [(&mut left[..], 0..sp), (txn.dirty_mut(right), sp..total)] {
@@ -339,7 +339,7 @@ pub(crate) fn insert_at(
         tree.inc_leaf(1, pgno)?;
     }
     if level == 0 {
-        let root = gc::new_page(txn, pflags::BRANCH)?;
+        let root = page_ops::new_page(txn, pflags::BRANCH)?;
         let buf = txn.dirty_mut(root);
         p_insert(buf, 0, &[], pgno, 0, &[])?;
         p_insert(buf, 1, &sep, right, 0, &[])?;
@@ -379,7 +379,7 @@ pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Res
         return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
     }
     tree.dec_large(n, pgno)?;
-    gc::free(txn, pgno, n as usize);
+    page_ops::free(txn, pgno, n as usize);
     Ok(())
 }
 
@@ -401,7 +401,7 @@ fn make_value<'v>(
         return Ok((len as u32, nflags, data));
     }
     let n = txn.env.limits.large_pages(len);
-    let pgno = gc::new_large(txn, n)?;
+    let pgno = page_ops::new_large(txn, n)?;
     val.copy_to(&mut txn.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
     tree.inc_large(n as u32, pgno)?;
     Ok((len as u32, nflags | N_BIG, Cow::Owned(pgno.to_le_bytes().to_vec())))
@@ -438,7 +438,7 @@ pub(crate) fn put(
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
-        let pg = gc::new_page(txn, pflags::LEAF)?;
+        let pg = page_ops::new_page(txn, pflags::LEAF)?;
         let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
         p_insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data)?;
         tree.root = pg;
@@ -652,7 +652,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
         };
         if level == 0 {
             if !is_branch && n == 0 {
-                gc::free(txn, pgno, 1);
+                page_ops::free(txn, pgno, 1);
                 *tree = Tree {
                     root: P_INVALID,
                     height: 0,
@@ -664,7 +664,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
                 };
             } else if is_branch && n == 1 {
                 let child = child_at(Page { buf: txn.dirty_ref(pgno) }, 0, pgno)?;
-                gc::free(txn, pgno, 1);
+                page_ops::free(txn, pgno, 1);
                 tree.root = child;
                 tree.dec_height(pgno)?;
                 tree.dec_branch(1, pgno)?;
@@ -687,7 +687,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             continue;
         };
         let spg_old = child_at(Page { buf: txn.dirty_ref(ppg) }, sidx, ppg)?;
-        let spg = gc::touch(txn, spg_old)?;
+        let spg = page_ops::touch(txn, spg_old)?;
         if spg != spg_old {
             node::set_child(txn.dirty_mut(ppg), sidx, spg);
         }
@@ -715,7 +715,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             for (i, nd) in rn.iter().enumerate() {
                 p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data)?;
             }
-            gc::free(txn, right, 1);
+            page_ops::free(txn, right, 1);
             txn.ops.merge += 1;
             if is_branch {
                 tree.dec_branch(1, right)?;
@@ -815,7 +815,7 @@ pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
     };
     collect_pages(txn, &t.tree, kind, t.flags, None, &mut runs)?;
     for (pg, n) in runs {
-        gc::free(txn, pg, n);
+        page_ops::free(txn, pg, n);
     }
     let tree = Tree {
         root: P_INVALID,

@@ -1,10 +1,31 @@
 //! Transactions: read-only snapshots and the single write transaction with its
-//! dirty pages. Reads of both kinds go through [`Pages`], which consults the
-//! dirty pages of a write transaction first and the memory map otherwise.
+//! dirty pages. Reads of both kinds go through [`Pages`] (`btree::pages`),
+//! which consults the dirty pages of a write transaction first and the memory
+//! map otherwise.
+//!
+//! The write transaction, by concern (libmdbx's file in brackets):
+//! * here: the types, table handles, reads, puts and deletes (txn-basal);
+//! * `page_ops`: the dirty set, new pages, copy-on-write, freeing (page-ops);
+//! * `spill`: bounded memory for huge transactions (spill);
+//! * `nested`: child transactions (txn-nested);
+//! * `commit`: the commit (txn-commit); GC allocation and GC records stay in
+//!   `crate::gc` (gc-get, gc-put);
+//! * `write_cursor`: the cursor that writes.
+
+pub(crate) use crate::btree::pages::Pages;
+pub(crate) use crate::pool::{Dirty, PgnoHasher, PgnoSet};
+
+pub(crate) mod commit;
+mod nested;
+pub(crate) mod page_ops;
+pub(crate) mod spill;
+mod write_cursor;
+
+pub(crate) use nested::Frame;
+pub use nested::NestedTxn;
+pub use write_cursor::RwCursor;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::btree::{self, cursor::Cursor, Cmp};
@@ -13,99 +34,10 @@ use crate::error::{Error, Result};
 use crate::flags::{DbFlags, PutFlags};
 use crate::format::meta::{Meta, MetaGeo};
 use crate::format::node::{self, N_TREE};
-use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{PAGEHDRSZ, P_INVALID};
+use crate::format::P_INVALID;
 use crate::lck::{ReaderSlot, WriterGuard};
 use crate::os::mmap::Mmap;
-
-/// Identity-like hasher for page numbers (keys are already well distributed).
-#[derive(Default)]
-pub(crate) struct PgnoHasher(u64);
-impl Hasher for PgnoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// Dirty pages of a write transaction, by page number. A large chunk is one
-/// buffer of `n * page_size` bytes under its head page.
-pub(crate) type Dirty = HashMap<u32, crate::pool::PageBuf, BuildHasherDefault<PgnoHasher>>;
-
-/// A set of page numbers.
-pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
-
-/// Page access for one transaction: dirty pages first, then the memory map,
-/// bounded by the snapshot's allocated pages.
-#[derive(Clone, Copy)]
-pub(crate) struct Pages<'t> {
-    pub map: &'t Mmap,
-    pub ps: usize,
-    /// Pages `>= valid` are not part of the snapshot.
-    pub valid: u32,
-    pub dirty: Option<&'t Dirty>,
-    /// Largest page txnid allowed (the transaction's id).
-    pub front: u64,
-}
-
-impl<'t> Pages<'t> {
-    /// One page.
-    #[inline]
-    pub fn get(&self, pgno: u32) -> Result<&'t [u8]> {
-        if let Some(d) = self.dirty {
-            if let Some(b) = d.get(&pgno) {
-                return Ok(&b[..self.ps]);
-            }
-        }
-        if pgno >= self.valid || pgno < crate::format::NUM_METAS {
-            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
-        }
-        self.map
-            .bytes(pgno as usize * self.ps, self.ps)
-            .ok_or_else(|| Error::corrupted(pgno, "page outside the memory map"))
-    }
-
-    /// The `dsize` bytes of the large chunk starting at `pgno`.
-    pub fn large(&self, pgno: u32, dsize: usize, leaf_pgno: u32, leaf_txnid: u64) -> Result<&'t [u8]> {
-        let (head, avail): (&'t [u8], usize) = match self.dirty.and_then(|d| d.get(&pgno)) {
-            Some(b) => (&b[..], b.len()),
-            None => {
-                if pgno >= self.valid || pgno < crate::format::NUM_METAS {
-                    return Err(Error::corrupted(leaf_pgno, "large value page number outside the allocated pages"));
-                }
-                let head = self.get(pgno)?;
-                let n = Page { buf: head }.large_count() as u64;
-                if n == 0 || pgno as u64 + n > self.valid as u64 {
-                    return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
-                }
-                let all = self
-                    .map
-                    .bytes(pgno as usize * self.ps, n as usize * self.ps)
-                    .ok_or_else(|| Error::corrupted(pgno, "large chunk outside the memory map"))?;
-                (all, all.len())
-            }
-        };
-        let p = Page { buf: head };
-        if p.flags() != pflags::LARGE || p.pgno() != pgno {
-            return Err(Error::corrupted(pgno, "large value points to a page that is not a large page"));
-        }
-        if p.txnid() > leaf_txnid {
-            return Err(Error::corrupted(pgno, "large page is newer than its leaf"));
-        }
-        if PAGEHDRSZ + dsize > avail || (p.large_count() as usize) * self.ps < PAGEHDRSZ + dsize {
-            return Err(Error::corrupted(pgno, "large value is longer than its chunk"));
-        }
-        Ok(&head[PAGEHDRSZ..PAGEHDRSZ + dsize])
-    }
-}
 
 /// A table handle. Valid in every transaction of the environment that opened
 /// it, until its table is deleted (`drop_db`, or `clear_db` of the main table).
@@ -463,35 +395,6 @@ impl Drop for RwTxn<'_> {
         *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
         self.env.lck.add_page_ops(&self.ops);
     }
-}
-
-/// What a nested transaction must restore when it aborts: the parent's state
-/// at its start, and each dirty page as it was before the child changed it
-/// (`None`: the page was not dirty).
-pub(crate) struct Frame {
-    saved: Saved,
-    pub(crate) undo: HashMap<u32, Option<crate::pool::PageBuf>, BuildHasherDefault<PgnoHasher>>,
-    /// Pages (heads of chunks) the child took out of the spilled set
-    /// (unspilled or freed); an abort puts them back.
-    pub(crate) unspilled: PgnoSet,
-    /// Every page of those chunks: their file contents are the parent's, so
-    /// the child must not spill anything onto them.
-    pub(crate) reserved: PgnoSet,
-}
-
-struct Saved {
-    geo: MetaGeo,
-    tables: Vec<Option<Table>>,
-    /// `retired` and `consumed` only grow until the commit: their lengths
-    /// are enough to undo a child (a copy would cost the parent's size).
-    retired_len: usize,
-    loose: Vec<u32>,
-    reclaimed: Vec<u32>,
-    consumed_len: usize,
-    detent: Option<u64>,
-    gc_exhausted: bool,
-    retired_count: u64,
-    canary: [u64; 4],
 }
 
 /// Read methods shared by both transaction kinds.
@@ -1174,7 +1077,7 @@ impl<'env> RwTxn<'env> {
                             let kind = crate::btree::walk::Kind::Table;
                             crate::btree::write::collect_pages(t, &tree, kind, flags, None, &mut runs)?;
                             for (pg, n) in runs {
-                                crate::gc::free(t, pg, n);
+                                page_ops::free(t, pg, n);
                             }
                         }
                         continue;
@@ -1283,13 +1186,13 @@ impl<'env> RwTxn<'env> {
     /// A cursor that can also write.
     pub fn rw_cursor(&mut self, db: Db) -> Result<RwCursor<'_, 'env>> {
         let dupsort = self.table(db)?.flags.contains(DbFlags::DUP_SORT);
-        Ok(RwCursor { txn: self, db, dupsort, positioned: false, key: Vec::new(), val: Vec::new(), after_del: false })
+        Ok(RwCursor::new(self, db, dupsort))
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;
-        let r = crate::gc::commit(&mut self);
+        let r = commit::commit(&mut self);
         if r.is_err() {
             self.poisoned = true;
         }
@@ -1299,371 +1202,7 @@ impl<'env> RwTxn<'env> {
     /// Discards every change (dropping the transaction does the same).
     pub fn abort(self) {}
 
-    /// Begins a nested (child) transaction: its changes become part of this
-    /// transaction when it commits and vanish when it aborts (or is dropped).
-    /// Children nest to any depth; the parent is unusable while a child lives.
-    pub fn begin_nested_txn(&mut self) -> Result<NestedTxn<'_, 'env>> {
-        self.check_usable()?;
-        // The child starts without APPEND hints (and an abort restores none).
-        for t in self.tables.iter_mut().flatten() {
-            t.append_leaf = None;
-        }
-        let saved = Saved {
-            geo: self.geo,
-            tables: self.tables.clone(),
-            retired_len: self.retired.len(),
-            loose: self.loose.clone(),
-            reclaimed: self.reclaimed.clone(),
-            consumed_len: self.consumed.len(),
-            detent: self.detent,
-            gc_exhausted: self.gc_exhausted,
-            retired_count: self.retired_count,
-            canary: self.canary,
-        };
-        self.frames.push(Frame {
-            saved,
-            undo: Default::default(),
-            unspilled: Default::default(),
-            reserved: Default::default(),
-        });
-        let depth = self.frames.len();
-        Ok(NestedTxn { txn: self, depth, done: false })
-    }
-
-    fn end_nested(&mut self, depth: usize, commit: bool) {
-        debug_assert_eq!(self.frames.len(), depth);
-        let Some(f) = self.frames.pop() else { return };
-        if commit {
-            if let Some(parent) = self.frames.last_mut() {
-                for (pgno, orig) in f.undo {
-                    parent.undo.entry(pgno).or_insert(orig);
-                }
-                parent.unspilled.extend(f.unspilled);
-                parent.reserved.extend(f.reserved);
-            }
-            return;
-        }
-        let ps = self.env.page_size;
-        for (pgno, orig) in f.undo {
-            // The page is back to its state before the child: in memory as
-            // it was, or not the transaction's at all.
-            self.spilled.remove(&pgno);
-            let old = match orig {
-                Some(buf) => {
-                    self.dirty_extra += buf.len() / ps - 1;
-                    self.dirty.insert(pgno, buf)
-                }
-                None => self.dirty.remove(&pgno),
-            };
-            if let Some(old) = old {
-                self.dirty_extra -= old.len() / ps - 1;
-                self.pool.recycle(old, ps);
-            }
-        }
-        // Spilled before the child, and taken back or freed by it.
-        self.spilled.extend(f.unspilled);
-        let s = f.saved;
-        self.geo = s.geo;
-        self.tables = s.tables;
-        debug_assert!(self.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
-        self.retired.truncate(s.retired_len);
-        self.loose = s.loose;
-        self.reclaimed = s.reclaimed;
-        self.consumed.truncate(s.consumed_len);
-        self.detent = s.detent;
-        self.gc_exhausted = s.gc_exhausted;
-        self.retired_count = s.retired_count;
-        self.canary = s.canary;
-        self.poisoned = false;
-    }
-
     pub(crate) fn value_mut(&mut self, loc: crate::btree::write::ValLoc) -> &mut [u8] {
         &mut self.dirty_mut_full(loc.pgno)[loc.off..loc.off + loc.len]
-    }
-}
-
-/// A cursor of a write transaction that can also put and delete. It keeps its
-/// position as the record it stands on, (key, value) on multimaps (DUP_SORT
-/// tables), and finds it again after a change, so that every move visits each
-/// value of each key as the read-only [`Cursor`] does.
-///
-/// After [`RwCursor::del`] (or [`RwCursor::del_all`]) the cursor stands on the
-/// successor of what it deleted, as libmdbx's cursor does: `next()` and
-/// `get_current()` return that successor, `prev()` its predecessor, and a
-/// further `del()` or `put(.., CURRENT)` applies to it.
-pub struct RwCursor<'t, 'env> {
-    txn: &'t mut RwTxn<'env>,
-    db: Db,
-    /// The table is a multimap: the position includes the value.
-    dupsort: bool,
-    /// `key`/`val` hold a position.
-    positioned: bool,
-    /// Key of the current record (after a delete: of the deleted one).
-    key: Vec<u8>,
-    /// Multimaps: value of the current record (after a delete: of the deleted one).
-    val: Vec<u8>,
-    /// The record at the position was deleted: the cursor stands on its successor.
-    after_del: bool,
-}
-
-type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
-
-/// Where the remembered position is found again.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum At {
-    /// No position.
-    Nowhere,
-    /// On the remembered record.
-    On,
-    /// On its successor (it was deleted).
-    Successor,
-    /// Past the end (it was deleted and had no successor).
-    End,
-}
-
-/// A read cursor over `db` placed at the position `key`/`val` (see [`At`]).
-fn locate<'a>(
-    txn: &'a RwTxn<'_>,
-    db: Db,
-    dupsort: bool,
-    at: Option<(&[u8], &[u8])>,
-    after_del: bool,
-) -> Result<(Cursor<'a>, At)> {
-    let mut c = txn.cursor(db)?;
-    let Some((key, val)) = at else { return Ok((c, At::Nowhere)) };
-    let at = match c.set_lowerbound(key, dupsort.then_some(val))? {
-        None => At::End,
-        Some((true, _)) if !after_del => At::On,
-        Some(_) => At::Successor,
-    };
-    Ok((c, at))
-}
-
-/// Remembers `pair` as the position.
-fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
-    key.clear();
-    key.extend_from_slice(pair.0);
-    if dupsort {
-        val.clear();
-        val.extend_from_slice(pair.1);
-    }
-}
-
-impl<'t, 'env> RwCursor<'t, 'env> {
-    /// Finds the position again, runs `f` on a read cursor there and
-    /// remembers where it ends (a `None` from `f` keeps the position).
-    /// `f` also gets the remembered key (after a delete: the deleted key).
-    fn moved<'a>(
-        &'a mut self,
-        f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
-    ) -> Result<OwnedPair<'a>> {
-        let after_del = std::mem::take(&mut self.after_del);
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (mut c, at) = locate(self.txn, self.db, self.dupsort, at, after_del)?;
-        let r = f(&mut c, at, &self.key)?;
-        if let Some(p) = r {
-            keep(&mut self.key, &mut self.val, self.dupsort, p);
-            self.positioned = true;
-        }
-        Ok(r)
-    }
-
-    /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
-    fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
-        self.positioned = false;
-        self.moved(|c, _, _| f(c))
-    }
-
-    /// First record.
-    pub fn first(&mut self) -> Result<OwnedPair<'_>> {
-        self.seek(|c| c.first())
-    }
-    /// Last record.
-    pub fn last(&mut self) -> Result<OwnedPair<'_>> {
-        self.seek(|c| c.last())
-    }
-    /// Next record: the next value of the key on multimaps, else the first
-    /// value of the next key (after a delete: the successor of the deleted
-    /// record); on an unpositioned cursor the first.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<OwnedPair<'_>> {
-        self.moved(|c, at, _| match at {
-            At::Nowhere => c.first(),
-            At::On => c.next(),
-            At::Successor => c.get_current(),
-            At::End => Ok(None),
-        })
-    }
-    /// Previous record (the previous value of the key on multimaps); on an
-    /// unpositioned cursor the last.
-    pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
-        self.moved(|c, at, _| match at {
-            At::Nowhere | At::End => c.last(),
-            At::On | At::Successor => c.prev(),
-        })
-    }
-    /// First value of the next key (after a delete: of the first key after
-    /// the deleted record's key); on an unpositioned cursor the first.
-    pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
-        let cmp = self.txn.table(self.db)?.cmp;
-        self.moved(|c, at, key| match at {
-            At::Nowhere => c.first(),
-            At::On => c.next_nodup(),
-            // The successor may be a further value of the deleted record's key.
-            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.next_nodup(),
-            At::Successor => c.get_current(),
-            At::End => Ok(None),
-        })
-    }
-    /// Next value of the current key (after a delete: the value after the
-    /// deleted one, if its key has one); `None` at the key's last value.
-    pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
-        let cmp = self.txn.table(self.db)?.cmp;
-        self.moved(|c, at, key| match at {
-            At::On => c.next_dup(),
-            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
-            At::Nowhere | At::Successor | At::End => Ok(None),
-        })
-    }
-    /// Exact key (its first value).
-    pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.seek(|c| c.set(key))
-    }
-    /// First key `>= key` (its first value).
-    pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
-        self.seek(|c| c.set_range(key))
-    }
-    /// The record at the cursor (after a delete: the successor of the deleted
-    /// record, `None` if there is none); `Err(NoData)` when unpositioned.
-    pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-        match at {
-            At::Nowhere => Err(Error::NoData),
-            At::On | At::Successor => c.get_current(),
-            At::End => Ok(None),
-        }
-    }
-
-    /// Stores a record and positions the cursor on it. With `CURRENT` the key
-    /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
-    /// value at the cursor (only that one) with `val`.
-    pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
-        if flags.contains(PutFlags::CURRENT) {
-            let t = self.txn.table(self.db)?;
-            let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-            let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-            let (k, v) = match at {
-                At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
-                At::Nowhere | At::End => return Err(Error::NoData),
-            };
-            if !t.cmp.cmp(k, key).is_eq() {
-                return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
-            }
-            if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
-                let old = v.to_vec();
-                if !dcmp.cmp(&old, val).is_eq() {
-                    // The new value first: a refused put changes nothing.
-                    self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
-                    self.txn.del(self.db, key, Some(&old))?;
-                }
-                keep(&mut self.key, &mut self.val, true, (key, val));
-                self.positioned = true;
-                self.after_del = false;
-                return Ok(());
-            }
-        }
-        self.txn.put(self.db, key, val, flags)?;
-        keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
-        self.positioned = true;
-        self.after_del = false;
-        Ok(())
-    }
-
-    /// The record a delete applies to: the one at the cursor (after a
-    /// delete: the successor), remembered as the position.
-    fn target(&mut self) -> Result<()> {
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-        let p = match at {
-            At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
-            At::Nowhere | At::End => return Err(Error::NoData),
-        };
-        keep(&mut self.key, &mut self.val, self.dupsort, p);
-        Ok(())
-    }
-
-    /// Deletes the record at the cursor — on a multimap only the current
-    /// value of the key (libmdbx's `mdbx_cursor_del` without `ALLDUPS`); the
-    /// cursor then stands on the successor (see [`RwCursor`]).
-    pub fn del(&mut self) -> Result<()> {
-        self.target()?;
-        let val = self.dupsort.then_some(&self.val[..]);
-        if !self.txn.del(self.db, &self.key, val)? {
-            return Err(Error::NoData);
-        }
-        self.after_del = true;
-        Ok(())
-    }
-
-    /// Deletes the key at the cursor with all its values (libmdbx's
-    /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
-    pub fn del_all(&mut self) -> Result<()> {
-        self.target()?;
-        if !self.txn.del(self.db, &self.key, None)? {
-            return Err(Error::NoData);
-        }
-        self.after_del = true;
-        Ok(())
-    }
-}
-
-/// A nested write transaction. It dereferences to [`RwTxn`], so every read and
-/// write method is available; `commit` merges it into the parent, `abort` (or
-/// dropping it) discards its changes alone.
-pub struct NestedTxn<'p, 'env> {
-    txn: &'p mut RwTxn<'env>,
-    depth: usize,
-    done: bool,
-}
-
-impl<'env> NestedTxn<'_, 'env> {
-    /// Merges the child's changes into its parent. A child left unusable by an
-    /// earlier error is aborted instead and `Err(BadTxn)` returned.
-    pub fn commit(mut self) -> Result<()> {
-        self.done = true;
-        if self.txn.poisoned {
-            self.txn.end_nested(self.depth, false);
-            return Err(Error::BadTxn("the nested transaction had failed and was aborted"));
-        }
-        self.txn.end_nested(self.depth, true);
-        Ok(())
-    }
-
-    /// Discards the child's changes.
-    pub fn abort(mut self) {
-        self.done = true;
-        self.txn.end_nested(self.depth, false);
-    }
-}
-
-impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
-    type Target = RwTxn<'env>;
-    fn deref(&self) -> &RwTxn<'env> {
-        self.txn
-    }
-}
-
-impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
-    fn deref_mut(&mut self) -> &mut RwTxn<'env> {
-        self.txn
-    }
-}
-
-impl Drop for NestedTxn<'_, '_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.txn.end_nested(self.depth, false);
-        }
     }
 }

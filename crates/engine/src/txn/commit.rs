@@ -1,0 +1,136 @@
+//! The commit of a write transaction: named-table records into the main
+//! table, the GC records (`gc::save_gc`), the new meta, the pages in runs of
+//! consecutive page numbers, the syncs the durability mode asks for, the meta
+//! into the tail slot, and a shrink of the file when the rule says so.
+
+use crate::btree::write::{self, Val};
+use crate::error::{Error, Result};
+use crate::flags::PutFlags;
+use crate::format::meta::{pv2pages, META_OFF, SIGN_STEADY, SIGN_WEAK};
+use crate::gc::{os_unit, round_up_pages, save_gc};
+use crate::txn::{Db, RwTxn};
+
+/// Commits the transaction (format doc §8.4, checklist §20.3).
+pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
+    let ps = txn.env.page_size;
+    // 1. Records of changed named tables.
+    for dbi in 2..txn.tables.len() {
+        let Some(t) = txn.tables[dbi].clone() else {
+            continue;
+        };
+        if !t.dirty {
+            continue;
+        }
+        let name = t.name.clone().ok_or(Error::BadDbi)?;
+        let bytes = t.tree.to_bytes();
+        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+    }
+    // 2. GC records.
+    let meta_txnid = save_gc(txn)?;
+    // 3. The new meta.
+    let mut meta = txn.base.clone();
+    let gc = txn.tables[0].as_ref().expect("gc").tree;
+    let main = txn.tables[1].as_ref().expect("main").tree;
+    meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
+    meta.main = main;
+    meta.canary = txn.canary;
+    // A statistics counter that a damaged (or very old) meta may carry near
+    // its limit: it wraps, exactly as libmdbx's unsigned arithmetic does, so
+    // both write the same meta (and a debug build does not panic).
+    meta.pages_retired = txn.base.pages_retired.wrapping_add(txn.retired_count);
+    meta.bootid = crate::bootid::boot_id();
+    meta.txnid_a = meta_txnid;
+    meta.txnid_b = meta_txnid;
+    let mut geo = txn.geo;
+    let shrink_to = shrink_target(txn, &geo, gc.height);
+    if let Some(now) = shrink_to {
+        geo.now = now;
+    }
+    meta.geo = geo;
+    // 4. Pages, in runs of consecutive page numbers.
+    // With WRITEMAP most pages are already in place in the map.
+    let mut pgnos: Vec<u32> = txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, _)| *p).collect();
+    pgnos.sort_unstable();
+    let mut i = 0;
+    // Pages edited in place in the map are written too (to the page cache).
+    let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
+    while i < pgnos.len() {
+        let start = pgnos[i];
+        let mut bufs: Vec<&[u8]> = Vec::new();
+        let mut next = start;
+        while i < pgnos.len() && pgnos[i] == next {
+            let b = &txn.dirty[&pgnos[i]];
+            bufs.push(b);
+            next = pgnos[i] + (b.len() / ps) as u32;
+            i += 1;
+        }
+        txn.env.write_at(&bufs, start as u64 * ps as u64)?;
+        written += u64::from(next - start);
+    }
+    // Every page written counts as unsynced until a steady commit (libmdbx
+    // counts them in every mode); a lazy commit becomes steady when a
+    // process sharing the lock file set an auto-sync threshold or period
+    // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
+    txn.env.lck.add_unsynced_pages(written);
+    let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
+    let steady = txn.env.durability.syncs_data() || autosync;
+    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
+    meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
+    if steady {
+        txn.env.sync_data()?;
+    }
+    // 5. The meta, into the tail slot. Should that write or its sync fail,
+    // the slot gets its previous contents back, so the last commit stays the
+    // newest (a torn meta is ignored by every reader anyway).
+    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
+    let previous = txn.env.meta_body(txn.base_slot)?;
+    let written =
+        txn.env.write_at(&[&meta.body()], slot_off).and_then(
+            |()| {
+                if meta_synced {
+                    txn.env.sync_data()
+                } else {
+                    Ok(())
+                }
+            },
+        );
+    if let Err(e) = written {
+        let _ = txn.env.write_at(&[&previous], slot_off);
+        return Err(e.into());
+    }
+    txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
+    if let Some(now) = shrink_to {
+        // Best effort: the meta already records the smaller size.
+        let _ = txn.env.set_file_len(now as u64 * ps as u64);
+    }
+    let ps = txn.env.page_size;
+    for (_, buf) in txn.dirty.drain() {
+        txn.pool.recycle(buf, ps);
+    }
+    txn.dirty_extra = 0;
+    txn.spilled.clear();
+    Ok(())
+}
+
+/// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
+fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
+    let step = pv2pages(geo.shrink_pv) as u64;
+    if step == 0 {
+        return None;
+    }
+    let gap = 3 + 3 * gc_height as u64;
+    let now = geo.now as u64;
+    let fu = geo.first_unallocated as u64;
+    if now.saturating_sub(fu) <= step + gap {
+        return None;
+    }
+    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
+    if now <= largest || now - largest <= step + gap {
+        return None;
+    }
+    let x = largest + gap;
+    let grow = pv2pages(geo.grow_pv) as u64;
+    let a = if grow == 0 { step } else { grow };
+    let bottom = (geo.lower as u64).max(round_up_pages(x + a - x % a, os_unit(txn.env.page_size)));
+    (now > bottom).then_some(bottom as u32)
+}

@@ -1,0 +1,169 @@
+//! Nested write transactions: a child's changes join its parent when it
+//! commits and vanish when it aborts. The parent's state at the child's start
+//! is kept in a [`Frame`]: small values by copy, the append-only page lists by
+//! length, and each dirty page as it was before the child first changed it.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use super::{MetaGeo, PgnoHasher, PgnoSet, RwTxn, Table};
+use crate::error::{Error, Result};
+
+/// What a nested transaction must restore when it aborts: the parent's state
+/// at its start, and each dirty page as it was before the child changed it
+/// (`None`: the page was not dirty).
+pub(crate) struct Frame {
+    saved: Saved,
+    pub(crate) undo: HashMap<u32, Option<crate::pool::PageBuf>, BuildHasherDefault<PgnoHasher>>,
+    /// Pages (heads of chunks) the child took out of the spilled set
+    /// (unspilled or freed); an abort puts them back.
+    pub(crate) unspilled: PgnoSet,
+    /// Every page of those chunks: their file contents are the parent's, so
+    /// the child must not spill anything onto them.
+    pub(crate) reserved: PgnoSet,
+}
+
+struct Saved {
+    geo: MetaGeo,
+    tables: Vec<Option<Table>>,
+    /// `retired` and `consumed` only grow until the commit: their lengths
+    /// are enough to undo a child (a copy would cost the parent's size).
+    retired_len: usize,
+    loose: Vec<u32>,
+    reclaimed: Vec<u32>,
+    consumed_len: usize,
+    detent: Option<u64>,
+    gc_exhausted: bool,
+    retired_count: u64,
+    canary: [u64; 4],
+}
+
+impl<'env> RwTxn<'env> {
+    /// Begins a nested (child) transaction: its changes become part of this
+    /// transaction when it commits and vanish when it aborts (or is dropped).
+    /// Children nest to any depth; the parent is unusable while a child lives.
+    pub fn begin_nested_txn(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        self.check_usable()?;
+        // The child starts without APPEND hints (and an abort restores none).
+        for t in self.tables.iter_mut().flatten() {
+            t.append_leaf = None;
+        }
+        let saved = Saved {
+            geo: self.geo,
+            tables: self.tables.clone(),
+            retired_len: self.retired.len(),
+            loose: self.loose.clone(),
+            reclaimed: self.reclaimed.clone(),
+            consumed_len: self.consumed.len(),
+            detent: self.detent,
+            gc_exhausted: self.gc_exhausted,
+            retired_count: self.retired_count,
+            canary: self.canary,
+        };
+        self.frames.push(Frame {
+            saved,
+            undo: Default::default(),
+            unspilled: Default::default(),
+            reserved: Default::default(),
+        });
+        let depth = self.frames.len();
+        Ok(NestedTxn { txn: self, depth, done: false })
+    }
+
+    fn end_nested(&mut self, depth: usize, commit: bool) {
+        debug_assert_eq!(self.frames.len(), depth);
+        let Some(f) = self.frames.pop() else { return };
+        if commit {
+            if let Some(parent) = self.frames.last_mut() {
+                for (pgno, orig) in f.undo {
+                    parent.undo.entry(pgno).or_insert(orig);
+                }
+                parent.unspilled.extend(f.unspilled);
+                parent.reserved.extend(f.reserved);
+            }
+            return;
+        }
+        let ps = self.env.page_size;
+        for (pgno, orig) in f.undo {
+            // The page is back to its state before the child: in memory as
+            // it was, or not the transaction's at all.
+            self.spilled.remove(&pgno);
+            let old = match orig {
+                Some(buf) => {
+                    self.dirty_extra += buf.len() / ps - 1;
+                    self.dirty.insert(pgno, buf)
+                }
+                None => self.dirty.remove(&pgno),
+            };
+            if let Some(old) = old {
+                self.dirty_extra -= old.len() / ps - 1;
+                self.pool.recycle(old, ps);
+            }
+        }
+        // Spilled before the child, and taken back or freed by it.
+        self.spilled.extend(f.unspilled);
+        let s = f.saved;
+        self.geo = s.geo;
+        self.tables = s.tables;
+        debug_assert!(self.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
+        self.retired.truncate(s.retired_len);
+        self.loose = s.loose;
+        self.reclaimed = s.reclaimed;
+        self.consumed.truncate(s.consumed_len);
+        self.detent = s.detent;
+        self.gc_exhausted = s.gc_exhausted;
+        self.retired_count = s.retired_count;
+        self.canary = s.canary;
+        self.poisoned = false;
+    }
+}
+
+/// A nested write transaction. It dereferences to [`RwTxn`], so every read and
+/// write method is available; `commit` merges it into the parent, `abort` (or
+/// dropping it) discards its changes alone.
+pub struct NestedTxn<'p, 'env> {
+    txn: &'p mut RwTxn<'env>,
+    depth: usize,
+    done: bool,
+}
+
+impl<'env> NestedTxn<'_, 'env> {
+    /// Merges the child's changes into its parent. A child left unusable by an
+    /// earlier error is aborted instead and `Err(BadTxn)` returned.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        if self.txn.poisoned {
+            self.txn.end_nested(self.depth, false);
+            return Err(Error::BadTxn("the nested transaction had failed and was aborted"));
+        }
+        self.txn.end_nested(self.depth, true);
+        Ok(())
+    }
+
+    /// Discards the child's changes.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.txn.end_nested(self.depth, false);
+    }
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = RwTxn<'env>;
+    fn deref(&self) -> &RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
+    fn deref_mut(&mut self) -> &mut RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.txn.end_nested(self.depth, false);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The page life cycle of a write transaction: its dirty set (pages in
+//! memory, or in the writable map with WRITEMAP), new pages and large
+//! chunks, copy-on-write ("touch"), and freeing (reusable at once if this
+//! transaction allocated the page, else retired to the GC). Allocation
+//! itself, which consults the GC, is `gc::alloc`.
+
+use crate::error::Result;
+use crate::format::page as fpage;
+use crate::gc::alloc;
+use crate::pool::PageBuf;
+use crate::txn::RwTxn;
+
+impl RwTxn<'_> {
+    /// A dirty page (first page of a chunk) by number. Internal invariant: it is dirty.
+    pub(crate) fn dirty_ref(&self, pgno: u32) -> &[u8] {
+        &self.dirty.get(&pgno).expect("page is dirty")[..self.env.page_size]
+    }
+    pub(crate) fn dirty_mut(&mut self, pgno: u32) -> &mut [u8] {
+        let ps = self.env.page_size;
+        &mut self.dirty_mut_full(pgno)[..ps]
+    }
+    pub(crate) fn dirty_mut_full(&mut self, pgno: u32) -> &mut [u8] {
+        self.note_undo(pgno);
+        self.dirty.get_mut(&pgno).expect("page is dirty")
+    }
+    /// Adds a dirty page (nested transactions remember that it was absent).
+    pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
+        self.dirty_replace(pgno, buf);
+    }
+    /// Replaces the buffer of a dirty page.
+    pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
+        let buf = buf.into();
+        self.note_undo(pgno);
+        let ps = self.env.page_size;
+        self.dirty_extra += buf.len() / ps - 1;
+        if let Some(old) = self.dirty.insert(pgno, buf) {
+            self.dirty_extra -= old.len() / ps - 1;
+            self.pool.recycle(old, ps);
+        }
+    }
+    /// Removes a dirty page; whether it was there.
+    pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
+        if !self.dirty.contains_key(&pgno) {
+            return false;
+        }
+        self.note_undo(pgno);
+        match self.dirty.remove(&pgno) {
+            Some(buf) => {
+                self.dirty_extra -= buf.len() / self.env.page_size - 1;
+                self.pool.recycle(buf, self.env.page_size);
+                true
+            }
+            None => false,
+        }
+    }
+    /// Inside a nested transaction: keeps the page's state before the child
+    /// first changes it, so that aborting the child can restore it.
+    #[inline]
+    fn note_undo(&mut self, pgno: u32) {
+        if let Some(f) = self.frames.last_mut() {
+            let (dirty, ops) = (&self.dirty, &mut self.ops);
+            f.undo.entry(pgno).or_insert_with(|| {
+                let copy = dirty.get(&pgno).cloned();
+                ops.clone += u64::from(copy.is_some());
+                copy
+            });
+        }
+    }
+    pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
+        self.dirty.contains_key(&pgno)
+    }
+
+    /// With WRITEMAP: the `n` pages at `pgno`, which this transaction
+    /// allocated, to be edited in place in the map. `None` without WRITEMAP,
+    /// outside the file or the map, and where an open parent transaction
+    /// still relies on the pages' file contents (see `spill`).
+    pub(crate) fn map_page(&self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
+        if !self.env.writemap {
+            return None;
+        }
+        let ps = self.env.page_size;
+        let (off, len) = (pgno as usize * ps, n * ps);
+        if (off + len) as u64 > self.env.file_len.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        if self.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
+            return None;
+        }
+        self.map.page_mut(off, len)
+    }
+
+    /// Zeroed memory for `n` pages at `pgno`, which this transaction just
+    /// allocated: the pages themselves with WRITEMAP, else a heap buffer.
+    fn fresh_buf(&mut self, pgno: u32, n: usize) -> PageBuf {
+        let ps = self.env.page_size;
+        match self.map_page(pgno, n) {
+            Some(mut m) => {
+                m.fill(0);
+                PageBuf::Map(m)
+            }
+            None if n == 1 => self.pool.zeroed(ps).into(),
+            None => vec![0u8; n * ps].into_boxed_slice().into(),
+        }
+    }
+}
+
+/// A new zeroed branch/leaf page in the dirty set.
+pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
+    let pgno = alloc(txn, 1)?;
+    let mut buf = txn.fresh_buf(pgno, 1);
+    txn.ops.newly += 1;
+    fpage::init_page(&mut buf, pgno, flags, txn.txnid);
+    txn.dirty_insert(pgno, buf);
+    Ok(pgno)
+}
+
+/// A new large chunk of `n` pages in the dirty set.
+pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+    let pgno = alloc(txn, n)?;
+    let mut buf = txn.fresh_buf(pgno, n);
+    txn.ops.newly += n as u64;
+    fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
+    txn.dirty_insert(pgno, buf);
+    Ok(pgno)
+}
+
+/// Copy-on-write: a dirty copy of `pgno` (itself if already dirty).
+pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
+    if txn.dirty.contains_key(&pgno) || crate::txn::spill::unspill(txn, pgno)? {
+        return Ok(pgno);
+    }
+    if txn.env.writemap {
+        // Check the source before taking a page for its copy.
+        txn.pages().get(pgno)?;
+        let new = alloc(txn, 1)?;
+        let mut buf = match txn.map_page(new, 1) {
+            Some(mut m) => {
+                m.copy_from_slice(txn.pages().get(pgno)?);
+                PageBuf::Map(m)
+            }
+            None => {
+                let mut pool = std::mem::take(&mut txn.pool);
+                let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+                txn.pool = pool;
+                copied?.into()
+            }
+        };
+        txn.ops.cow += 1;
+        fpage::set_pgno(&mut buf, new);
+        fpage::set_txnid(&mut buf, txn.txnid);
+        txn.dirty_insert(new, buf);
+        txn.retired.push(pgno);
+        return Ok(new);
+    }
+    // The pool leaves the transaction for the copy (`pages()` borrows all of it).
+    let mut pool = std::mem::take(&mut txn.pool);
+    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+    txn.pool = pool;
+    let mut buf = copied?;
+    txn.ops.cow += 1;
+    let new = alloc(txn, 1)?;
+    fpage::set_pgno(&mut buf, new);
+    fpage::set_txnid(&mut buf, txn.txnid);
+    txn.dirty_insert(new, buf);
+    txn.retired.push(pgno);
+    Ok(new)
+}
+
+/// Frees `n` pages starting at `pgno`: reusable at once if this transaction
+/// allocated them, else retired to the GC.
+pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
+    let range = pgno..pgno + n as u32;
+    if txn.dirty_remove(pgno) || crate::txn::spill::forget_spilled(txn, pgno, n) {
+        txn.loose.extend(range);
+        txn.loose.sort_unstable_by(|a, b| b.cmp(a));
+    } else {
+        txn.retired.extend(range);
+    }
+}

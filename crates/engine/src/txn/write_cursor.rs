@@ -1,0 +1,248 @@
+//! The write cursor: a cursor of a write transaction that can also put and
+//! delete, keeping its position as a record rather than a page path.
+
+use super::{Db, RwTxn};
+use crate::btree::{cursor::Cursor, Cmp};
+use crate::error::{Error, Result};
+use crate::flags::PutFlags;
+
+/// A cursor of a write transaction that can also put and delete. It keeps its
+/// position as the record it stands on, (key, value) on multimaps (DUP_SORT
+/// tables), and finds it again after a change, so that every move visits each
+/// value of each key as the read-only [`Cursor`] does.
+///
+/// After [`RwCursor::del`] (or [`RwCursor::del_all`]) the cursor stands on the
+/// successor of what it deleted, as libmdbx's cursor does: `next()` and
+/// `get_current()` return that successor, `prev()` its predecessor, and a
+/// further `del()` or `put(.., CURRENT)` applies to it.
+pub struct RwCursor<'t, 'env> {
+    txn: &'t mut RwTxn<'env>,
+    db: Db,
+    /// The table is a multimap: the position includes the value.
+    dupsort: bool,
+    /// `key`/`val` hold a position.
+    positioned: bool,
+    /// Key of the current record (after a delete: of the deleted one).
+    key: Vec<u8>,
+    /// Multimaps: value of the current record (after a delete: of the deleted one).
+    val: Vec<u8>,
+    /// The record at the position was deleted: the cursor stands on its successor.
+    after_del: bool,
+}
+
+type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
+
+/// Where the remembered position is found again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// No position.
+    Nowhere,
+    /// On the remembered record.
+    On,
+    /// On its successor (it was deleted).
+    Successor,
+    /// Past the end (it was deleted and had no successor).
+    End,
+}
+
+/// A read cursor over `db` placed at the position `key`/`val` (see [`At`]).
+fn locate<'a>(
+    txn: &'a RwTxn<'_>,
+    db: Db,
+    dupsort: bool,
+    at: Option<(&[u8], &[u8])>,
+    after_del: bool,
+) -> Result<(Cursor<'a>, At)> {
+    let mut c = txn.cursor(db)?;
+    let Some((key, val)) = at else { return Ok((c, At::Nowhere)) };
+    let at = match c.set_lowerbound(key, dupsort.then_some(val))? {
+        None => At::End,
+        Some((true, _)) if !after_del => At::On,
+        Some(_) => At::Successor,
+    };
+    Ok((c, at))
+}
+
+/// Remembers `pair` as the position.
+fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
+    key.clear();
+    key.extend_from_slice(pair.0);
+    if dupsort {
+        val.clear();
+        val.extend_from_slice(pair.1);
+    }
+}
+
+impl<'t, 'env> RwCursor<'t, 'env> {
+    /// A cursor with no position yet.
+    pub(super) fn new(txn: &'t mut RwTxn<'env>, db: Db, dupsort: bool) -> Self {
+        RwCursor { txn, db, dupsort, positioned: false, key: Vec::new(), val: Vec::new(), after_del: false }
+    }
+
+    /// Finds the position again, runs `f` on a read cursor there and
+    /// remembers where it ends (a `None` from `f` keeps the position).
+    /// `f` also gets the remembered key (after a delete: the deleted key).
+    fn moved<'a>(
+        &'a mut self,
+        f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
+    ) -> Result<OwnedPair<'a>> {
+        let after_del = std::mem::take(&mut self.after_del);
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (mut c, at) = locate(self.txn, self.db, self.dupsort, at, after_del)?;
+        let r = f(&mut c, at, &self.key)?;
+        if let Some(p) = r {
+            keep(&mut self.key, &mut self.val, self.dupsort, p);
+            self.positioned = true;
+        }
+        Ok(r)
+    }
+
+    /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
+    fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
+        self.positioned = false;
+        self.moved(|c, _, _| f(c))
+    }
+
+    /// First record.
+    pub fn first(&mut self) -> Result<OwnedPair<'_>> {
+        self.seek(|c| c.first())
+    }
+    /// Last record.
+    pub fn last(&mut self) -> Result<OwnedPair<'_>> {
+        self.seek(|c| c.last())
+    }
+    /// Next record: the next value of the key on multimaps, else the first
+    /// value of the next key (after a delete: the successor of the deleted
+    /// record); on an unpositioned cursor the first.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<OwnedPair<'_>> {
+        self.moved(|c, at, _| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
+        })
+    }
+    /// Previous record (the previous value of the key on multimaps); on an
+    /// unpositioned cursor the last.
+    pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
+        self.moved(|c, at, _| match at {
+            At::Nowhere | At::End => c.last(),
+            At::On | At::Successor => c.prev(),
+        })
+    }
+    /// First value of the next key (after a delete: of the first key after
+    /// the deleted record's key); on an unpositioned cursor the first.
+    pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::Nowhere => c.first(),
+            At::On => c.next_nodup(),
+            // The successor may be a further value of the deleted record's key.
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.next_nodup(),
+            At::Successor => c.get_current(),
+            At::End => Ok(None),
+        })
+    }
+    /// Next value of the current key (after a delete: the value after the
+    /// deleted one, if its key has one); `None` at the key's last value.
+    pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
+        let cmp = self.txn.table(self.db)?.cmp;
+        self.moved(|c, at, key| match at {
+            At::On => c.next_dup(),
+            At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
+            At::Nowhere | At::Successor | At::End => Ok(None),
+        })
+    }
+    /// Exact key (its first value).
+    pub fn set(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
+        self.seek(|c| c.set(key))
+    }
+    /// First key `>= key` (its first value).
+    pub fn set_range(&mut self, key: &[u8]) -> Result<OwnedPair<'_>> {
+        self.seek(|c| c.set_range(key))
+    }
+    /// The record at the cursor (after a delete: the successor of the deleted
+    /// record, `None` if there is none); `Err(NoData)` when unpositioned.
+    pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        match at {
+            At::Nowhere => Err(Error::NoData),
+            At::On | At::Successor => c.get_current(),
+            At::End => Ok(None),
+        }
+    }
+
+    /// Stores a record and positions the cursor on it. With `CURRENT` the key
+    /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
+    /// value at the cursor (only that one) with `val`.
+    pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+        if flags.contains(PutFlags::CURRENT) {
+            let t = self.txn.table(self.db)?;
+            let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+            let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+            let (k, v) = match at {
+                At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+                At::Nowhere | At::End => return Err(Error::NoData),
+            };
+            if !t.cmp.cmp(k, key).is_eq() {
+                return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
+            }
+            if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
+                let old = v.to_vec();
+                if !dcmp.cmp(&old, val).is_eq() {
+                    // The new value first: a refused put changes nothing.
+                    self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
+                    self.txn.del(self.db, key, Some(&old))?;
+                }
+                keep(&mut self.key, &mut self.val, true, (key, val));
+                self.positioned = true;
+                self.after_del = false;
+                return Ok(());
+            }
+        }
+        self.txn.put(self.db, key, val, flags)?;
+        keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
+        self.positioned = true;
+        self.after_del = false;
+        Ok(())
+    }
+
+    /// The record a delete applies to: the one at the cursor (after a
+    /// delete: the successor), remembered as the position.
+    fn target(&mut self) -> Result<()> {
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
+        let p = match at {
+            At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
+            At::Nowhere | At::End => return Err(Error::NoData),
+        };
+        keep(&mut self.key, &mut self.val, self.dupsort, p);
+        Ok(())
+    }
+
+    /// Deletes the record at the cursor — on a multimap only the current
+    /// value of the key (libmdbx's `mdbx_cursor_del` without `ALLDUPS`); the
+    /// cursor then stands on the successor (see [`RwCursor`]).
+    pub fn del(&mut self) -> Result<()> {
+        self.target()?;
+        let val = self.dupsort.then_some(&self.val[..]);
+        if !self.txn.del(self.db, &self.key, val)? {
+            return Err(Error::NoData);
+        }
+        self.after_del = true;
+        Ok(())
+    }
+
+    /// Deletes the key at the cursor with all its values (libmdbx's
+    /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
+    pub fn del_all(&mut self) -> Result<()> {
+        self.target()?;
+        if !self.txn.del(self.db, &self.key, None)? {
+            return Err(Error::NoData);
+        }
+        self.after_del = true;
+        Ok(())
+    }
+}
