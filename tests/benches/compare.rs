@@ -23,7 +23,10 @@
 //!    of a key live in a sub-page that grows to near libmdbx's sub-page limit
 //!    and some turn into nested trees; transactions of 1,000 puts;
 //! 6. multimap delete: every other value of workload 5 deleted one by one
-//!    (key and value), in transactions of 1,000.
+//!    (key and value), in transactions of 1,000;
+//! 7. integer keys: an INTEGER_KEY table (8-byte native-endian keys, 32-byte
+//!    values): N puts in key order with APPEND in one transaction, N gets in
+//!    shuffled order, one full scan.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
@@ -90,6 +93,10 @@ impl Workloads {
 #[derive(Default)]
 struct Times {
     load: Duration,
+    /// The INTEGER_KEY table (8-byte native-endian keys): load, get, scan.
+    int_load: Duration,
+    int_get: Duration,
+    int_scan: Duration,
     put: Duration,
     multi: Duration,
     multi_del: Duration,
@@ -203,6 +210,34 @@ fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     drop(txn);
     t.scan = start.elapsed();
     t.tree_at_end = shape(&env);
+
+    let start = Instant::now();
+    let mut txn = env.begin_rw_txn().unwrap();
+    let ints = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY).unwrap();
+    for i in 0..w.n {
+        txn.put(ints, &i.to_ne_bytes(), &value(i), PutFlags::APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    t.int_load = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro_txn().unwrap();
+    for &i in &w.gets {
+        if let Some(v) = txn.get(ints, &i.to_ne_bytes()).unwrap() {
+            t.found += black_box(v)[1] as u64 | 1;
+        }
+    }
+    drop(txn);
+    t.int_get = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro_txn().unwrap();
+    let mut c = txn.cursor(ints).unwrap();
+    while let Some((k, v)) = c.next().unwrap() {
+        black_box((k, v));
+        t.scanned += 1;
+    }
+    drop(c);
+    drop(txn);
+    t.int_scan = start.elapsed();
     drop(env);
     t
 }
@@ -304,6 +339,36 @@ fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     drop(txn);
     t.scan = start.elapsed();
     t.tree_at_end = shape(&env);
+
+    let start = Instant::now();
+    let mut txn = env.begin_rw().unwrap();
+    let ints = txn.create_table(Some(b"ints"), oracle::MDBX_INTEGERKEY).unwrap();
+    for i in 0..w.n {
+        txn.put(ints, &i.to_ne_bytes(), &value(i), oracle::MDBX_APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    t.int_load = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    for &i in &w.gets {
+        if let Some(v) = txn.get_ref(ints, &i.to_ne_bytes()).unwrap() {
+            t.found += black_box(v)[1] as u64 | 1;
+        }
+    }
+    drop(txn);
+    t.int_get = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    let mut scanned = 0;
+    txn.for_each(ints, |k, v| {
+        black_box((k, v));
+        scanned += 1;
+        Ok(())
+    })
+    .unwrap();
+    t.scanned += scanned;
+    drop(txn);
+    t.int_scan = start.elapsed();
     env.close().unwrap();
     t
 }
@@ -393,6 +458,35 @@ fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     drop(txn);
     t.scan = start.elapsed();
     t.tree_at_end = shape(&env);
+
+    let start = Instant::now();
+    let mut txn = env.begin_rw().unwrap();
+    let ints = txn.create_table(b"ints", lmdb::MDB_INTEGERKEY).unwrap();
+    for i in 0..w.n {
+        txn.put(ints, &i.to_ne_bytes(), &value(i), lmdb::MDB_APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    t.int_load = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    for &i in &w.gets {
+        if let Some(v) = txn.get_ref(ints, &i.to_ne_bytes()).unwrap() {
+            t.found += black_box(v)[1] as u64 | 1;
+        }
+    }
+    drop(txn);
+    t.int_get = start.elapsed();
+    let start = Instant::now();
+    let txn = env.begin_ro().unwrap();
+    let mut scanned = 0;
+    txn.for_each(ints, |k, v| {
+        black_box((k, v));
+        scanned += 1;
+    })
+    .unwrap();
+    t.scanned += scanned;
+    drop(txn);
+    t.int_scan = start.elapsed();
     env.sync().unwrap();
     drop(env);
     t
@@ -457,7 +551,7 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         ("sequential load (append, 1 txn)", n, r.load, m.load, lt(|t| t.load)),
         ("random put (txns of 1000)", puts, r.put, m.put, lt(|t| t.put)),
         ("random get (shuffled)", n, r.get, m.get, lt(|t| t.get)),
-        ("full scan (cursor)", r.scanned, r.scan, m.scan, lt(|t| t.scan)),
+        ("full scan (cursor)", r.scanned - n, r.scan, m.scan, lt(|t| t.scan)),
         ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi, lt(|t| t.multi)),
         (
             "multimap delete (txns of 1000)",
@@ -466,10 +560,13 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
             m.multi_del,
             lt(|t| t.multi_del),
         ),
+        ("integer keys: load (append, 1 txn)", n, r.int_load, m.int_load, lt(|t| t.int_load)),
+        ("integer keys: get (shuffled)", n, r.int_get, m.int_get, lt(|t| t.int_get)),
+        ("integer keys: scan (cursor)", n, r.int_scan, m.int_scan, lt(|t| t.int_scan)),
     ];
     println!();
     println!(
-        "{:<34} {:>9} {:>12} {:>12} {:>12} {:>9} {:>9}",
+        "{:<36} {:>9} {:>12} {:>12} {:>12} {:>9} {:>9}",
         "workload", "ops", "rdbx ops/s", "libmdbx", "LMDB", "/libmdbx", "/LMDB"
     );
     for (name, ops, rt, mt, lt) in rows {
@@ -482,7 +579,7 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
             }
             None => ("-".into(), "-".into()),
         };
-        println!("{:<34} {:>9} {:>12.0} {:>12.0} {:>12} {:>9.2} {:>9}", name, ops, ro, mo, lo, ro / mo, lr);
+        println!("{:<36} {:>9} {:>12.0} {:>12.0} {:>12} {:>9.2} {:>9}", name, ops, ro, mo, lo, ro / mo, lr);
     }
     let size = |d: &Path| -> u64 {
         std::fs::read_dir(d)
