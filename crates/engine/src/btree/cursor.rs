@@ -93,6 +93,7 @@ impl<'t> Cursor<'t> {
         self.stack[self.depth - 1].expect("positioned cursor has a leaf")
     }
 
+    #[inline]
     fn current_pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
         if l.page.is_dupfix() || l.page.flags() & 0x40 != 0 {
