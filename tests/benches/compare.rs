@@ -31,6 +31,13 @@
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
 //!
+//! Durable CRUD (`RDBX_BENCH_SYNC_DIR`, default the system's temp directory,
+//! which should be a real disk, not a tmpfs; `RDBX_BENCH_SYNC_TXNS`, default
+//! 300): after a preload of 10,000 records, transactions of 2 inserts, 1
+//! read, 1 update and 1 delete, each committed durably (rdbx SyncDurable,
+//! libmdbx MDBX_SYNC_DURABLE, LMDB's default full sync). Printed as
+//! transactions per second, with rdbx's flushes per commit.
+//!
 //! Prints one row per workload: rdbx, libmdbx and LMDB ops/s, and the ratios
 //! rdbx/libmdbx and rdbx/LMDB (above 1: rdbx is faster),
 //! for each write mode in `RDBX_BENCH_MODES` (default `pwrite,writemap`):
@@ -42,7 +49,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rdbx::{DbFlags, Durability, Env, Geometry, PutFlags};
+use rdbx::{Db, DbFlags, Durability, Env, Geometry, PutFlags};
 use rdbx_tests::rng::Rng;
 use rdbx_tests::{lmdb, oracle};
 
@@ -526,6 +533,115 @@ fn main() {
         println!("== {mode}");
         run_mode(tmp.path(), &w, n, mode, write_map);
     }
+    durable_crud();
+}
+
+/// Transactions of the durable CRUD workload.
+fn sync_txns() -> u64 {
+    std::env::var("RDBX_BENCH_SYNC_TXNS").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+}
+
+const CRUD_PRELOAD: u64 = 10_000;
+
+/// The keys of CRUD transaction `t`: two inserted, one read, one updated,
+/// one deleted (all from the preload or earlier inserts).
+fn crud_keys(t: u64) -> ([u64; 2], u64, u64, u64) {
+    let ins = [CRUD_PRELOAD + 2 * t, CRUD_PRELOAD + 2 * t + 1];
+    (ins, (t * 7919) % CRUD_PRELOAD, (t * 104_729) % CRUD_PRELOAD, t)
+}
+
+fn durable_crud() {
+    let base = std::env::var_os("RDBX_BENCH_SYNC_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let tmp = tempfile::Builder::new().prefix("rdbx-bench-sync-").tempdir_in(&base).expect("sync dir");
+    let txns = sync_txns();
+    println!();
+    println!("== durable CRUD in {} ({txns} transactions of 2 inserts, 1 read, 1 update, 1 delete)", base.display());
+    // rdbx
+    let env = Env::builder().durability(Durability::SyncDurable).open(tmp.path().join("rdbx")).unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    for i in 0..CRUD_PRELOAD {
+        txn.put(Db::MAIN, &key(i), &value(i), PutFlags::APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    let ops0 = env.page_ops();
+    let start = Instant::now();
+    for t in 0..txns {
+        let (ins, get, upd, del) = crud_keys(t);
+        let mut txn = env.begin_rw_txn().unwrap();
+        for k in ins {
+            txn.put(Db::MAIN, &key(k), &value(k), PutFlags::empty()).unwrap();
+        }
+        black_box(txn.get(Db::MAIN, &key(get)).unwrap());
+        txn.put(Db::MAIN, &key(upd), &value(upd ^ t), PutFlags::empty()).unwrap();
+        txn.del(Db::MAIN, &key(del), None).unwrap();
+        txn.commit().unwrap();
+    }
+    let r = start.elapsed();
+    let ops = env.page_ops();
+    drop(env);
+    // libmdbx
+    let env = oracle::Env::open(
+        tmp.path().join("libmdbx"),
+        &oracle::EnvOptions { no_sub_dir: Some(false), max_dbs: 2, ..Default::default() },
+    )
+    .unwrap();
+    let mut txn = env.begin_rw().unwrap();
+    for i in 0..CRUD_PRELOAD {
+        txn.put(oracle::MAIN_DBI, &key(i), &value(i), oracle::MDBX_APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    let start = Instant::now();
+    for t in 0..txns {
+        let (ins, get, upd, del) = crud_keys(t);
+        let mut txn = env.begin_rw().unwrap();
+        for k in ins {
+            txn.put(oracle::MAIN_DBI, &key(k), &value(k), 0).unwrap();
+        }
+        black_box(txn.get(oracle::MAIN_DBI, &key(get)).unwrap());
+        txn.put(oracle::MAIN_DBI, &key(upd), &value(upd ^ t), 0).unwrap();
+        txn.del(oracle::MAIN_DBI, &key(del), None).unwrap();
+        txn.commit().unwrap();
+    }
+    let m = start.elapsed();
+    env.close().unwrap();
+    // LMDB
+    let env = lmdb::Env::open(&tmp.path().join("lmdb"), 1 << 30, 2, 0).unwrap();
+    let mut txn = env.begin_rw().unwrap();
+    let dbi = txn.main_dbi().unwrap();
+    for i in 0..CRUD_PRELOAD {
+        txn.put(dbi, &key(i), &value(i), lmdb::MDB_APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    let start = Instant::now();
+    for t in 0..txns {
+        let (ins, get, upd, del) = crud_keys(t);
+        let mut txn = env.begin_rw().unwrap();
+        for k in ins {
+            txn.put(dbi, &key(k), &value(k), 0).unwrap();
+        }
+        black_box(txn.get_ref(dbi, &key(get)).unwrap().map(<[u8]>::len));
+        txn.put(dbi, &key(upd), &value(upd ^ t), 0).unwrap();
+        txn.del(dbi, &key(del), None).unwrap();
+        txn.commit().unwrap();
+    }
+    let l = start.elapsed();
+    drop(env);
+    let (ro, mo, lo) = (ops_per_sec(txns, r), ops_per_sec(txns, m), ops_per_sec(txns, l));
+    println!(
+        "{:<36} {:>9} {:>12.0} {:>12.0} {:>12.0} {:>9.2} {:>9.2}",
+        "durable CRUD transactions",
+        txns,
+        ro,
+        mo,
+        lo,
+        ro / mo,
+        ro / lo
+    );
+    println!(
+        "rdbx per commit: {:.2} fdatasync, {:.2} writes",
+        (ops.fsync - ops0.fsync) as f64 / txns as f64,
+        (ops.wops - ops0.wops) as f64 / txns as f64
+    );
 }
 
 fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {

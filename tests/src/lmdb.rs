@@ -138,6 +138,15 @@ impl Txn<'_> {
         Ok(dbi)
     }
 
+    /// The unnamed (main) database.
+    pub fn main_dbi(&mut self) -> Result<u32> {
+        let mut dbi = 0;
+        // SAFETY: a live transaction, a null name (the main database), a
+        // valid out-pointer.
+        check(unsafe { ffi::mdb_dbi_open(self.txn, ptr::null(), 0, &mut dbi) }, || "mdb_dbi_open".into())?;
+        Ok(dbi)
+    }
+
     pub fn put(&mut self, dbi: u32, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         let (mut k, mut v) = (val(key), val(value));
         // SAFETY: a live write transaction; LMDB copies the bytes.

@@ -117,6 +117,7 @@ pub struct EnvBuilder {
     mode: u32,
     lock_format: Option<LockFormat>,
     dirty_limit: Option<usize>,
+    writethrough_threshold: usize,
     write_map: bool,
     faults: Option<Arc<dyn IoFaults>>,
     slow_readers: Option<Arc<crate::SlowReaderFn>>,
@@ -136,6 +137,7 @@ impl Default for EnvBuilder {
             mode: 0o644,
             lock_format: None,
             dirty_limit: None,
+            writethrough_threshold: 2,
             write_map: false,
             faults: None,
             slow_readers: None,
@@ -206,6 +208,17 @@ impl EnvBuilder {
     /// that to spill all the time).
     pub fn dirty_page_limit(mut self, pages: usize) -> Self {
         self.dirty_limit = Some(crate::txn::spill::clamp_limit(pages));
+        self
+    }
+    /// In the durable mode, a commit that writes at most this many pages, with
+    /// nothing else waiting for a sync, writes them and then its meta
+    /// write-through (`pwritev2(RWF_DSYNC)`, like libmdbx's `O_DSYNC`
+    /// descriptor) instead of write + `fdatasync` + meta + `fdatasync`.
+    /// Larger commits write their pages, `fdatasync` once, and write the meta
+    /// write-through. Default 2, libmdbx's `MDBX_opt_writethrough_threshold`;
+    /// 0 turns the first path off.
+    pub fn writethrough_threshold(mut self, pages: usize) -> Self {
+        self.writethrough_threshold = pages;
         self
     }
     /// libmdbx's WRITEMAP: the data file is mapped writable, and a write
@@ -341,6 +354,9 @@ pub(crate) struct EnvInner {
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
     pub writemap: bool,
+    /// Durable commits of at most this many pages write through (see
+    /// `EnvBuilder::writethrough_threshold`).
+    pub writethrough_threshold: usize,
     /// The handle-slow-readers callback ([`EnvBuilder::handle_slow_readers`]).
     pub slow_readers: Option<Arc<crate::SlowReaderFn>>,
     /// The closing sync ran (see `close_sync`).
@@ -534,6 +550,7 @@ impl EnvInner {
             page_pool: Default::default(),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
+            writethrough_threshold: b.writethrough_threshold,
             slow_readers: b.slow_readers.clone(),
             closed: Default::default(),
             lck,
@@ -1123,6 +1140,12 @@ impl EnvInner {
     pub(crate) fn write_at(&self, bufs: &[&[u8]], off: u64) -> std::io::Result<()> {
         self.lck.add_page_ops(&crate::lck::PageOps { wops: 1, ..Default::default() });
         self.io.write_at(bufs, off)
+    }
+
+    /// One write-through write (durable when it returns; no separate sync).
+    pub(crate) fn write_at_durable(&self, bufs: &[&[u8]], off: u64) -> std::io::Result<()> {
+        self.lck.add_page_ops(&crate::lck::PageOps { wops: 1, ..Default::default() });
+        self.io.write_at_durable(bufs, off)
     }
 
     /// A data sync of the data file, counted in the page-operation counters.

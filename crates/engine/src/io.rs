@@ -13,6 +13,10 @@ use crate::os::file;
 pub trait PageIo: Send + Sync {
     /// Writes `bufs` back to back at byte `offset`.
     fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()>;
+    /// Writes `bufs` at `offset` and returns once they are on stable storage
+    /// (write-through, `O_DSYNC`-like). Writes made before it with
+    /// [`PageIo::write_at`] are not made durable by it.
+    fn write_at_durable(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()>;
     /// Flushes written data to stable storage.
     fn sync_data(&self) -> io::Result<()>;
     /// Sets the file length.
@@ -27,6 +31,9 @@ pub(crate) struct FileIo {
 impl PageIo for FileIo {
     fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
         file::pwrite_all(&self.file, bufs, offset)
+    }
+    fn write_at_durable(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        file::pwrite_all_dsync(&self.file, bufs, offset)
     }
     fn sync_data(&self) -> io::Result<()> {
         file::fdatasync(&self.file)
@@ -48,6 +55,12 @@ pub trait IoFaults: Send + Sync {
     fn after_write(&self, _offset: u64, _bufs: &[&[u8]]) {}
     /// Called after a sync succeeded: everything written before it is durable.
     fn after_sync(&self) {}
+    /// Called after a write-through write succeeded: these bytes (only these)
+    /// are durable. The default treats it as an ordinary write, which a crash
+    /// model would see as too weak, never too strong.
+    fn after_durable_write(&self, offset: u64, bufs: &[&[u8]]) {
+        self.after_write(offset, bufs);
+    }
     /// Called after the file length was set.
     fn after_set_len(&self, _len: u64) {}
 }
@@ -62,6 +75,13 @@ impl PageIo for FaultyIo {
         self.faults.before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
         self.inner.write_at(bufs, offset)?;
         self.faults.after_write(offset, bufs);
+        Ok(())
+    }
+    fn write_at_durable(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.faults.before_write(offset, bufs.iter().map(|b| b.len()).sum())?;
+        self.faults.before_sync()?;
+        self.inner.write_at_durable(bufs, offset)?;
+        self.faults.after_durable_write(offset, bufs);
         Ok(())
     }
     fn sync_data(&self) -> io::Result<()> {

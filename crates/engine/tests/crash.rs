@@ -129,6 +129,19 @@ impl rdbx::IoFaults for CrashIo {
     fn after_set_len(&self, len: u64) {
         self.model.lock().expect("model").pending.push(Pending::SetLen(len));
     }
+    /// A write-through write: a power loss during it may have written any of
+    /// its pages (images taken with it pending); once it returned, it is
+    /// durable, and so supersedes older pending writes of the same bytes.
+    fn after_durable_write(&self, offset: u64, bufs: &[&[u8]]) {
+        let bytes: Vec<u8> = bufs.concat();
+        let len = bytes.len() as u64;
+        self.model.lock().expect("model").pending.push(Pending::Write(offset, bytes.clone()));
+        self.snapshot();
+        let mut m = self.model.lock().expect("model");
+        m.pending.pop();
+        m.pending.retain(|p| !matches!(p, Pending::Write(o, b) if *o >= offset && *o + b.len() as u64 <= offset + len));
+        apply(&mut m.durable, &Pending::Write(offset, bytes));
+    }
 }
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -160,7 +173,19 @@ fn crash_run(d: Durability) {
 /// `spill`: the smallest dirty-page budget, so that every operation after
 /// the first of a transaction writes pages before the commit does.
 fn crash_run_with(d: Durability, spill: bool) {
-    let builder = |d| if spill { builder(d).dirty_page_limit(1) } else { builder(d) };
+    crash_run_opts(d, spill, None);
+}
+
+/// `write_through`: every durable commit of up to that many pages writes its
+/// pages and meta with RWF_DSYNC and no fdatasync.
+fn crash_run_opts(d: Durability, spill: bool, write_through: Option<usize>) {
+    let builder = |d| {
+        let b = if spill { builder(d).dirty_page_limit(1) } else { builder(d) };
+        match write_through {
+            Some(n) => b.writethrough_threshold(n),
+            None => b,
+        }
+    };
     let commits: usize = std::env::var("RDBX_CRASH_COMMITS").ok().and_then(|s| s.parse().ok()).unwrap_or(80);
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
@@ -251,6 +276,11 @@ fn crash_run_with(d: Durability, spill: bool) {
 #[test]
 fn power_loss_durable() {
     crash_run(Durability::SyncDurable);
+}
+
+#[test]
+fn power_loss_durable_write_through() {
+    crash_run_opts(Durability::SyncDurable, false, Some(1 << 20));
 }
 
 #[test]

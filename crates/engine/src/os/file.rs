@@ -13,6 +13,26 @@ pub(crate) const IOV_MAX: usize = 1024;
 /// short writes and `EINTR`, splits batches at [`IOV_MAX`] and at
 /// `isize::MAX` bytes per call.
 pub(crate) fn pwrite_all(file: &File, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+    pwrite_all_with(file, bufs, offset, 0)
+}
+
+/// As [`pwrite_all`], write-through: `pwritev2(RWF_DSYNC)`, so each call
+/// returns once its bytes (and the metadata needed to read them back) are on
+/// stable storage, like a write to an `O_DSYNC` descriptor, without a
+/// separate `fdatasync`. Where the kernel or file system does not support
+/// the flag, a plain write followed by `fdatasync`.
+pub(crate) fn pwrite_all_dsync(file: &File, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+    match pwrite_all_with(file, bufs, offset, libc::RWF_DSYNC) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)) => {
+            pwrite_all(file, bufs, offset)?;
+            fdatasync(file)
+        }
+        r => r,
+    }
+}
+
+/// `pwritev2` with `flags` (0: plain `pwritev`).
+fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int) -> io::Result<()> {
     let fd = file.as_raw_fd();
     let mut idx = 0usize; // first buffer not completely written
     let mut skip = 0usize; // bytes of bufs[idx] already written
@@ -45,8 +65,15 @@ pub(crate) fn pwrite_all(file: &File, bufs: &[&[u8]], offset: u64) -> io::Result
         let off = libc::off_t::try_from(pos)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset too large"))?;
         // SAFETY: every iovec points into a live `&[u8]` borrowed for the whole
-        // call (pwritev only reads from them); `iov.len() <= IOV_MAX` fits c_int.
-        let rc = unsafe { libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, off) };
+        // call (pwritev/pwritev2 only read from them); `iov.len() <= IOV_MAX`
+        // fits c_int.
+        let rc = unsafe {
+            if flags == 0 {
+                libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, off)
+            } else {
+                libc::pwritev2(fd, iov.as_ptr(), iov.len() as libc::c_int, off, flags)
+            }
+        };
         if rc < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {

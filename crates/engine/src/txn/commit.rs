@@ -54,6 +54,17 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut i = 0;
     // Pages edited in place in the map are written too (to the page cache).
     let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
+    let durable = txn.env.durability == crate::env::Durability::SyncDurable;
+    // Write-through (libmdbx's writethrough threshold): a small durable
+    // commit with nothing else waiting for a sync (no spilled pages, no lazy
+    // commit of another process, the file not resized) writes its pages
+    // durably as it goes and needs no fdatasync.
+    let to_write: usize = pgnos.iter().map(|p| txn.dirty[p].len() / ps).sum();
+    let write_through = durable
+        && !txn.env.writemap
+        && to_write <= txn.env.writethrough_threshold
+        && txn.geo.now == txn.base.geo.now
+        && txn.env.lck.unsynced_pages() == 0;
     while i < pgnos.len() {
         let start = pgnos[i];
         let mut bufs: Vec<&[u8]> = Vec::new();
@@ -64,8 +75,12 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             next = pgnos[i] + (b.len() / ps) as u32;
             i += 1;
         }
-        txn.env.write_at(&bufs, start as u64 * ps as u64)?;
-        written += u64::from(next - start);
+        if write_through {
+            txn.env.write_at_durable(&bufs, start as u64 * ps as u64)?;
+        } else {
+            txn.env.write_at(&bufs, start as u64 * ps as u64)?;
+            written += u64::from(next - start);
+        }
     }
     // Every page written counts as unsynced until a steady commit (libmdbx
     // counts them in every mode); a lazy commit becomes steady when a
@@ -76,7 +91,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let steady = txn.env.durability.syncs_data() || autosync;
     let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
     meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
-    if steady {
+    if steady && !write_through {
         txn.env.sync_data()?;
     }
     // 5. The meta, into the tail slot. Should that write or its sync fail,
@@ -84,16 +99,16 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // newest (a torn meta is ignored by every reader anyway).
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let previous = txn.env.meta_body(txn.base_slot)?;
-    let written =
-        txn.env.write_at(&[&meta.body()], slot_off).and_then(
-            |()| {
-                if meta_synced {
-                    txn.env.sync_data()
-                } else {
-                    Ok(())
-                }
-            },
-        );
+    // Durable: the meta is written through, after the pages are durable (as
+    // libmdbx writes it through its O_DSYNC descriptor). An autosync commit
+    // of a lazy mode writes it, then syncs.
+    let written = if durable {
+        txn.env.write_at_durable(&[&meta.body()], slot_off)
+    } else {
+        txn.env
+            .write_at(&[&meta.body()], slot_off)
+            .and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
+    };
     if let Err(e) = written {
         let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
