@@ -42,7 +42,7 @@ use crate::format::meta::{pv2pages, troika, Meta, META_LEN, META_OFF, SIGN_STEAD
 use crate::format::node::{self, N_BIG, N_DUP, N_TREE};
 use crate::format::page::Page;
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{u32_at, u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, P_INVALID};
+use crate::format::{u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, P_INVALID};
 use crate::os::file;
 
 /// What to check and how.
@@ -1488,12 +1488,12 @@ impl Env {
                 gcp(&mut w, Some(*leaf), format!("entry #{n}: wrong txn-id ({id}), the snapshot is txn {txnid}"));
                 continue;
             }
-            if val.len() < 4 || val.len() % 4 != 0 {
+            let Some(pnl) = crate::format::pnl::Pnl::new(val) else {
                 gcp(&mut w, Some(*leaf), format!("record txn {id}: wrong pnl size ({} bytes)", val.len()));
                 continue;
-            }
-            let mut count = u32_at(val, 0) as usize;
-            let cap = val.len() / 4 - 1;
+            };
+            let mut count = pnl.declared_len();
+            let cap = pnl.capacity();
             if count > cap {
                 gcp(
                     &mut w,
@@ -1514,7 +1514,7 @@ impl Env {
             let mut prev = u32::MAX;
             let mut bad_pages: Vec<(u32, String)> = Vec::new();
             for j in 0..count {
-                let pg = u32_at(val, 4 + 4 * j);
+                let pg = pnl.get(j);
                 if pg < NUM_METAS {
                     gcp(
                         &mut w,

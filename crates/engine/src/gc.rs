@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::flags::PutFlags;
 use crate::format::meta::META_OFF;
 use crate::format::meta::{pv2pages, SIGN_STEADY};
-use crate::format::{u32_at, MAX_PAGENO};
+use crate::format::pnl::Pnl;
+use crate::format::MAX_PAGENO;
 use crate::readers::{SlowReader, SlowReaderAction};
 use crate::txn::{Db, RwTxn};
 
@@ -217,10 +218,11 @@ fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let mut c = txn.cursor(Db::GC)?;
     let mut rec = c.set_range(&(txn.steady_txnid + 1).to_le_bytes())?;
     while let Some((k, v)) = rec {
-        if k.len() != 8 || u64::from_le_bytes(k.try_into().expect("8 bytes")) > readers || v.len() < 4 {
+        let Some(pnl) = Pnl::new(v) else { break };
+        if k.len() != 8 || u64::from_le_bytes(k.try_into().expect("8 bytes")) > readers {
             break;
         }
-        held += u32_at(v, 0) as usize;
+        held += pnl.len();
         if held >= want {
             return Ok(true);
         }
@@ -328,37 +330,10 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     Ok(true)
 }
 
-/// Parses a page-number list: u32 count, then strictly descending page numbers.
+/// A GC record's page list, checked for allocation (`format::pnl`).
 fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
-    if v.len() < 4 || !v.len().is_multiple_of(4) {
-        return Err(Error::corrupted(at, "GC record has a bad length"));
-    }
-    let n = u32_at(v, 0) as usize;
-    if 4 * (n + 1) > v.len() {
-        return Err(Error::corrupted(at, "GC record is shorter than its count"));
-    }
-    let mut out = Vec::with_capacity(n);
-    let mut prev = u32::MAX;
-    for i in 0..n {
-        let p = u32_at(v, 4 + 4 * i);
-        if p < crate::format::NUM_METAS || p >= limit || p >= prev {
-            return Err(Error::corrupted(at, "GC record lists a bad page number"));
-        }
-        prev = p;
-        out.push(p);
-    }
-    Ok(out)
-}
-
-/// A page-number list padded with zeros to `len` bytes.
-fn pnl_bytes(pages: &[u32], len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len);
-    v.extend_from_slice(&(pages.len() as u32).to_le_bytes());
-    for p in pages {
-        v.extend_from_slice(&p.to_le_bytes());
-    }
-    v.resize(len.max(v.len()), 0);
-    v
+    let pnl = Pnl::new(v).ok_or_else(|| Error::corrupted(at, "GC record has a bad length"))?;
+    pnl.strict(limit).map_err(|why| Error::corrupted(at, why))
 }
 
 /// Writes this transaction's GC records and returns the txnid the new meta
@@ -460,7 +435,7 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
         recs.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
         let mut at = 0;
         for &&(k, bytes, count) in &recs {
-            let bytes_v = pnl_bytes(&lists[at..at + count], bytes);
+            let bytes_v = crate::format::pnl::encode(&lists[at..at + count], bytes);
             at += count;
             write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&bytes_v), PutFlags::empty(), 0)?;
             if own {

@@ -442,9 +442,8 @@ impl Env {
         let mut c = txn.cursor(Db::GC)?;
         let mut rec = c.first()?;
         while let Some((k, v)) = rec {
-            if k.len() == 8 && v.len() >= 4 {
-                let n = (u32_at(v, 0) as usize).min(v.len() / 4 - 1);
-                if (0..n).any(|i| u32_at(v, 4 + 4 * i) == pgno) {
+            if let Some(pnl) = crate::format::pnl::Pnl::new(v).filter(|_| k.len() == 8) {
+                if pnl.iter().any(|p| p == pgno) {
                     return Ok(PageOwner::Free { txnid: u64_at(k, 0) });
                 }
             }

@@ -3,7 +3,7 @@
 
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::format::{u32_at, u64_at};
+use crate::format::u64_at;
 use crate::txn::Db;
 
 /// One used slot of the reader table.
@@ -200,11 +200,11 @@ impl Env {
         let mut c = txn.cursor(Db::GC)?;
         let mut rec = c.first()?;
         while let Some((k, v)) = rec {
-            if k.len() != 8 || v.len() < 4 || v.len() % 4 != 0 {
+            let Some(pnl) = crate::format::pnl::Pnl::new(v).filter(|_| k.len() == 8) else {
                 return Err(Error::corrupted(gc.root, "corrupted GC record"));
-            }
+            };
             let id = u64_at(k, 0);
-            let n = (u32_at(v, 0) as usize).min(v.len() / 4 - 1);
+            let n = pnl.len();
             info.pages_gc += n as u64;
             let reclaimable = id <= oldest;
             if reclaimable {
@@ -212,9 +212,7 @@ impl Env {
                 let mut i = 0;
                 while i < n {
                     let mut len = 1;
-                    while i + len < n
-                        && u32_at(v, 4 + 4 * (i + len)).wrapping_add(1) == u32_at(v, 4 + 4 * (i + len - 1))
-                    {
+                    while i + len < n && pnl.get(i + len).wrapping_add(1) == pnl.get(i + len - 1) {
                         len += 1;
                     }
                     *spans.entry(len as u64).or_default() += 1;

@@ -5,7 +5,7 @@
 
 use crate::env::{Env, EnvInfo};
 use crate::error::Result;
-use crate::format::{u32_at, u64_at};
+use crate::format::u64_at;
 use crate::readers::{GcInfo, ReaderInfo};
 use crate::txn::Db;
 
@@ -79,9 +79,9 @@ impl Env {
         let mut c = txn.cursor(Db::GC)?;
         let mut rec = c.first()?;
         while let Some((k, v)) = rec {
-            if k.len() == 8 && v.len() >= 4 {
+            if let Some(pnl) = crate::format::pnl::Pnl::new(v).filter(|_| k.len() == 8) {
                 let id = u64_at(k, 0);
-                let n = (u32_at(v, 0) as usize).min(v.len() / 4 - 1) as u64;
+                let n = pnl.len() as u64;
                 gc_records.push(GcRecord { txnid: id, pages: n, reclaimable: id <= gc.oldest_reader });
             }
             rec = c.next()?;

@@ -6,6 +6,7 @@ pub mod limits;
 pub mod meta;
 pub mod node;
 pub mod page;
+pub mod pnl;
 pub mod tree;
 
 /// Number of meta pages (pages 0, 1, 2).

@@ -1,0 +1,117 @@
+//! Page-number lists: the value of a GC record (the key is the 8-byte txnid
+//! that freed the pages).
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | `n`: number of page numbers |
+//! | 4 | 4 × n | page numbers, descending (libmdbx keeps them sorted so) |
+//! | 4 + 4n | rest | padding (a record may be longer than its list; zeros when written by rdbx) |
+//!
+//! One codec for every reader of GC records: allocation (strict), the
+//! checker (reports each defect), statistics and page inspection (lenient:
+//! a count longer than the value is cut to what the value holds).
+
+use super::u32_at;
+
+/// A GC record's value, checked only for its shape (at least the count, a
+/// whole number of 4-byte words).
+#[derive(Clone, Copy, Debug)]
+pub struct Pnl<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Pnl<'a> {
+    /// `None` if `v` is shorter than the count or not a whole number of words.
+    pub fn new(v: &'a [u8]) -> Option<Pnl<'a>> {
+        (v.len() >= 4 && v.len().is_multiple_of(4)).then_some(Pnl { bytes: v })
+    }
+
+    /// The count as stored (may exceed [`Pnl::capacity`] on a damaged record).
+    pub fn declared_len(&self) -> usize {
+        u32_at(self.bytes, 0) as usize
+    }
+
+    /// How many page numbers the value has room for.
+    pub fn capacity(&self) -> usize {
+        self.bytes.len() / 4 - 1
+    }
+
+    /// The page numbers present: the declared count, cut to the capacity.
+    pub fn len(&self) -> usize {
+        self.declared_len().min(self.capacity())
+    }
+
+    /// Whether the list holds no page number.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`th page number (`i < len()`).
+    pub fn get(&self, i: usize) -> u32 {
+        u32_at(self.bytes, 4 + 4 * i)
+    }
+
+    /// The page numbers present, in stored order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
+        let p = *self;
+        (0..p.len()).map(move |i| p.get(i))
+    }
+
+    /// The list, checked as allocation needs it: the count within the
+    /// value, every page number past the metas and below `limit`, strictly
+    /// descending. The error names the defect.
+    pub fn strict(&self, limit: u32) -> Result<Vec<u32>, &'static str> {
+        if self.declared_len() > self.capacity() {
+            return Err("GC record is shorter than its count");
+        }
+        let mut out = Vec::with_capacity(self.len());
+        let mut prev = u32::MAX;
+        for p in self.iter() {
+            if p < super::NUM_METAS || p >= limit || p >= prev {
+                return Err("GC record lists a bad page number");
+            }
+            prev = p;
+            out.push(p);
+        }
+        Ok(out)
+    }
+}
+
+/// The value of a GC record listing `pages` (already descending), padded
+/// with zeros to `len` bytes.
+pub fn encode(pages: &[u32], len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len.max(4 + 4 * pages.len()));
+    v.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+    for p in pages {
+        v.extend_from_slice(&p.to_le_bytes());
+    }
+    v.resize(len.max(v.len()), 0);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_damage() {
+        let v = encode(&[9, 7, 4], 24);
+        assert_eq!(v.len(), 24);
+        let p = Pnl::new(&v).unwrap();
+        assert_eq!((p.declared_len(), p.capacity(), p.len()), (3, 5, 3));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![9, 7, 4]);
+        assert_eq!(p.strict(10), Ok(vec![9, 7, 4]));
+        assert_eq!(p.strict(9), Err("GC record lists a bad page number"), "page 9 past the limit");
+        let ascending = encode(&[4, 7], 12);
+        assert!(Pnl::new(&ascending).unwrap().strict(10).is_err());
+        let metas = encode(&[5, 2], 12);
+        assert!(Pnl::new(&metas).unwrap().strict(10).is_err());
+        let mut long = encode(&[9, 7], 12);
+        long[0] = 5;
+        let p = Pnl::new(&long).unwrap();
+        assert_eq!((p.declared_len(), p.len()), (5, 2));
+        assert_eq!(p.strict(10), Err("GC record is shorter than its count"));
+        assert!(Pnl::new(&[1, 0, 0]).is_none());
+        assert!(Pnl::new(&[]).is_none());
+    }
+}
