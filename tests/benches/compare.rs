@@ -38,6 +38,12 @@
 //! libmdbx MDBX_SYNC_DURABLE, LMDB's default full sync). Printed as
 //! transactions per second, with rdbx's flushes per commit.
 //!
+//! Random UUIDs (LMDB's "degenerate scenario", also on `RDBX_BENCH_SYNC_DIR`):
+//! 100 durable transactions of 100 random 16-byte keys with 100-byte values;
+//! for the last 20 commits, the write calls (extents) per commit of rdbx and
+//! libmdbx (their `wops` counters, the meta included), rdbx's bytes per
+//! commit, and the data file size of both.
+//!
 //! Prints one row per workload: rdbx, libmdbx and LMDB ops/s, and the ratios
 //! rdbx/libmdbx and rdbx/LMDB (above 1: rdbx is faster),
 //! for each write mode in `RDBX_BENCH_MODES` (default `pwrite,writemap`):
@@ -534,6 +540,75 @@ fn main() {
         run_mode(tmp.path(), &w, n, mode, write_map);
     }
     durable_crud();
+    random_uuids();
+}
+
+/// 16 random bytes (the UUID-like keys of the random-UUID workload).
+fn uuid(rng: &mut Rng) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+    k[8..].copy_from_slice(&rng.next_u64().to_le_bytes());
+    k
+}
+
+fn random_uuids() {
+    let base = std::env::var_os("RDBX_BENCH_SYNC_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let tmp = tempfile::Builder::new().prefix("rdbx-bench-uuid-").tempdir_in(&base).expect("uuid dir");
+    const TXNS: usize = 100;
+    const PER_TXN: usize = 100;
+    const LAST: usize = 20;
+    let val = [0x5Au8; 100];
+    // rdbx
+    let env = Env::builder().durability(Durability::SyncDurable).open(tmp.path().join("rdbx")).unwrap();
+    let mut rng = Rng::new(7);
+    let (mut r_wops, mut r_bytes) = (0u64, 0u64);
+    for t in 0..TXNS {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for _ in 0..PER_TXN {
+            txn.put(Db::MAIN, &uuid(&mut rng), &val, PutFlags::empty()).unwrap();
+        }
+        let before = env.page_ops().wops;
+        let dirty = txn.info().unwrap().space_dirty;
+        txn.commit().unwrap();
+        if t >= TXNS - LAST {
+            r_wops += env.page_ops().wops - before;
+            r_bytes += dirty;
+        }
+    }
+    let r_size = std::fs::metadata(tmp.path().join("rdbx/mdbx.dat")).unwrap().len();
+    drop(env);
+    // libmdbx
+    let env = oracle::Env::open(
+        tmp.path().join("libmdbx"),
+        &oracle::EnvOptions { no_sub_dir: Some(false), max_dbs: 2, ..Default::default() },
+    )
+    .unwrap();
+    let mut rng = Rng::new(7);
+    let mut m_wops = 0u64;
+    for t in 0..TXNS {
+        let mut txn = env.begin_rw().unwrap();
+        for _ in 0..PER_TXN {
+            txn.put(oracle::MAIN_DBI, &uuid(&mut rng), &val, 0).unwrap();
+        }
+        let before = env.info().unwrap().pgop[7];
+        txn.commit().unwrap();
+        if t >= TXNS - LAST {
+            m_wops += env.info().unwrap().pgop[7] - before;
+        }
+    }
+    let m_size = std::fs::metadata(tmp.path().join("libmdbx/mdbx.dat")).unwrap().len();
+    env.close().unwrap();
+    let n = LAST as f64;
+    println!();
+    println!(
+        "== random UUIDs ({TXNS} durable transactions of {PER_TXN} 16-byte keys, 100-byte values; last {LAST} commits)"
+    );
+    println!(
+        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes, libmdbx {m_size} bytes",
+        r_wops as f64 / n,
+        m_wops as f64 / n,
+        r_bytes as f64 / n
+    );
 }
 
 /// Transactions of the durable CRUD workload.
