@@ -44,6 +44,10 @@ pub(crate) struct Mmap {
     len: usize,
     /// Mapped with `PROT_WRITE` (WRITEMAP): [`Mmap::page_mut`] works.
     writable: bool,
+    /// The ranges handed out as live [`MapPage`]s, by start offset (end
+    /// offset as value): `page_mut` refuses a range that overlaps one, so two
+    /// handles to the same bytes cannot exist.
+    handed: std::sync::Mutex<std::collections::BTreeMap<usize, usize>>,
 }
 
 // SAFETY: the mapping is plain memory owned by this value; it is written only
@@ -60,14 +64,14 @@ impl Mmap {
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: false })
+        Ok(Mmap { ptr, len, writable: false, handed: Default::default() })
     }
 
     /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
     /// open for writing).
     pub fn map_writable(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: true })
+        Ok(Mmap { ptr, len, writable: true, handed: Default::default() })
     }
 
     /// Whether [`Mmap::page_mut`] can hand out pages.
@@ -78,16 +82,27 @@ impl Mmap {
     /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
     /// is not writable or the range is not inside it.
     ///
-    /// Contract (upheld by the write transaction, the only caller): the range
-    /// is inside the file, and it is made of pages the transaction allocated:
-    /// free pages that no snapshot of any process references (the MVCC rule
-    /// that also lets a writer `pwrite` them), for which no other `MapPage`
-    /// lives and which no `bytes` borrow reads (the transaction reads them
-    /// only through this `MapPage`).
+    /// Checked here: no other live `MapPage` overlaps the range (`None`
+    /// then; the transaction never asks twice, so that is a bug it would see
+    /// as a missing page, never as aliased memory). Contract (upheld by the
+    /// write transaction, the only caller): the range is inside the file, and
+    /// it is made of pages the transaction allocated: free pages that no
+    /// snapshot of any process references (the MVCC rule that also lets a
+    /// writer `pwrite` them), which no `bytes` borrow reads (the transaction
+    /// reads them only through this `MapPage`).
     pub fn page_mut(self: &std::sync::Arc<Self>, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;
         if !self.writable || end > self.len || len == 0 {
             return None;
+        }
+        {
+            let mut handed = self.handed.lock().unwrap_or_else(|e| e.into_inner());
+            let before = handed.range(..end).next_back().is_some_and(|(_, &e)| e > off);
+            if before {
+                debug_assert!(false, "a map page was handed out twice");
+                return None;
+            }
+            handed.insert(off, end);
         }
         // SAFETY: `off < self.len` (checked above), so the result stays inside
         // the live mapping and is non-null.
@@ -215,8 +230,9 @@ pub(crate) struct MapPage {
     _map: std::sync::Arc<Mmap>,
 }
 
-// SAFETY: a MapPage is the exclusive handle to its bytes (contract of
-// `Mmap::page_mut`) and keeps the mapping alive, like a `Box<[u8]>`.
+// SAFETY: a MapPage is the exclusive handle to its bytes (`Mmap::page_mut`
+// hands out no overlapping ranges while it lives) and keeps the mapping
+// alive, like a `Box<[u8]>`.
 unsafe impl Send for MapPage {}
 // SAFETY: shared access only reads, through `&self` (as for `Box<[u8]>`).
 unsafe impl Sync for MapPage {}
@@ -234,6 +250,13 @@ impl std::ops::DerefMut for MapPage {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `deref`; `&mut self` makes this borrow exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for MapPage {
+    fn drop(&mut self) {
+        let off = self.ptr.as_ptr() as usize - self._map.ptr.as_ptr() as usize;
+        self._map.handed.lock().unwrap_or_else(|e| e.into_inner()).remove(&off);
     }
 }
 
@@ -364,6 +387,29 @@ impl Drop for SharedRegion {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::sync::Arc;
+
+    #[test]
+    fn map_pages_are_exclusive_and_write_the_file() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(16384).unwrap();
+        let m = Arc::new(Mmap::map_writable(&f, 16384).unwrap());
+        let mut a = m.page_mut(4096, 8192).unwrap();
+        a[..5].copy_from_slice(b"hello");
+        // No second handle overlapping a live one (release builds: None).
+        if !cfg!(debug_assertions) {
+            assert!(m.page_mut(8192, 4096).is_none());
+            assert!(m.page_mut(0, 4097).is_none());
+        }
+        let b = m.page_mut(0, 4096).expect("a disjoint page");
+        drop(b);
+        drop(a);
+        let again = m.page_mut(8192, 4096).expect("free once the handle is gone");
+        drop(again);
+        let mut buf = [0u8; 5];
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 4096).unwrap();
+        assert_eq!(&buf, b"hello", "the shared map writes the file");
+    }
 
     #[test]
     fn map_reads_file_and_bounds() {
@@ -374,6 +420,7 @@ mod tests {
         assert_eq!(m.bytes(0, 5), Some(&b"hello"[..]));
         assert_eq!(m.bytes(6, 5), Some(&b"world"[..]));
         assert!(m.bytes(1 << 20, 1).is_none());
+        assert!(Arc::new(Mmap::map(&f, 1 << 20).unwrap()).page_mut(0, 8).is_none(), "read-only map");
         let mut out = [0u8; 11];
         assert!(m.copy_volatile(0, &mut out));
         assert_eq!(&out, b"hello world");
