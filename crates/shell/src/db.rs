@@ -155,12 +155,19 @@ fn open_error(path: &Path, e: &rdbx::Error) -> String {
         rdbx::Error::Busy(m) => format!("{p}: busy: {m}; try again when the other process is done"),
         rdbx::Error::Invalid(_) => format!("{p}: not an MDBX database ({e})"),
         rdbx::Error::WannaRecovery => {
-            format!("{p}: {e}; open it read-write (--write) to recover, or run 'rdbx-tools chk'")
+            format!(
+                "{p}: {e}; open it read-write to recover ('open {p} rw' in the shell, or start it with --write), \
+                 or check it first with 'rdbx-tools chk {p}'"
+            )
         }
-        rdbx::Error::Corrupted { .. } => format!(
-            "{p}: {e}; run 'rdbx-tools chk' for details ('rdbx-tools meta {p}' shows the metas; \
-             'rdbx-tools meta --use N {p}' makes an older intact one current)"
-        ),
+        rdbx::Error::Corrupted { .. } => {
+            let data = if path.is_dir() { path.join("mdbx.dat") } else { path.to_path_buf() };
+            let sizes = rdbx_dump::diagnose::truncation(&data).map(|t| format!(" ({t})")).unwrap_or_default();
+            format!(
+                "{p}: {e}{sizes}; run 'rdbx-tools chk' for details ('rdbx-tools meta {p}' shows the metas; \
+                 'rdbx-tools meta --use N {p}' makes an older intact one current)"
+            )
+        }
         rdbx::Error::Access(_) | rdbx::Error::Io(_) => format!("{p}: cannot open: {e}"),
         _ => format!("{p}: cannot open: {e}"),
     }

@@ -199,7 +199,11 @@ impl Session {
             let flushed = self.out.flush();
             match r {
                 Ok(Action::Done) => {}
-                Ok(Action::Quit) => return End::Quit,
+                Ok(Action::Quit) => {
+                    if depth == 0 || !src.interactive() || self.confirm_quit(txn.as_deref(), src) {
+                        return End::Quit;
+                    }
+                }
                 Ok(Action::Open(req)) => return End::Open(req, loc),
                 Ok(Action::Close) => return End::Close,
                 Ok(Action::Commit) => return End::Commit,
@@ -319,6 +323,17 @@ impl Session {
                 let _ = self.note("the current table is gone with the transaction: the current table is now @MAIN");
             }
         }
+    }
+
+    /// `quit` typed inside a write transaction: asks whether to discard it.
+    fn confirm_quit(&mut self, txn: Option<&RwTxn<'_>>, src: &mut dyn Source) -> bool {
+        let id = txn.map(|t| format!(" {}", t.id())).unwrap_or_default();
+        let _ = self.out.flush();
+        if src.confirm(&format!("write transaction{id} is open: quit and discard its changes?")) {
+            return true;
+        }
+        eprintln!("not quitting: 'commit' keeps the changes, 'abort' discards them");
+        false
     }
 
     /// The session ends with a transaction open: it is aborted. In a script

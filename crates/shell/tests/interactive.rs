@@ -275,3 +275,88 @@ fn ctrl_c_gives_up_waiting_for_another_writer() {
     let r = common::cmd(&db, "get -t fruit waiting-key");
     assert_eq!(r.stdout, "v\n", "{r:?}");
 }
+
+#[test]
+fn quit_inside_a_transaction_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+    let history = dir.path().join("history");
+    let mut p = start(&db, &history);
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    p.send_line("open rw").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    p.send_line("begin").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("put -t fruit kept-key v").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    // No: the session goes on inside the transaction.
+    p.send_line("quit").unwrap();
+    expect(&mut p, "is open: quit and discard its changes? [y/N]");
+    p.send_line("n").unwrap();
+    expect(&mut p, "not quitting: 'commit' keeps the changes");
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("commit").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    // Yes: the changes are discarded.
+    p.send_line("begin; put -t fruit lost-key v").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("exit").unwrap();
+    expect(&mut p, "quit and discard its changes? [y/N]");
+    p.send_line("y").unwrap();
+    p.exp_eof().unwrap();
+    let r = common::cmd(&db, "get -t fruit kept-key; get -t fruit lost-key");
+    assert_eq!(r.stdout, "v\n", "{r:?}");
+    assert!(r.stderr.contains("'lost-key' not found"), "{r:?}");
+}
+
+/// `load` from a named pipe, so that the test decides when the input comes:
+/// 110 000 records (one batch of 100 000 committed), Ctrl-C, then more.
+#[test]
+fn ctrl_c_stops_a_load_and_says_how_many_records_are_kept() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+    let fifo = dir.path().join("in.dump");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let history = dir.path().join("history");
+    let mut p = start(&db, &history);
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    p.send_line("open rw").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    p.send_line(&format!("load {}", fifo.display())).unwrap();
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let record = |w: &mut std::fs::File, i: u32| {
+        let k = format!("k{i:08}");
+        writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value")).unwrap();
+    };
+    write!(w, "VERSION=3\nformat=bytevalue\ndatabase=loaded\ntype=btree\nHEADER=END\n").unwrap();
+    for i in 0..110_000 {
+        record(&mut w, i);
+    }
+    w.flush().unwrap();
+    expect(&mut p, "loading: ");
+    expect(&mut p, "106496 records");
+    p.send_control('c').unwrap();
+    // More input: the load reads on and notices the Ctrl-C.
+    let feeder = std::thread::spawn(move || {
+        for i in 110_000..200_000 {
+            let k = format!("k{i:08}");
+            if writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value")).is_err() {
+                return;
+            }
+        }
+    });
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("interrupted: 100000 records kept"), "{out:?}");
+    p.send_line("count -t loaded").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("100000"), "{out:?}");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+    let _ = feeder.join();
+}

@@ -232,10 +232,10 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
         ));
     }
     if size < 768 {
-        return Err(ToolError::sys(
-            libc::ENODATA,
-            format!("{}: file of {size} bytes is too short for a database (No data available)", data.display()),
-        ));
+        // Not a database, as any other file without the MDBX metas (the same
+        // message and exit code as for `/bin/ls`).
+        let e = rdbx::Error::Invalid(format!("file of {size} bytes is too short for an MDBX database"));
+        return Err(ToolError { code: e.code(), msg: format!("{}: not an MDBX database: {e}", data.display()) });
     }
     Ok(Target { path: path.to_path_buf(), data, lck, no_sub_dir })
 }
@@ -258,6 +258,15 @@ pub fn open_env(t: &Target, read_only: bool) -> Result<Env, ToolError> {
     })
 }
 
+/// The metas of the data file of `t` (read without a lock); a file that is
+/// not a database gets the same message as from [`open_env`].
+pub fn read_metas(t: &Target) -> Result<rdbx::inspect::MetaList, ToolError> {
+    rdbx::inspect::read_metas(&t.data).map_err(|e| match e {
+        rdbx::Error::Invalid(_) => open_error(&t.path, &e),
+        e => ToolError::engine(&e, t.data.display()),
+    })
+}
+
 pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
     let p = path.display();
     match e {
@@ -273,7 +282,9 @@ pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
             ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk -w` to recover it") }
         }
         rdbx::Error::Corrupted { .. } => {
-            ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk` for details") }
+            let data = if path.is_dir() { path.join("mdbx.dat") } else { path.to_path_buf() };
+            let sizes = rdbx_dump::diagnose::truncation(&data).map(|t| format!(" ({t})")).unwrap_or_default();
+            ToolError { code: e.code(), msg: format!("{p}: {e}{sizes}; run `rdbx-tools chk` for details") }
         }
         _ => ToolError { code: e.code(), msg: format!("{p}: cannot open: {e}") },
     }

@@ -153,8 +153,9 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         }
     })?;
     if !a.quiet {
+        let on_disk = rdbx_dump::diagnose::allocated(dst).map(|b| format!(", {b} allocated")).unwrap_or_default();
         println!(
-            "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes",
+            "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes{on_disk}",
             st.txnid,
             a.src.display(),
             dst.display(),

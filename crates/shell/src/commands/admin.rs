@@ -143,20 +143,37 @@ struct Progress {
 
 impl Progress {
     fn show(&mut self, what: &str, done: u64, total: u64) {
-        if !self.on || total == 0 {
+        self.show_with(what, done, total, String::new);
+    }
+
+    /// Like `show`, with `detail` (in human units) after the percentage.
+    /// Without a `total` (input from a pipe) only the detail is shown, at
+    /// each change of `done`.
+    fn show_with(&mut self, what: &str, done: u64, total: u64, detail: impl FnOnce() -> String) {
+        if !self.on {
             return;
         }
-        let pct = done.saturating_mul(100) / total;
-        if pct != self.last {
-            self.last = pct;
-            eprint!("\r{what}: {pct:>3}% ");
+        let key = done.saturating_mul(100).checked_div(total).unwrap_or(done);
+        if key != self.last {
+            self.last = key;
+            let d = detail();
+            match total {
+                0 if d.is_empty() => {}
+                0 => eprint!("\r{what}: {d}\x1b[K"),
+                _ => eprint!("\r{what}: {key:>3}% {d}\x1b[K"),
+            }
         }
     }
     fn clear(&self) {
         if self.on && self.last != u64::MAX {
-            eprint!("\r{:40}\r", "");
+            eprint!("\r\x1b[K");
         }
     }
+}
+
+/// Bytes in MiB with one decimal, for progress lines.
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
 }
 
 pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
@@ -213,10 +230,11 @@ pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
     ])?;
     if rep.problem_count() > 0 {
         return Err(format!(
-            "{} problem(s) found ({} major, {} minor); 'rdbx-tools chk' gives the full report",
+            "{} problem(s) found ({} major, {} minor); 'rdbx-tools chk -vv {}' gives the full report",
             rep.problem_count(),
             rep.major,
-            rep.minor
+            rep.minor,
+            db.path.display()
         )
         .into());
     }
@@ -258,11 +276,14 @@ pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let st = r.map_err(|e| format!("{}: {}", dst.display(), describe(&e)))?;
     let how = if opts.compact { "compacted copy" } else { "copy" };
     cx.s.out.message(&format!(
-        "{how} of transaction {} written to {}: {} pages, {}",
+        "{how} of transaction {} written to {}: {} pages in use; file size {}{}",
         st.txnid,
         dst.display(),
         st.copy_pages,
-        human_size(st.file_size)
+        human_size(st.file_size),
+        rdbx_dump::diagnose::allocated(&dst)
+            .map(|a| format!(", {} allocated on disk", human_size(a)))
+            .unwrap_or_default()
     ))?;
     Ok(Action::Done)
 }
@@ -362,13 +383,29 @@ pub fn load(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     let interrupt = cx.s.interrupt.clone();
     let mut warnings = Vec::new();
-    let r = rdbx_dump::load(&db.env, &mut reader, first, &opts, &mut |m| warnings.push(m), &mut |_| {
+    let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let _ = cx.s.out.flush();
+    let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
+    let mut kept = 0;
+    let r = rdbx_dump::load(&db.env, &mut reader, first, &opts, &mut |m| warnings.push(m), &mut |lp| {
+        kept = lp.kept;
+        p.show_with("loading", lp.bytes, total, || match total {
+            0 => format!("{} records, {} read", lp.records, mib(lp.bytes)),
+            _ => format!("{} records, {} of {}", lp.records, mib(lp.bytes), mib(total)),
+        });
         !interrupt.load(Ordering::Relaxed)
     });
+    p.clear();
     for w in warnings {
         cx.s.warn(&w);
     }
-    let st = r.map_err(|e| format!("{}: {e} (the records of the failed batch were rolled back)", path.display()))?;
+    let st = r.map_err(|e| match e {
+        rdbx_dump::DumpError::Interrupted => format!(
+            "{}: interrupted: {kept} records kept (the batches committed before stay; the current one was rolled back)",
+            path.display()
+        ),
+        e => format!("{}: {e} (the records of the failed batch were rolled back; {kept} records kept)", path.display()),
+    })?;
     let skipped = if st.skipped > 0 { format!(", {} skipped", st.skipped) } else { String::new() };
     cx.s.out.message(&format!(
         "loaded {} record(s) in {} section(s) from {}{skipped}",

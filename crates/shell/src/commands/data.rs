@@ -13,15 +13,31 @@ use crate::session::Session;
 use crate::spec::Invocation;
 use crate::values::{compare_keys, parse_item, quoted_item, Word};
 
-/// Checks a key against what the table accepts, with a message saying what fits.
-fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
-    if t.flags.contains(DbFlags::INTEGER_KEY) && key.len() != 4 && key.len() != 8 {
-        return Err(format!(
-            "table {} has integer keys: give a number, u32:N or u64:N (this key has {} bytes)",
-            t.label(),
-            key.len()
-        )
-        .into());
+/// Checks the width of an integer `item` ("key" or "value") against the
+/// width of the stored ones (`stored`: none stored yet, then 4 and 8 fit).
+fn check_int_width(t: &TableRef, item: &str, stored: Option<usize>, len: usize) -> Result<()> {
+    let fits = match stored {
+        Some(w) => len == w,
+        None => len == 4 || len == 8,
+    };
+    if fits {
+        return Ok(());
+    }
+    let want = match stored {
+        Some(4) => format!("4-byte integer {item}s: give a number or u32:N"),
+        Some(w) => format!("{w}-byte integer {item}s: give a number or u64:N"),
+        None => format!("integer {item}s: give a number, u32:N or u64:N"),
+    };
+    Err(format!("table {} has {want} (this {item} has {len} bytes)", t.label()).into())
+}
+
+/// Checks a key against what the table accepts, with a message saying what
+/// fits. The keys of an integerkey table that holds records all have the
+/// width of its first key (4 or 8 bytes).
+fn check_key(db: &Opened, r: &dyn ReadTxn, t: &TableRef, key: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_KEY) {
+        let stored = r.cursor(t.db)?.first()?.map(|(k, _)| k.len());
+        check_int_width(t, "key", stored, key.len())?;
     }
     let max = db.env.max_key_size(t.flags);
     if key.len() > max {
@@ -35,14 +51,10 @@ fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn check_value(db: &Opened, t: &TableRef, val: &[u8]) -> Result<()> {
-    if t.flags.contains(DbFlags::INTEGER_DUP) && val.len() != 4 && val.len() != 8 {
-        return Err(format!(
-            "table {} has integer values: give a number, u32:N or u64:N (this value has {} bytes)",
-            t.label(),
-            val.len()
-        )
-        .into());
+fn check_value(db: &Opened, r: &dyn ReadTxn, t: &TableRef, val: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_DUP) {
+        let stored = r.cursor(t.db)?.first()?.map(|(_, v)| v.len());
+        check_int_width(t, "value", stored, val.len())?;
     }
     let max = db.env.max_value_size(t.flags);
     if val.len() > max {
@@ -75,7 +87,7 @@ pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     cx.read(|s, r, _| {
         let t = open_table(r, name.as_deref())?;
         let key = key_of(r, &t, &kw)?;
-        check_key(db, &t, &key)?;
+        check_key(db, r, &t, &key)?;
         let mut c = r.cursor(t.db)?;
         let Some((k, v)) = c.set(&key)? else { return Err(not_found(&t, &key)) };
         let kc = [("key", Cell::item(k, t.key_kind()))];
@@ -108,8 +120,8 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         let t = open_table(&*txn, name.as_deref())?;
         let key = key_of(&*txn, &t, &kw)?;
         let val = value_of(&*txn, &t, &vw)?;
-        check_key(db, &t, &key)?;
-        check_value(db, &t, &val)?;
+        check_key(db, &*txn, &t, &key)?;
+        check_value(db, &*txn, &t, &val)?;
         let mut f = flags;
         if append {
             f |= if t.dupsort() { PutFlags::APPEND_DUP } else { PutFlags::APPEND };
@@ -152,7 +164,7 @@ pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let msg = cx.write(|_, txn| {
         let t = open_table(&*txn, name.as_deref())?;
         let key = key_of(&*txn, &t, &kw)?;
-        check_key(db, &t, &key)?;
+        check_key(db, &*txn, &t, &key)?;
         let val = match &vw {
             Some(w) => Some(value_of(&*txn, &t, w)?),
             None => None,
