@@ -113,15 +113,24 @@ pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
         })
 }
 
-/// Creates a database at `path` (a directory, made if missing) and opens it
-/// read-write.
-pub fn create(path: &Path) -> Result<Opened, String> {
+/// Creates a database at `path` and opens it read-write: a directory (made
+/// if missing) holding mdbx.dat and mdbx.lck, or with `single_file` the data
+/// file `path` itself (no-subdir layout, lock file `path-lck`; its directory
+/// must exist).
+pub fn create(path: &Path, single_file: bool) -> Result<Opened, String> {
     if probe(path) == Found::Database {
         return open(path, false);
     }
-    std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
+    if single_file {
+        if probe(path) == Found::EmptyDir {
+            return Err(format!("{}: is a directory; --single-file makes PATH the data file", path.display()));
+        }
+    } else {
+        std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
+    }
     builder()
         .max_dbs(MAX_DBS)
+        .no_sub_dir(single_file)
         .durability(Durability::SyncDurable)
         .open(path)
         .map(|env| Opened { env, path: path.to_path_buf(), read_only: false })

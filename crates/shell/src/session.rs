@@ -34,6 +34,8 @@ pub struct OpenRequest {
     pub path: Option<PathBuf>,
     pub read_only: bool,
     pub create: bool,
+    /// With `create`: the no-subdir layout.
+    pub single_file: bool,
 }
 
 /// Why a command loop ended.
@@ -59,11 +61,22 @@ pub struct Session {
     /// A command failed (decides the exit code of scripts).
     pub failed: bool,
     pub interactive: bool,
+    /// `timer on`: the time of each command on stderr.
+    pub timer: bool,
 }
 
 impl Session {
     pub fn new(out: Out, interactive: bool, interrupt: Arc<AtomicBool>) -> Session {
-        Session { out, table: None, keep_going: false, pager: Pager::Auto, interrupt, failed: false, interactive }
+        Session {
+            out,
+            table: None,
+            keep_going: false,
+            pager: Pager::Auto,
+            interrupt,
+            failed: false,
+            interactive,
+            timer: false,
+        }
     }
 
     /// Whether Ctrl-C was pressed since the command started.
@@ -195,8 +208,12 @@ impl Session {
             self.interrupt.store(false, Ordering::SeqCst);
             self.out.width = src.width();
             let name = spec::find(&words[0].text()).map(|s| s.name);
+            let started = std::time::Instant::now();
             let r = commands::execute(self, db, txn.as_deref_mut(), &words, src);
             let flushed = self.out.flush();
+            if self.timer {
+                eprintln!("time: {}", human_duration(started.elapsed()));
+            }
             match r {
                 Ok(Action::Done) => {}
                 Ok(Action::Quit) => {
@@ -379,7 +396,7 @@ impl Session {
                     && src.confirm(&format!("{} does not exist. Create a new database there?", path.display()))));
         // Close first: one process keeps one environment per file.
         drop(current);
-        let r = if create { db::create(&path) } else { db::open(&path, req.read_only) };
+        let r = if create { db::create(&path, req.single_file) } else { db::open(&path, req.read_only) };
         match r {
             Ok(o) => {
                 if !same {
@@ -400,6 +417,18 @@ impl Session {
                 (back, stop)
             }
         }
+    }
+}
+
+/// A duration for people: `850 µs`, `12.3 ms`, `4.56 s`.
+pub fn human_duration(d: std::time::Duration) -> String {
+    let us = d.as_micros();
+    if us < 1000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
     }
 }
 

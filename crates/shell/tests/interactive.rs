@@ -61,6 +61,16 @@ fn regex_escape(s: &str) -> String {
     })
 }
 
+/// The shell on a new demo database in `dir`, at its first prompt.
+fn demo_session(dir: &Path) -> (PtySession, std::path::PathBuf) {
+    let db = dir.join("demo");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+    let mut p = start(&db, &dir.join("history"));
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    (p, db)
+}
+
 #[test]
 fn a_session_at_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,12 +252,7 @@ fn ctrl_c_stops_a_long_scan() {
 #[test]
 fn ctrl_c_gives_up_waiting_for_another_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("demo");
-    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
-    assert!(r.ok(), "{r:?}");
-    let history = dir.path().join("history");
-    let mut p = start(&db, &history);
-    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    let (mut p, db) = demo_session(dir.path());
     p.send_line("open rw").unwrap();
     fresh_prompt(&mut p, "demo [rw] @MAIN> ");
 
@@ -279,12 +284,7 @@ fn ctrl_c_gives_up_waiting_for_another_writer() {
 #[test]
 fn quit_inside_a_transaction_asks_first() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("demo");
-    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
-    assert!(r.ok(), "{r:?}");
-    let history = dir.path().join("history");
-    let mut p = start(&db, &history);
-    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    let (mut p, db) = demo_session(dir.path());
     p.send_line("open rw").unwrap();
     fresh_prompt(&mut p, "demo [rw] @MAIN> ");
     p.send_line("begin").unwrap();
@@ -317,26 +317,21 @@ fn quit_inside_a_transaction_asks_first() {
 fn ctrl_c_stops_a_load_and_says_how_many_records_are_kept() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("demo");
-    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
-    assert!(r.ok(), "{r:?}");
     let fifo = dir.path().join("in.dump");
     let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(st.success());
-    let history = dir.path().join("history");
-    let mut p = start(&db, &history);
-    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    let (mut p, _) = demo_session(dir.path());
     p.send_line("open rw").unwrap();
     fresh_prompt(&mut p, "demo [rw] @MAIN> ");
     p.send_line(&format!("load {}", fifo.display())).unwrap();
     let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     let record = |w: &mut std::fs::File, i: u32| {
         let k = format!("k{i:08}");
-        writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value")).unwrap();
+        writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value"))
     };
     write!(w, "VERSION=3\nformat=bytevalue\ndatabase=loaded\ntype=btree\nHEADER=END\n").unwrap();
     for i in 0..110_000 {
-        record(&mut w, i);
+        record(&mut w, i).unwrap();
     }
     w.flush().unwrap();
     expect(&mut p, "loading: ");
@@ -345,8 +340,7 @@ fn ctrl_c_stops_a_load_and_says_how_many_records_are_kept() {
     // More input: the load reads on and notices the Ctrl-C.
     let feeder = std::thread::spawn(move || {
         for i in 110_000..200_000 {
-            let k = format!("k{i:08}");
-            if writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value")).is_err() {
+            if record(&mut w, i).is_err() {
                 return;
             }
         }
@@ -359,4 +353,21 @@ fn ctrl_c_stops_a_load_and_says_how_many_records_are_kept() {
     p.send_control('d').unwrap();
     p.exp_eof().unwrap();
     let _ = feeder.join();
+}
+
+#[test]
+fn a_quoted_value_goes_on_on_the_next_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut p, _) = demo_session(dir.path());
+    p.send_line("OPEN rw   # any case, a comment").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    // Enter inside the quote continues the line instead of running it.
+    p.send_line("put -t fruit poem \"roses").unwrap();
+    p.send_line("are red\"").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("stored 'poem'"), "{out:?}");
+    p.send_line("format json; get -t fruit poem").unwrap();
+    expect(&mut p, r#"{"key":"poem","value":"roses\nare red"}"#);
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
 }

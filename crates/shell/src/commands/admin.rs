@@ -2,7 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use rdbx::{CheckOptions, CheckProgress, CopyOptions, CopyProgress, Geometry, Severity, Stage};
@@ -12,7 +12,7 @@ use super::{describe, Action, Ctx, Fail, Result};
 use crate::access::{self, label};
 use crate::output::Cell;
 use crate::spec::Invocation;
-use crate::values::{human_size, parse_size};
+use crate::values::{human_size, parse_size, path_of};
 
 fn size(b: u64) -> Cell {
     Cell::Size(b)
@@ -254,7 +254,7 @@ fn check_output(cx: &Ctx<'_, '_>, dst: &Path, what: &str, force: bool) -> Result
 
 pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let db = cx.db()?;
-    let mut dst = PathBuf::from(inv.arg(0).ok_or("copy needs a DEST")?.text());
+    let mut dst = path_of(inv.arg(0).ok_or("copy needs a DEST")?);
     if dst.is_dir() {
         dst = dst.join("mdbx.dat");
     }
@@ -313,7 +313,7 @@ pub fn dump(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             (r, None)
         }
         Some(f) => {
-            let path = PathBuf::from(f.text());
+            let path = path_of(f);
             check_output(cx, &path, "the dump", inv.flag("force"))?;
             let file = if inv.flag("force") {
                 File::create(&path)
@@ -360,7 +360,7 @@ pub fn dump(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
 
 pub fn load(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let db = cx.db()?;
-    let path = PathBuf::from(inv.arg(0).ok_or("load needs a FILE")?.text());
+    let path = path_of(inv.arg(0).ok_or("load needs a FILE")?);
     let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut reader = DumpReader::new(BufReader::new(file));
     let first = match inv.value("into") {

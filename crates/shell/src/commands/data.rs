@@ -104,6 +104,47 @@ pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     })
 }
 
+pub fn exists(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let db = cx.db()?;
+    let kw = inv.arg(0).cloned().ok_or("exists needs a KEY")?;
+    cx.read(|s, r, _| {
+        let t = open_table(r, name.as_deref())?;
+        let key = key_of(r, &t, &kw)?;
+        check_key(db, r, &t, &key)?;
+        let found = r.cursor(t.db)?.set(&key)?.is_some();
+        s.out.value(&[("key", Cell::item(&key, t.key_kind()))], "exists", &Cell::Bool(found))?;
+        Ok(Action::Done)
+    })
+}
+
+/// A value written `@FILE` (the bytes of FILE) or `-` (all of standard
+/// input, when commands do not come from it); `None` for any other word.
+/// Quoted words are always literal.
+fn value_from_outside(w: &Word, stdin_free: bool) -> Result<Option<Vec<u8>>> {
+    if w.quoted {
+        return Ok(None);
+    }
+    if w.is("-") {
+        if !stdin_free {
+            return Err("put KEY -: standard input is where the commands come from; use put KEY @FILE, or \
+                        give the commands with -c"
+                .into());
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v)
+            .map_err(|e| format!("reading the value from standard input: {e}"))?;
+        return Ok(Some(v));
+    }
+    match w.bytes.strip_prefix(b"@") {
+        Some(rest) if !rest.is_empty() => {
+            let path = crate::values::path_of(&Word { bytes: rest.to_vec(), quoted: false });
+            std::fs::read(&path).map(Some).map_err(|e| format!("{}: {e}", path.display()).into())
+        }
+        _ => Ok(None),
+    }
+}
+
 pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let name = cx.target(inv)?;
     let db = cx.db()?;
@@ -116,10 +157,14 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         flags |= PutFlags::NO_DUP_DATA;
     }
     let append = inv.flag("append");
+    let from_outside = value_from_outside(&vw, cx.src.stdin_free())?;
     let msg = cx.write(|_, txn| {
         let t = open_table(&*txn, name.as_deref())?;
         let key = key_of(&*txn, &t, &kw)?;
-        let val = value_of(&*txn, &t, &vw)?;
+        let val = match from_outside {
+            Some(v) => v,
+            None => value_of(&*txn, &t, &vw)?,
+        };
         check_key(db, &*txn, &t, &key)?;
         check_value(db, &*txn, &t, &val)?;
         let mut f = flags;
@@ -376,6 +421,8 @@ impl Range {
 struct ScanOpts {
     limit: Option<u64>,
     keys_only: bool,
+    /// A value_size column.
+    sizes: bool,
     reverse: bool,
     /// Rows per page (0: no pages).
     page: usize,
@@ -402,7 +449,11 @@ fn scan_page(
         1
     };
     let interrupt = s.interrupt.clone();
-    let columns: &[&str] = if o.keys_only { &["key"] } else { &["key", "value"] };
+    let columns: &[&str] = match (o.keys_only, o.sizes) {
+        (true, _) => &["key"],
+        (false, false) => &["key", "value"],
+        (false, true) => &["key", "value", "value_size"],
+    };
     let mut listing = s.out.listing(columns, batch);
     let mut c = r.cursor(t.db)?;
     let mut rec = match after {
@@ -435,6 +486,8 @@ fn scan_page(
         let key = Cell::item(k, t.key_kind());
         if o.keys_only {
             listing.push(&[key])?;
+        } else if o.sizes {
+            listing.push(&[key, Cell::item(v, t.value_kind()), Cell::Int(v.len() as u64)])?;
         } else {
             listing.push(&[key, Cell::item(v, t.value_kind())])?;
         }
@@ -473,6 +526,7 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let o = ScanOpts {
         limit,
         keys_only: inv.flag("keys-only"),
+        sizes: inv.flag("sizes"),
         reverse: inv.flag("reverse"),
         page: cx.s.page_rows(cx.src),
     };
