@@ -155,6 +155,8 @@ pub enum Cell {
     Text(String),
     /// Yes or no (JSON true/false).
     Bool(bool),
+    /// A table: `None` is the main table (`@MAIN`; JSON null and null hex).
+    Table(Option<Vec<u8>>),
     /// Nothing (shown as `-`, JSON null).
     Absent,
 }
@@ -181,6 +183,8 @@ impl Cell {
             Cell::Size(n) => crate::values::human_size(*n),
             Cell::Text(s) => s.clone(),
             Cell::Bool(b) => b.to_string(),
+            Cell::Table(None) => crate::access::MAIN.into(),
+            Cell::Table(Some(n)) => render_item(n, ItemKind::Bytes),
             Cell::Absent => "-".into(),
         }
     }
@@ -213,18 +217,18 @@ impl Cell {
         }
     }
 
-    /// Adds `name: value` to a JSON object. Items that are not UTF-8 go under
-    /// `name_hex` as hex; integer items are numbers.
+    /// Adds `name: value` to a JSON object. An item is always two fields,
+    /// whatever its bytes (one schema per command): `name` (the number of an
+    /// integer item, the text of UTF-8 text, else null) and `name_hex`.
     fn to_json(&self, name: &str, obj: &mut Obj) {
         match self {
             Cell::Item(b, kind) => {
-                if let (ItemKind::Integer, Some(n)) = (kind, as_integer(b)) {
-                    obj.insert(name.into(), Value::from(n));
-                } else if let Some(s) = json_text(b) {
-                    obj.insert(name.into(), Value::from(s));
-                } else {
-                    obj.insert(format!("{name}_hex"), Value::from(hex(b)));
-                }
+                let v = match (kind, as_integer(b)) {
+                    (ItemKind::Integer, Some(n)) => Value::from(n),
+                    _ => json_text(b).map_or(Value::Null, Value::from),
+                };
+                obj.insert(name.into(), v);
+                obj.insert(format!("{name}_hex"), Value::from(hex(b)));
             }
             Cell::Int(n) | Cell::Size(n) => {
                 obj.insert(name.into(), Value::from(*n));
@@ -234,6 +238,11 @@ impl Cell {
             }
             Cell::Bool(b) => {
                 obj.insert(name.into(), Value::from(*b));
+            }
+            Cell::Table(Some(n)) => Cell::Item(n.clone(), ItemKind::Bytes).to_json(name, obj),
+            Cell::Table(None) => {
+                obj.insert(name.into(), Value::Null);
+                obj.insert(format!("{name}_hex"), Value::Null);
             }
             Cell::Absent => {
                 obj.insert(name.into(), Value::Null);
@@ -322,19 +331,15 @@ impl Out {
         writeln!(self.w, "{s}")
     }
 
-    /// A line of text for people (in JSON: `{"message": ...}`).
+    /// A status line for people ("loaded 5 records..."): on standard error,
+    /// so that standard output holds only data in every format.
     pub fn message(&mut self, text: &str) -> io::Result<()> {
         if self.quiet {
             return Ok(());
         }
-        match self.format {
-            Format::Json => {
-                let mut m = Obj::default();
-                m.insert("message".into(), Value::from(text));
-                self.json_line(m)
-            }
-            _ => writeln!(self.w, "{text}"),
-        }
+        self.w.flush()?;
+        let mut err = io::stderr().lock();
+        writeln!(err, "{text}")
     }
 
     /// Text written as is, whatever the format (help, dumps).
@@ -539,7 +544,8 @@ mod tests {
 
     #[test]
     fn listing_formats() {
-        assert_eq!(run(Format::Json, rows), "{\"key\":\"a\",\"value_hex\":\"00ff\"}\n{\"key\":7,\"value\":\"x y\"}\n");
+        // One schema: every item has its field (text, number or null) and its _hex.
+        assert_eq!(run(Format::Json, rows), format!("{{\"key\":\"a\",\"key_hex\":\"61\",\"value\":null,\"value_hex\":\"00ff\"}}\n{{\"key\":7,\"key_hex\":\"{}\",\"value\":\"x y\",\"value_hex\":\"782079\"}}\n", hex(&7u64.to_ne_bytes())));
         assert_eq!(run(Format::Hex, rows), format!("0x61\t0x00ff\n0x{}\t0x782079\n", hex(&7u64.to_ne_bytes())));
         let raw = run(Format::Raw, rows);
         assert!(raw.starts_with("a\t\u{0}\u{fffd}\n"));
@@ -578,10 +584,7 @@ mod tests {
             format!("key,value\r\n0x61,\\x00\\xff\r\n0x{},x y\r\n", hex(&7u64.to_ne_bytes()))
         );
         // JSON keeps its schema whatever the modes.
-        assert_eq!(
-            run(Format::Json, hex_keys),
-            "{\"key\":\"a\",\"value_hex\":\"00ff\"}\n{\"key\":7,\"value\":\"x y\"}\n"
-        );
+        assert_eq!(run(Format::Json, hex_keys), run(Format::Json, rows));
     }
 
     #[test]
@@ -590,11 +593,11 @@ mod tests {
         assert_eq!(run(Format::Table, |o| o.value(&[], "value", &v).unwrap()), "red\n");
         assert_eq!(
             run(Format::Json, |o| o.value(&[("key", Cell::text("k"))], "value", &v).unwrap()),
-            "{\"key\":\"k\",\"value\":\"red\"}\n"
+            "{\"key\":\"k\",\"value\":\"red\",\"value_hex\":\"726564\"}\n"
         );
         let f = [("entries", Cell::Int(3)), ("txnid", Cell::Absent)];
         assert_eq!(run(Format::Json, |o| o.record(&f).unwrap()), "{\"entries\":3,\"txnid\":null}\n");
         assert_eq!(run(Format::Raw, |o| o.record(&f).unwrap()), "entries: 3\ntxnid: -\n");
-        assert_eq!(run(Format::Json, |o| o.message("ok").unwrap()), "{\"message\":\"ok\"}\n");
+        assert_eq!(run(Format::Json, |o| o.message("ok").unwrap()), "", "status lines go to stderr");
     }
 }

@@ -116,7 +116,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         aliases: &[".tables"],
         details: "Lists the named tables with their flags, records and tree depth.",
-        ..cmd("tables", "list the tables: names, flags, entries")
+        ..cmd("tables", "list the tables: names, flags, records")
     },
     Spec {
         args: &[("TABLE", Kind::Table)],
@@ -245,7 +245,7 @@ pub static COMMANDS: &[Spec] = &[
     },
     Spec {
         args: &[("TABLE", Kind::Table)],
-        details: "Statistics of TABLE (default: the current table): depth, pages, entries, last change.",
+        details: "Statistics of TABLE (default: the current table): depth, pages, records, last change.",
         ..cmd("stat", "statistics of a table")
     },
     Spec { details: "Page size, geometry, last transaction, metas, readers.", ..cmd("info", "about the database") },
@@ -366,8 +366,8 @@ pub static COMMANDS: &[Spec] = &[
             opt!("values", "MODE": ItemMode, "show values as auto, text or hex"),
         ],
         needs_db: false,
-        details: "table: boxes for people; json: one object per line (bytes that are not UTF-8 go in *_hex \
-                  fields); csv: comma-separated values with a header line (RFC 4180 quoting; see 'headers'); \
+        details: "table: boxes for people; json: one object per line, the same fields on every line of a \
+                  command (a key or value is X: text, a number on integer tables or null, and X_hex); csv: comma-separated values with a header line (RFC 4180 quoting; see 'headers'); \
                   raw: the bytes as stored, tab-separated; hex: keys and values as 0x hex.\n\
                   --keys / --values choose how the table and csv formats show keys and values: auto (text when \
                   printable, else 0x hex; numbers on integer tables), text (always text, other bytes as \\xNN) \

@@ -57,7 +57,8 @@ fn keys_and_values_have_display_modes_of_their_own() {
     let r = cmd(d.path(), "format json --keys hex; format; get -t colors red");
     assert_eq!(
         r.stdout,
-        "{\"keys\":\"hex\",\"values\":\"auto\",\"format\":\"json\"}\n{\"key\":\"red\",\"value\":\"ff0000\"}\n"
+        "{\"keys\":\"hex\",\"values\":\"auto\",\"format\":\"json\"}\n\
+         {\"key\":\"red\",\"key_hex\":\"726564\",\"value\":\"ff0000\",\"value_hex\":\"666630303030\"}\n"
     );
     let r = cmd(d.path(), "format --keys octal");
     assert_eq!(r.code, Some(1), "{r:?}");
@@ -113,7 +114,7 @@ fn exists_says_true_or_false() {
     assert!(r.ok(), "{r:?}");
     assert_eq!(r.stdout, "true\nfalse\ntrue\n");
     let r = run(&[d.path().to_str().unwrap(), "-f", "json", "-c", "exists -t colors mauve"], None);
-    assert_eq!(json(&r)[0], serde_json::json!({"key": "mauve", "exists": false}));
+    assert_eq!(json(&r)[0], serde_json::json!({"key": "mauve", "key_hex": "6d61757665", "exists": false}));
 }
 
 #[test]

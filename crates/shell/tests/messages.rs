@@ -71,8 +71,8 @@ fn a_compacted_copy_reports_its_size_on_disk() {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(&dst).unwrap();
     let on_disk = m.blocks() * 512;
-    assert!(r.stdout.contains(&format!("file size {}", m.len())), "{r:?}");
-    assert!(r.stdout.contains(&format!(", {on_disk} ")) && r.stdout.contains("allocated on disk"), "{r:?}");
+    assert!(r.stderr.contains(&format!("file size {}", m.len())), "{r:?}");
+    assert!(r.stderr.contains(&format!(", {on_disk} ")) && r.stderr.contains("allocated on disk"), "{r:?}");
 }
 
 #[test]

@@ -94,6 +94,10 @@ pub struct ChkArgs {
 }
 
 fn usage_error(a: &ChkArgs, lines: &[&str]) -> u8 {
+    if a.json {
+        let context = json!({"path": a.path.display().to_string(), "exit_code": 5});
+        common::json_error(context, libc::EINVAL, &lines.join("; "));
+    }
     if !a.quiet {
         for l in lines {
             eprintln!(" ! {l}");
@@ -142,10 +146,10 @@ pub fn run(a: ChkArgs) -> u8 {
     let fail = |e: ToolError| -> u8 {
         let code = e.chk_exit();
         if a.json {
-            println!(
-                "{}",
-                json!({"path": a.path.display().to_string(), "exit_code": code, "error": {"code": e.code, "message": e.msg}})
-            );
+            common::json_error(json!({"path": a.path.display().to_string(), "exit_code": code}), e.code, &e.msg);
+            if !quiet {
+                eprintln!(" ! {e}");
+            }
         } else if !quiet {
             if code == 5 && e.code == libc::EINTR {
                 println!(" = {}", e.msg);

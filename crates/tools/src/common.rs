@@ -148,6 +148,19 @@ pub fn check_output(
     guard::check_output(dst, what, &[&src.data, &src.lck], src_desc, force).map_err(|m| ToolError::sys(libc::EEXIST, m))
 }
 
+/// The error object of every `--json` subcommand, on standard output:
+/// `{...context, "error": {"code": N, "message": "..."}}` (`context`: the
+/// fields the subcommand adds, e.g. its `path`).
+pub fn json_error(context: serde_json::Value, code: i32, message: &str) {
+    let mut o = match context {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    o.insert("error".into(), serde_json::json!({"code": code, "message": message}));
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{}", serde_json::Value::Object(o)).and_then(|_| out.flush());
+}
+
 /// A failure with its libmdbx-style code (negative: engine, positive: errno).
 #[derive(Debug)]
 pub struct ToolError {
@@ -400,13 +413,14 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Table flags in words (`none` without any).
+/// Table flags in words (`none` without any), the words of the shell's
+/// `create` options and of `tables`.
 pub fn flags_text(f: u16) -> String {
     let names = [
         (0x02, "reversekey"),
         (0x04, "dupsort"),
         (0x08, "integerkey"),
-        (0x10, "dupfix"),
+        (0x10, "dupfixed"),
         (0x20, "integerdup"),
         (0x40, "reversedup"),
     ];

@@ -154,7 +154,8 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
     })?;
     if !a.quiet {
         let on_disk = rdbx_dump::diagnose::allocated(dst).map(|b| format!(", {b} allocated")).unwrap_or_default();
-        println!(
+        // A status line: on stderr, as when the copy goes to stdout.
+        eprintln!(
             "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes{on_disk}",
             st.txnid,
             a.src.display(),

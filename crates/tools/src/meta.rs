@@ -77,7 +77,7 @@ pub struct PageArgs {
 
 fn fail(json: bool, what: &str, e: &ToolError) -> u8 {
     if json {
-        println!("{}", json!({"error": {"code": e.code, "message": e.msg}}));
+        common::json_error(json!({}), e.code, &e.msg);
     }
     eprintln!("{PROG} {what}: {e}");
     1

@@ -63,5 +63,51 @@ fn a_copy_reports_its_size_on_disk() {
     let r = run(&["copy", "--compact", &s(d.path()), &s(&dst)]);
     assert_eq!(r.code, 0, "{r:?}");
     let m = std::fs::metadata(&dst).unwrap();
-    assert!(r.stdout.contains(&format!("{} bytes, {} allocated", m.len(), m.blocks() * 512)), "{r:?}");
+    assert!(r.stderr.contains(&format!("{} bytes, {} allocated", m.len(), m.blocks() * 512)), "{r:?}");
+    assert!(r.stdout.is_empty(), "status lines go to stderr: {r:?}");
+}
+
+/// With --json every subcommand answers a failure with a JSON error object
+/// on stdout (and the message on stderr): a missing database, a file that
+/// is not one, and a usage error.
+#[test]
+fn json_errors_on_every_subcommand() {
+    use serde_json::json;
+    let d = tempfile::tempdir().unwrap();
+    let missing = s(&d.path().join("nope"));
+    let text = d.path().join("text");
+    std::fs::write(&text, b"hello world\n").unwrap();
+    let text = s(&text);
+    let err = json!({"code": "i64", "message": "string"});
+    let cases: Vec<(Vec<&str>, serde_json::Value)> = vec![
+        (vec!["chk", "--json"], json!({"path": "string", "exit_code": "u64", "error": err})),
+        (vec!["stat", "--json"], json!({"error": err})),
+        (vec!["checksum", "--json"], json!({"path": "string", "error": err})),
+        (vec!["space", "--json"], json!({"error": err})),
+        (vec!["meta", "--json"], json!({"error": err})),
+        (vec!["page", "--json", "3"], json!({"error": err})),
+        (vec!["diff", "--json", "/bin/ls"], json!({"type": "string", "error": err})),
+    ];
+    for (args, schema) in &cases {
+        for path in [&missing, &text] {
+            let mut a = args.clone();
+            let at = if args[0] == "page" { 2 } else { a.len() - usize::from(args[0] == "diff") };
+            a.insert(at, path);
+            let r = run(&a);
+            assert_ne!(r.code, 0, "{a:?}: {r:?}");
+            let v: serde_json::Value =
+                serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{a:?}: not JSON: {e}: {r:?}"));
+            check_schema(&v, schema, &format!("{a:?}"));
+            assert!(!r.stderr.is_empty(), "{a:?}: the message also goes to stderr");
+        }
+    }
+    // A usage error, when --json was asked for.
+    for sub in ["stat", "chk", "space", "diff"] {
+        let r = run(&[sub, "--json", "--bogus", "x"]);
+        assert_ne!(r.code, 0, "{r:?}");
+        let v: serde_json::Value =
+            serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{sub}: {e}: {r:?}"));
+        check_schema(&v, &json!({"error": err}), sub);
+        assert!(v["error"]["message"].as_str().unwrap().contains("--bogus"), "{r:?}");
+    }
 }

@@ -55,6 +55,18 @@ fn check_value(db: &Opened, r: &dyn ReadTxn, t: &TableRef, val: &[u8]) -> Result
     if t.flags.contains(DbFlags::INTEGER_DUP) {
         let stored = r.cursor(t.db)?.first()?.map(|(_, v)| v.len());
         check_int_width(t, "value", stored, val.len())?;
+    } else if t.flags.contains(DbFlags::DUP_FIXED) {
+        if let Some((_, v)) = r.cursor(t.db)?.first()? {
+            if v.len() != val.len() {
+                return Err(format!(
+                    "table {} is dupfixed: its values have {} bytes (this value has {} bytes)",
+                    t.label(),
+                    v.len(),
+                    val.len()
+                )
+                .into());
+            }
+        }
     }
     let max = db.env.max_value_size(t.flags);
     if val.len() > max {
@@ -116,6 +128,22 @@ pub fn exists(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         s.out.value(&[("key", Cell::item(&key, t.key_kind()))], "exists", &Cell::Bool(found))?;
         Ok(Action::Done)
     })
+}
+
+/// An engine error in the shell's words: a key of the main table that
+/// names a table is changed with the table commands.
+fn names_table(e: rdbx::Error, key: &[u8]) -> Fail {
+    match e {
+        rdbx::Error::Incompatible(_) => {
+            let name = crate::session::typed_form(key);
+            format!(
+                "key {name} of @MAIN is the table {name}: 'drop {name}' deletes it, 'put -t {name} KEY VALUE' \
+                 writes into it"
+            )
+            .into()
+        }
+        e => e.into(),
+    }
 }
 
 /// A value written `@FILE` (the bytes of FILE) or `-` (all of standard
@@ -192,7 +220,7 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
                 rdbx::Error::KeyMismatch(_) if append => {
                     "--append: the key must sort after the last key of the table".into()
                 }
-                e => e.into(),
+                e => names_table(e, &key),
             }
         })?;
         Ok(format!("stored {} in {}", quoted_item(&key, t.key_kind()), t.label()))
@@ -224,7 +252,7 @@ pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         } else {
             1
         };
-        if !txn.del(t.db, &key, val.as_deref())? {
+        if !txn.del(t.db, &key, val.as_deref()).map_err(|e| names_table(e, &key))? {
             return Err(match &val {
                 Some(v) => format!(
                     "no pair {} = {} in table {}",
@@ -596,7 +624,7 @@ pub fn count(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             let mut c = r.cursor(t.db)?;
             walk_count(&mut c, &range, &interrupt)?.ok_or("interrupted")?
         };
-        s.out.value(&[("table", table_cell(t.name.as_deref()))], "count", &Cell::Int(n))?;
+        s.out.value(&[("table", table_cell(t.name.as_deref()))], "records", &Cell::Int(n))?;
         Ok(Action::Done)
     })
 }

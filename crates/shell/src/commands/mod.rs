@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rdbx::RwTxn;
 
-use crate::access::{self, ReadTxn, MAIN};
+use crate::access::{self, ReadTxn};
 use crate::db::Opened;
 use crate::input::Source;
 use crate::output::{Cell, Format, ItemMode};
@@ -356,10 +356,7 @@ fn pager(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
 
 /// A table name for output.
 pub fn table_cell(name: Option<&[u8]>) -> Cell {
-    match name {
-        None => Cell::text(MAIN),
-        Some(n) => Cell::item(n, crate::values::ItemKind::Bytes),
-    }
+    Cell::Table(name.map(<[u8]>::to_vec))
 }
 
 /// Begins a write transaction; when another writer holds the lock, says so on
