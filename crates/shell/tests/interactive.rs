@@ -371,3 +371,18 @@ fn a_quoted_value_goes_on_on_the_next_line() {
     p.send_control('d').unwrap();
     p.exp_eof().unwrap();
 }
+
+#[test]
+fn check_and_copy_show_progress_in_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut p, _) = demo_session(dir.path());
+    p.send_line("check").unwrap();
+    let out = expect(&mut p, "no problems found");
+    assert!(out.contains(" pages)") && !out.contains("(0 of 0 pages)"), "{out:?}");
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    p.send_line(&format!("copy {}", dir.path().join("c.dat").display())).unwrap();
+    let out = expect(&mut p, "pages in use; file size");
+    assert!(out.contains("copying: ") && out.contains(" pages)"), "{out:?}");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+}

@@ -201,7 +201,7 @@ pub fn run(a: ChkArgs) -> u8 {
         repair: a.write,
         interrupt: Some(common::interrupt_flag()),
     };
-    let pb = common::progress_bar(!quiet && !a.json, 0, "chk");
+    let pb = common::progress_bar(!quiet && !a.json, 0, "chk", common::Unit::Pages);
     let mut cb = |p: CheckProgress| {
         if let Some(pb) = &pb {
             if p.total > 0 {
@@ -209,18 +209,16 @@ pub fn run(a: ChkArgs) -> u8 {
             }
             pb.set_position(p.done.min(p.total.max(p.done)));
             pb.set_message(match p.stage {
-                Stage::Metas => "metas",
-                Stage::Trees => "b-trees",
-                Stage::Gc => "GC",
-                Stage::Space => "space",
-                Stage::Turn => "turn",
+                Stage::Metas => "checking the metas",
+                Stage::Trees => "walking the trees",
+                Stage::Gc => "checking the GC",
+                Stage::Space => "accounting the pages",
+                Stage::Turn => "turning to the meta",
             });
         }
     };
     let r = env.check(&opts, &mut cb);
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    common::finish(pb, None);
     let report = match r {
         Ok(r) => r,
         Err(e) => {

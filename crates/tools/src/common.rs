@@ -315,13 +315,36 @@ pub fn writer_busy(path: &Path, e: &rdbx::Error, when: &str) -> ToolError {
     }
 }
 
-/// A progress bar on stderr, only when stderr is a terminal and `enabled`.
-pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar> {
+/// What a progress display counts, named on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Pages,
+    Records,
+    /// Shown in KiB / MiB / GiB.
+    Bytes,
+}
+
+/// The indicatif template of a bar (or, without a length, a spinner)
+/// counting `unit`.
+pub fn progress_template(unit: Unit, bar: bool) -> &'static str {
+    match (unit, bar) {
+        (Unit::Pages, true) => "{prefix} [{bar:40}] {human_pos}/{human_len} pages {msg} ({eta})",
+        (Unit::Records, true) => "{prefix} [{bar:40}] {human_pos}/{human_len} records {msg} ({eta})",
+        (Unit::Bytes, true) => "{prefix} [{bar:40}] {binary_bytes}/{binary_total_bytes} {msg} ({eta})",
+        (Unit::Pages, false) => "{prefix} {spinner} {human_pos} pages {msg}",
+        (Unit::Records, false) => "{prefix} {spinner} {human_pos} records {msg}",
+        (Unit::Bytes, false) => "{prefix} {spinner} {binary_bytes} {msg}",
+    }
+}
+
+/// A progress bar on stderr counting `unit`, only when stderr is a terminal
+/// and `enabled`. End it with [`finish`].
+pub fn progress_bar(enabled: bool, total: u64, what: &str, unit: Unit) -> Option<ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {
         return None;
     }
     let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} {msg} ({eta})")
+    let style = ProgressStyle::with_template(progress_template(unit, true))
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
     pb.set_style(style);
@@ -329,17 +352,29 @@ pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar
     Some(pb)
 }
 
-pub fn spinner(enabled: bool, what: &str) -> Option<ProgressBar> {
+/// A spinner counting `unit` (the total is not known), as [`progress_bar`].
+pub fn spinner(enabled: bool, what: &str, unit: Unit) -> Option<ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {
         return None;
     }
     let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     pb.set_style(
-        ProgressStyle::with_template("{prefix} {spinner} {pos} {msg}")
+        ProgressStyle::with_template(progress_template(unit, false))
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     pb.set_prefix(what.to_string());
     Some(pb)
+}
+
+/// Clears a progress display and, where one was shown and `summary` is
+/// given, leaves a one-line summary in its place.
+pub fn finish(pb: Option<ProgressBar>, summary: Option<String>) {
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+        if let Some(s) = summary {
+            eprintln!("{s}");
+        }
+    }
 }
 
 /// libmdbx's `ratio2digits`.
@@ -487,6 +522,18 @@ pub fn json_bytes(m: &mut serde_json::Map<String, serde_json::Value>, field: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_names_its_unit() {
+        for bar in [true, false] {
+            assert!(progress_template(Unit::Pages, bar).contains("pages"));
+            assert!(progress_template(Unit::Records, bar).contains("records"));
+            assert!(progress_template(Unit::Bytes, bar).contains("binary_bytes"));
+            for u in [Unit::Pages, Unit::Records, Unit::Bytes] {
+                ProgressStyle::with_template(progress_template(u, bar)).unwrap();
+            }
+        }
+    }
 
     #[test]
     fn percents_as_libmdbx() {

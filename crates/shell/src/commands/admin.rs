@@ -142,8 +142,12 @@ struct Progress {
 }
 
 impl Progress {
-    fn show(&mut self, what: &str, done: u64, total: u64) {
-        self.show_with(what, done, total, String::new);
+    /// `done` of `total` pages.
+    fn pages(&mut self, what: &str, done: u64, total: u64) {
+        if total == 0 {
+            return;
+        }
+        self.show_with(what, done, total, || format!("({done} of {total} pages)"));
     }
 
     /// Like `show`, with `detail` (in human units) after the percentage.
@@ -189,7 +193,7 @@ pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
             Stage::Space => "accounting pages",
             Stage::Turn => "turning",
         };
-        p.show(what, c.done, c.total);
+        p.pages(what, c.done, c.total);
     });
     p.clear();
     let rep = match r {
@@ -271,7 +275,7 @@ pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     let _ = cx.s.out.flush();
     let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
-    let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.show("copying", c.done, c.total));
+    let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.pages("copying", c.done, c.total));
     p.clear();
     let st = r.map_err(|e| format!("{}: {}", dst.display(), describe(&e)))?;
     let how = if opts.compact { "compacted copy" } else { "copy" };
