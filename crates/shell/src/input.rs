@@ -49,10 +49,6 @@ pub trait Source {
     fn confirm(&mut self, _question: &str) -> bool {
         false
     }
-    /// After a page of a listing: go on? (no one to ask: yes).
-    fn more(&mut self) -> bool {
-        true
-    }
     /// Rows per page of listings (0: no paging).
     fn page_rows(&mut self) -> usize {
         0

@@ -20,6 +20,7 @@ mod db;
 mod demo;
 mod input;
 mod output;
+mod pager;
 mod repl;
 mod session;
 mod spec;

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use comfy_table::{modifiers, presets, ContentArrangement, Table};
 use serde_json::Value;
 
+use crate::pager::ScreenPager;
 use crate::values::{as_integer, hex, render_item, render_short, ItemKind};
 
 /// How results are written.
@@ -261,9 +262,31 @@ fn json_text(b: &[u8]) -> Option<&str> {
 /// Characters a table cell of a listing shows before it is shortened.
 pub const CELL_CHARS: usize = 120;
 
+/// Where output goes: the writer, through the screen pager when there is
+/// one, or held in memory (see [`Out::hold`]).
+struct Sink {
+    inner: Box<dyn Write>,
+    pager: Option<ScreenPager>,
+    held: Option<Vec<u8>>,
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match (&mut self.held, &mut self.pager) {
+            (Some(h), _) => h.extend_from_slice(buf),
+            (None, Some(p)) => p.write(&mut self.inner, buf)?,
+            (None, None) => return self.inner.write(buf),
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// The output of a session: standard output in the chosen format.
 pub struct Out {
-    w: Box<dyn Write>,
+    w: Sink,
     pub format: Format,
     /// Leave out confirmations of writes and other status lines.
     pub quiet: bool,
@@ -280,7 +303,7 @@ pub struct Out {
 impl Out {
     pub fn new(w: Box<dyn Write>, format: Format) -> Out {
         Out {
-            w,
+            w: Sink { inner: w, pager: None, held: None },
             format,
             quiet: false,
             width: None,
@@ -305,6 +328,33 @@ impl Out {
 
     pub fn flush(&mut self) -> io::Result<()> {
         self.w.flush()
+    }
+
+    /// Pages what follows by screen lines (`None`: no pager), starting a
+    /// new screenful.
+    pub fn set_pager(&mut self, pager: Option<ScreenPager>) {
+        self.w.pager = pager;
+    }
+
+    /// Whether output goes through the screen pager.
+    pub fn paging(&self) -> bool {
+        self.w.pager.is_some()
+    }
+
+    /// Keeps what is written in memory until [`Out::release`] (so that no
+    /// snapshot is held while the pager waits for a key).
+    pub fn hold(&mut self) {
+        self.w.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes what was held, through the pager. Returns false when the
+    /// pager was told to stop (q): the rest of the command's output is dropped.
+    pub fn release(&mut self) -> io::Result<bool> {
+        if let Some(h) = self.w.held.take() {
+            self.w.write_all(&h)?;
+        }
+        self.w.flush()?;
+        Ok(!self.w.pager.as_ref().is_some_and(|p| p.quit))
     }
 
     fn table(&self) -> Table {

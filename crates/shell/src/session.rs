@@ -15,6 +15,7 @@ use crate::commands::{self, Action, Fail};
 use crate::db::{self, Found, Opened};
 use crate::input::{Input, Loc, Source};
 use crate::output::Out;
+use crate::pager::ScreenPager;
 use crate::spec;
 use crate::values::{hex, quote_for_input};
 
@@ -96,6 +97,23 @@ impl Session {
     pub fn warn(&mut self, text: &str) {
         let _ = self.out.flush();
         eprintln!("rdbx: warning: {text}");
+    }
+
+    /// The pager of the interactive shell (none in scripts or with
+    /// `pager off`): `pager N` pages by N screen lines, `auto` by the
+    /// terminal's height.
+    fn screen_pager(&self, src: &mut dyn Source) -> Option<ScreenPager> {
+        if !src.interactive() {
+            return None;
+        }
+        // A terminal that does not tell its size (0): 80 columns, 40 lines.
+        let (cols, rows) = crossterm::terminal::size().map(|(c, r)| (c as usize, r as usize)).unwrap_or((0, 0));
+        let (cols, rows) = (if cols == 0 { 80 } else { cols }, if rows == 0 { 40 } else { rows });
+        match self.pager {
+            Pager::Off => None,
+            Pager::Rows(n) => Some(ScreenPager::new(n, cols)),
+            Pager::Auto => Some(ScreenPager::new(rows, cols)),
+        }
     }
 
     /// Rows per page for a listing now (0: no paging). Scripts page only
@@ -209,8 +227,18 @@ impl Session {
             self.out.width = src.width();
             let name = spec::find(&words[0].text()).map(|s| s.name);
             let started = std::time::Instant::now();
+            // The interactive shell pages every command's output by screen
+            // lines; it is held while the command runs (so that no snapshot
+            // is held while the pager waits) and shown when it is done.
+            let pager = self.screen_pager(src);
+            let paged = pager.is_some();
+            self.out.set_pager(pager);
+            if paged {
+                self.out.hold();
+            }
             let r = commands::execute(self, db, txn.as_deref_mut(), &words, src);
-            let flushed = self.out.flush();
+            let flushed = if paged { self.out.release().map(|_| ()) } else { self.out.flush() };
+            self.out.set_pager(None);
             if self.timer {
                 eprintln!("time: {}", human_duration(started.elapsed()));
             }

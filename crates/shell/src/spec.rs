@@ -393,10 +393,12 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         args: &[("ROWS", Kind::Number)],
         needs_db: false,
-        details: "Rows per page of listings: a number, 'auto' (the terminal height; no pages in scripts) or \
-                  'off'. The interactive shell pauses after each page. Each page is read from a fresh snapshot, so \
-                  no snapshot is held while the shell waits.",
-        ..cmd("pager", "set the rows per page of listings")
+        details: "The interactive shell shows long output a screenful at a time, counted in screen lines (a \
+                  wrapped line counts as the lines it takes): ROWS lines, 'auto' (the terminal's height) or 'off'. \
+                  At the pause one key does it, without Enter: space the next screenful, Enter one more line, q \
+                  (or Ctrl-C) stops. Every command's output is paged (scan, tables, history...); a scan reads a \
+                  page from a fresh snapshot, so no snapshot is held while the shell waits. Scripts do not pause.",
+        ..cmd("pager", "page long output by screen lines (ROWS, auto or off)")
     },
     Spec { aliases: &["exit", "q", ".quit", ".exit"], needs_db: false, ..cmd("quit", "leave the shell") },
 ];

@@ -130,24 +130,36 @@ fn a_session_at_the_terminal() {
     expect(&mut p, "error: unknown command 'frobnicate'");
     fresh_prompt(&mut p, "demo [ro] fruit> ");
 
-    // A long listing comes a page at a time; Ctrl-C at the pause stops it.
-    p.send_line("pager 3").unwrap();
+    // Long output comes a screenful at a time (screen lines, not records);
+    // one key at the pause: space, Enter (one more line), q.
+    p.send_line("pager 8").unwrap();
     fresh_prompt(&mut p, "demo [ro] fruit> ");
     p.send_line("use numbers").unwrap();
     fresh_prompt(&mut p, "demo [ro] numbers> ");
     p.send_line("scan").unwrap();
-    expect(&mut p, "3 squared is 9");
-    expect(&mut p, "-- more");
+    // 7 lines: the top of the box, the header, its rule and 4 records.
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("4 squared is 16") && !out.contains("5 squared is 25"), "{out:?}");
     // While it waits, the shell holds no snapshot (nothing is kept from reuse).
     let r = common::run(&[db.to_str().unwrap(), "-f", "json", "-c", "readers"], None);
     for reader in common::json(&r) {
         assert!(reader["txnid"].is_null(), "a snapshot is held: {r:?}");
     }
+    keys(&mut p, " ");
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("8 squared is 64") && !out.contains("9 squared is 81"), "{out:?}");
     keys(&mut p, "\r");
-    expect(&mut p, "6 squared is 36");
     expect(&mut p, "-- more");
-    p.send_control('c').unwrap();
-    expect(&mut p, "6 records shown (stopped)");
+    keys(&mut p, "q");
+    expect(&mut p, "(stopped at the pager)");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
+    // Every listing is paged: tables too.
+    p.send_line("pager 5; tables").unwrap();
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("blobs") && !out.contains("by-color"), "{out:?}");
+    keys(&mut p, "q");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
+    p.send_line("pager auto").unwrap();
     fresh_prompt(&mut p, "demo [ro] numbers> ");
 
     // The write mode shows in the prompt.

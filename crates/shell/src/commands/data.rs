@@ -567,8 +567,13 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         match end {
             PageEnd::Done(cut) => break cut,
             PageEnd::Full(k, v) => {
-                if !cx.src.more() {
-                    break Some(Cut::Stopped);
+                // Show the page (through the pager, which may be told to
+                // stop) before the next snapshot is taken.
+                if cx.s.out.paging() {
+                    if !cx.s.out.release()? {
+                        break Some(Cut::Stopped);
+                    }
+                    cx.s.out.hold();
                 }
                 if cx.s.interrupted() {
                     break Some(Cut::Interrupted);
@@ -582,7 +587,8 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     match cut {
         None => cx.s.out.footer(&format!("{n} {what}{plural}"))?,
         Some(Cut::Limit) => cx.s.out.footer(&format!("{n} {what}{plural} (--limit reached; there are more)"))?,
-        Some(Cut::Stopped) => cx.s.out.footer(&format!("{n} {what}{plural} shown (stopped)"))?,
+        // The pager said so.
+        Some(Cut::Stopped) => {}
         Some(Cut::Interrupted) => {
             if cx.s.out.format == Format::Table {
                 cx.s.out.footer(&format!("{n} {what}{plural} shown (interrupted)"))?;
