@@ -13,3 +13,4 @@ pub mod model;
 pub mod ops;
 pub mod oracle;
 pub mod rng;
+pub mod schema;

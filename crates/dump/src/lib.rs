@@ -13,6 +13,7 @@
 //!   batches of write transactions; on bad input it stops with the line
 //!   number and the current batch is rolled back.
 
+pub mod diagnose;
 pub mod guard;
 
 use std::collections::HashSet;
@@ -388,6 +389,13 @@ pub fn dump_txn(
         return Ok(stats);
     }
     if !opts.all {
+        let tables = txn.table_names().map_err(eng("listing the tables"))?.len();
+        if tables > 0 {
+            warn(format!(
+                "the database has {tables} named table(s) and only the main table (@MAIN) is dumped, whose records \
+                 are the tables themselves: use -a to dump every table"
+            ));
+        }
         stats.records += write_section(txn, Db::MAIN, None, g.as_ref(), ps, opts, None, out, &mut prog)?;
         stats.sections = 1;
         return Ok(stats);
@@ -956,6 +964,9 @@ pub struct LoadStats {
     pub commits: u64,
     /// Lines read.
     pub lines: u64,
+    /// Records put by the batches committed so far (what an interrupted
+    /// load keeps).
+    pub kept: u64,
 }
 
 /// Progress of a load.
@@ -965,6 +976,8 @@ pub struct LoadProgress {
     pub bytes: u64,
     /// Records put so far.
     pub records: u64,
+    /// Records of the batches committed so far (kept if the load stops now).
+    pub kept: u64,
 }
 
 /// Loads every section of `reader` into `env`. `first` is the first header if
@@ -1130,12 +1143,13 @@ fn load_section<R: BufRead>(
         if full {
             txn.commit().map_err(eng(format!("committing a batch at input line {}", reader.line())))?;
             stats.commits += 1;
+            stats.kept = stats.records;
             in_batch = 0;
             gauge.reset();
             txn = begin_txn(env, opts.nonblock, stats.commits)?;
         }
         if stats.records.is_multiple_of(4096)
-            && !progress(LoadProgress { bytes: reader.bytes_read(), records: stats.records })
+            && !progress(LoadProgress { bytes: reader.bytes_read(), records: stats.records, kept: stats.kept })
         {
             return Err(DumpError::Interrupted);
         }
@@ -1148,7 +1162,8 @@ fn load_section<R: BufRead>(
     }
     txn.commit().map_err(eng(format!("committing {} at input line {}", tname(), reader.line())))?;
     stats.commits += 1;
-    progress(LoadProgress { bytes: reader.bytes_read(), records: stats.records });
+    stats.kept = stats.records;
+    progress(LoadProgress { bytes: reader.bytes_read(), records: stats.records, kept: stats.kept });
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::Highlighter;
 use rustyline::hint::{Hint, Hinter};
-use rustyline::validate::Validator;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::Context;
 
 use crate::access::MAIN;
@@ -97,6 +97,8 @@ impl ShellHelper {
             Kind::Command => candidates(COMMANDS.iter().map(|c| c.name), partial),
             Kind::Format => candidates(Format::NAMES, partial),
             Kind::Mode => candidates(["ro", "rw"], partial),
+            Kind::Switch => candidates(["on", "off"], partial),
+            Kind::ItemMode => candidates(crate::output::ItemMode::NAMES, partial),
             Kind::Number if cmd == "pager" => candidates(["auto", "off"], partial),
             Kind::Path => {
                 return self.files.complete_path(line, pos).unwrap_or((pos, Vec::new()));
@@ -206,7 +208,17 @@ impl Highlighter for ShellHelper {
     }
 }
 
-impl Validator for ShellHelper {}
+/// A line that ends inside a quote is not done: Enter goes on to the next
+/// line (the line break is part of the quoted value).
+impl Validator for ShellHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        Ok(if self.active && crate::values::open_quote(ctx.input()) {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Valid(None)
+        })
+    }
+}
 
 impl rustyline::Helper for ShellHelper {}
 

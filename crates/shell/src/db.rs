@@ -113,15 +113,24 @@ pub fn open(path: &Path, read_only: bool) -> Result<Opened, String> {
         })
 }
 
-/// Creates a database at `path` (a directory, made if missing) and opens it
-/// read-write.
-pub fn create(path: &Path) -> Result<Opened, String> {
+/// Creates a database at `path` and opens it read-write: a directory (made
+/// if missing) holding mdbx.dat and mdbx.lck, or with `single_file` the data
+/// file `path` itself (no-subdir layout, lock file `path-lck`; its directory
+/// must exist).
+pub fn create(path: &Path, single_file: bool) -> Result<Opened, String> {
     if probe(path) == Found::Database {
         return open(path, false);
     }
-    std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
+    if single_file {
+        if probe(path) == Found::EmptyDir {
+            return Err(format!("{}: is a directory; --single-file makes PATH the data file", path.display()));
+        }
+    } else {
+        std::fs::create_dir_all(path).map_err(|e| format!("{}: cannot create the directory: {e}", path.display()))?;
+    }
     builder()
         .max_dbs(MAX_DBS)
+        .no_sub_dir(single_file)
         .durability(Durability::SyncDurable)
         .open(path)
         .map(|env| Opened { env, path: path.to_path_buf(), read_only: false })
@@ -155,12 +164,19 @@ fn open_error(path: &Path, e: &rdbx::Error) -> String {
         rdbx::Error::Busy(m) => format!("{p}: busy: {m}; try again when the other process is done"),
         rdbx::Error::Invalid(_) => format!("{p}: not an MDBX database ({e})"),
         rdbx::Error::WannaRecovery => {
-            format!("{p}: {e}; open it read-write (--write) to recover, or run 'rdbx-tools chk'")
+            format!(
+                "{p}: {e}; open it read-write to recover ('open {p} rw' in the shell, or start it with --write), \
+                 or check it first with 'rdbx-tools chk {p}'"
+            )
         }
-        rdbx::Error::Corrupted { .. } => format!(
-            "{p}: {e}; run 'rdbx-tools chk' for details ('rdbx-tools meta {p}' shows the metas; \
-             'rdbx-tools meta --use N {p}' makes an older intact one current)"
-        ),
+        rdbx::Error::Corrupted { .. } => {
+            let data = if path.is_dir() { path.join("mdbx.dat") } else { path.to_path_buf() };
+            let sizes = rdbx_dump::diagnose::truncation(&data).map(|t| format!(" ({t})")).unwrap_or_default();
+            format!(
+                "{p}: {e}{sizes}; run 'rdbx-tools chk' for details ('rdbx-tools meta {p}' shows the metas; \
+                 'rdbx-tools meta --use N {p}' makes an older intact one current)"
+            )
+        }
         rdbx::Error::Access(_) | rdbx::Error::Io(_) => format!("{p}: cannot open: {e}"),
         _ => format!("{p}: cannot open: {e}"),
     }

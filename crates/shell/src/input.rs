@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::BufRead;
 
-use crate::values::{split_commands, Word};
+use crate::values::{open_quote, split_commands, Word};
 
 /// Where a command was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +49,6 @@ pub trait Source {
     fn confirm(&mut self, _question: &str) -> bool {
         false
     }
-    /// After a page of a listing: go on? (no one to ask: yes).
-    fn more(&mut self) -> bool {
-        true
-    }
     /// Rows per page of listings (0: no paging).
     fn page_rows(&mut self) -> usize {
         0
@@ -69,6 +65,11 @@ pub trait Source {
     fn history(&self) -> Vec<String>;
     /// Table names, for completion.
     fn set_tables(&mut self, _names: Vec<String>) {}
+    /// Whether standard input is free for data (`put KEY -`): the commands
+    /// come from elsewhere (-c) and it is not the terminal.
+    fn stdin_free(&self) -> bool {
+        false
+    }
 }
 
 /// Commands of a line not yet handed out.
@@ -122,9 +123,25 @@ impl<R: BufRead> Source for Script<R> {
             }
             self.line += 1;
             let loc = Loc::Line(self.line);
-            let Ok(text) = std::str::from_utf8(&buf) else {
+            let Ok(mut text) = String::from_utf8(buf) else {
                 return Input::Error("the line is not valid UTF-8 (write binary data as 0x hex)".into(), loc);
             };
+            // A quote left open goes on on the next lines (the command is
+            // named by its first line).
+            while open_quote(&text) {
+                let mut more = Vec::new();
+                match self.input.read_until(b'\n', &mut more) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                self.line += 1;
+                match std::str::from_utf8(&more) {
+                    Ok(m) => text.push_str(m),
+                    Err(_) => {
+                        return Input::Error("the line is not valid UTF-8 (write binary data as 0x hex)".into(), loc)
+                    }
+                }
+            }
             let text = text.trim_end_matches(['\n', '\r']);
             if !text.trim().is_empty() {
                 self.seen.push(text.to_string());
@@ -157,7 +174,8 @@ impl Args {
         let mut error = None;
         let mut n = 0;
         'all: for t in &texts {
-            for line in t.lines() {
+            for line in lines_with_quotes(t) {
+                let line = line.as_str();
                 let start = n;
                 match split_commands(line) {
                     Ok(cmds) => {
@@ -177,6 +195,23 @@ impl Args {
     }
 }
 
+/// The lines of `text`, a line break inside quotes kept in its line.
+fn lines_with_quotes(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for line in text.lines() {
+        match out.last_mut() {
+            Some(last) if open => {
+                last.push('\n');
+                last.push_str(line);
+            }
+            _ => out.push(line.to_string()),
+        }
+        open = open_quote(out.last().map_or("", String::as_str));
+    }
+    out
+}
+
 impl Source for Args {
     fn next(&mut self, _prompt: &str) -> Input {
         if let Some((e, n)) = self.error.take() {
@@ -191,6 +226,10 @@ impl Source for Args {
 
     fn history(&self) -> Vec<String> {
         self.texts.clone()
+    }
+
+    fn stdin_free(&self) -> bool {
+        !std::io::IsTerminal::is_terminal(&std::io::stdin())
     }
 }
 
@@ -211,18 +250,24 @@ mod tests {
 
     #[test]
     fn script_lines() {
-        let mut s = Script::new(&b"tables\n\nget a; get b\r\n# note\nget \"x\nscan\n"[..]);
-        assert_eq!(
-            drain(&mut s),
-            vec![
-                "line 1: tables",
-                "line 3: get",
-                "line 3: get",
-                "line 5: error unterminated double quote (opened at column 5)",
-                "line 6: scan"
-            ]
-        );
-        assert_eq!(s.history().len(), 5);
+        let mut s = Script::new(&b"tables\n\nget a; get b\r\n# note\nscan\n"[..]);
+        assert_eq!(drain(&mut s), vec!["line 1: tables", "line 3: get", "line 3: get", "line 5: scan"]);
+        assert_eq!(s.history().len(), 4);
+    }
+
+    #[test]
+    fn quotes_span_lines() {
+        let mut s = Script::new(&b"put k \"one\ntwo\"; get k\nget x\n"[..]);
+        assert_eq!(drain(&mut s), vec!["line 1: put", "line 1: get", "line 3: get"]);
+        let mut a = Args::new(vec!["put k 'a\nb'\nget k".into()]);
+        match a.next("") {
+            Input::Command(w, _) => assert_eq!(w[2].bytes, b"a\nb"),
+            _ => panic!("no command"),
+        }
+        assert_eq!(drain(&mut a), vec!["command 2: get"]);
+        // Still open at the end: an error naming the quote.
+        let mut s = Script::new(&b"get \"x\nscan\n"[..]);
+        assert_eq!(drain(&mut s), vec!["line 1: error unterminated double quote (opened at column 5)"]);
     }
 
     #[test]

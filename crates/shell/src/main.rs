@@ -20,6 +20,7 @@ mod db;
 mod demo;
 mod input;
 mod output;
+mod pager;
 mod repl;
 mod session;
 mod spec;
@@ -59,7 +60,11 @@ OPTIONS:
     -w, --write          open the database read-write
         --create         create the database if PATH does not exist
                          (it is then opened read-write)
-    -f, --format FMT     output format: table (default), json, raw, hex
+        --single-file    with --create: PATH is the data file itself, the
+                         lock file PATH-lck (no directory; as libmdbx's
+                         MDBX_NOSUBDIR). Existing databases of either
+                         layout are recognised without it
+    -f, --format FMT     output format: table (default), json, csv, raw, hex
     -k, --keep-going     in scripts, go on after a failed command
     -q, --quiet          leave out status lines (\"loaded N records\", ...)
         --lock-format 6|7
@@ -79,16 +84,21 @@ OPTIONS:
     -V, --version        print the version
 
 COMMANDS (type 'help' in the shell, or 'help COMMAND'):
-    open close tables use create drop put get del scan count estimate-range
-    readers geometry stat info begin commit abort check copy dump load
-    history format pager help quit
+    open close tables use create drop put get exists del scan count
+    estimate-range readers geometry stat info begin commit abort check copy
+    dump load checksum diff meta page space history format timer headers
+    pager help quit (names in any case; # starts a comment; ~ in a path is
+    the home directory)
 
 KEYS AND VALUES:
     text as is; 0xHEX for bytes; u32:N / u64:N native-endian integers (as
     integerkey tables store them); i32:N i64:N f64:X (libmdbx's order-
     preserving encodings); \"double quotes\" with \\n \\t \\xNN escapes, or
-    'single quotes'. On integerkey tables a plain number is the key. Output
-    shows printable text as text and everything else as 0x hex.
+    'single quotes' (a quote left open goes on on the next line). On
+    integerkey tables a plain number is the key. put KEY @FILE stores the
+    bytes of FILE, put KEY - standard input (with -c). Output shows printable
+    text as text and everything else as 0x hex ('format --keys hex --values
+    text' changes that for keys and values apart).
 
 ENVIRONMENT:
     RDBX_HISTORY         the history file (default: rdbx/history under the
@@ -108,6 +118,7 @@ struct Cli {
     commands: Vec<String>,
     write: bool,
     create: bool,
+    single_file: bool,
     format: Format,
     keep_going: bool,
     quiet: bool,
@@ -147,6 +158,7 @@ fn parse_args(args: &[OsString]) -> Result<Cli, String> {
             "-c" | "--command" => cli.commands.push(text(value("the commands to run")?, "-c text")?),
             "-w" | "--write" => cli.write = true,
             "--create" => cli.create = true,
+            "--single-file" | "--no-subdir" => cli.single_file = true,
             "-k" | "--keep-going" => cli.keep_going = true,
             "-q" | "--quiet" => cli.quiet = true,
             "-f" | "--format" => {
@@ -162,6 +174,9 @@ fn parse_args(args: &[OsString]) -> Result<Cli, String> {
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option '{s}'")),
             _ => set_path(&mut cli, os)?,
         }
+    }
+    if cli.single_file && !cli.create {
+        return Err("--single-file goes with --create".into());
     }
     if cli.demo.is_some() && (cli.path.is_some() || !cli.commands.is_empty()) {
         return Err("--create-demo takes only a PATH".into());
@@ -263,7 +278,7 @@ fn main() -> ExitCode {
                 && (cli.create
                     || (interactive
                         && src.confirm(&format!("{} does not exist. Create a new database there?", path.display()))));
-            let r = if create { db::create(path) } else { db::open(path, !cli.write) };
+            let r = if create { db::create(path, cli.single_file) } else { db::open(path, !cli.write) };
             match r {
                 Ok(o) => {
                     if interactive {

@@ -129,10 +129,6 @@ impl Source for Interactive {
         self.ask(&format!("{question} [y/N] ")).is_some_and(|a| matches!(a.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
     }
 
-    fn more(&mut self) -> bool {
-        self.ask("-- more: Enter for the next page, q to stop -- ").is_some_and(|a| !a.trim().starts_with(['q', 'Q']))
-    }
-
     fn page_rows(&mut self) -> usize {
         match self.editor.dimensions() {
             // A terminal of unknown height (rustyline says "infinite").

@@ -15,6 +15,7 @@ use crate::commands::{self, Action, Fail};
 use crate::db::{self, Found, Opened};
 use crate::input::{Input, Loc, Source};
 use crate::output::Out;
+use crate::pager::ScreenPager;
 use crate::spec;
 use crate::values::{hex, quote_for_input};
 
@@ -34,6 +35,8 @@ pub struct OpenRequest {
     pub path: Option<PathBuf>,
     pub read_only: bool,
     pub create: bool,
+    /// With `create`: the no-subdir layout.
+    pub single_file: bool,
 }
 
 /// Why a command loop ended.
@@ -59,11 +62,22 @@ pub struct Session {
     /// A command failed (decides the exit code of scripts).
     pub failed: bool,
     pub interactive: bool,
+    /// `timer on`: the time of each command on stderr.
+    pub timer: bool,
 }
 
 impl Session {
     pub fn new(out: Out, interactive: bool, interrupt: Arc<AtomicBool>) -> Session {
-        Session { out, table: None, keep_going: false, pager: Pager::Auto, interrupt, failed: false, interactive }
+        Session {
+            out,
+            table: None,
+            keep_going: false,
+            pager: Pager::Auto,
+            interrupt,
+            failed: false,
+            interactive,
+            timer: false,
+        }
     }
 
     /// Whether Ctrl-C was pressed since the command started.
@@ -83,6 +97,23 @@ impl Session {
     pub fn warn(&mut self, text: &str) {
         let _ = self.out.flush();
         eprintln!("rdbx: warning: {text}");
+    }
+
+    /// The pager of the interactive shell (none in scripts or with
+    /// `pager off`): `pager N` pages by N screen lines, `auto` by the
+    /// terminal's height.
+    fn screen_pager(&self, src: &mut dyn Source) -> Option<ScreenPager> {
+        if !src.interactive() {
+            return None;
+        }
+        // A terminal that does not tell its size (0): 80 columns, 40 lines.
+        let (cols, rows) = crossterm::terminal::size().map(|(c, r)| (c as usize, r as usize)).unwrap_or((0, 0));
+        let (cols, rows) = (if cols == 0 { 80 } else { cols }, if rows == 0 { 40 } else { rows });
+        match self.pager {
+            Pager::Off => None,
+            Pager::Rows(n) => Some(ScreenPager::new(n, cols)),
+            Pager::Auto => Some(ScreenPager::new(rows, cols)),
+        }
     }
 
     /// Rows per page for a listing now (0: no paging). Scripts page only
@@ -195,11 +226,29 @@ impl Session {
             self.interrupt.store(false, Ordering::SeqCst);
             self.out.width = src.width();
             let name = spec::find(&words[0].text()).map(|s| s.name);
+            let started = std::time::Instant::now();
+            // The interactive shell pages every command's output by screen
+            // lines; it is held while the command runs (so that no snapshot
+            // is held while the pager waits) and shown when it is done.
+            let pager = self.screen_pager(src);
+            let paged = pager.is_some();
+            self.out.set_pager(pager);
+            if paged {
+                self.out.hold();
+            }
             let r = commands::execute(self, db, txn.as_deref_mut(), &words, src);
-            let flushed = self.out.flush();
+            let flushed = if paged { self.out.release().map(|_| ()) } else { self.out.flush() };
+            self.out.set_pager(None);
+            if self.timer {
+                eprintln!("time: {}", human_duration(started.elapsed()));
+            }
             match r {
                 Ok(Action::Done) => {}
-                Ok(Action::Quit) => return End::Quit,
+                Ok(Action::Quit) => {
+                    if depth == 0 || !src.interactive() || self.confirm_quit(txn.as_deref(), src) {
+                        return End::Quit;
+                    }
+                }
                 Ok(Action::Open(req)) => return End::Open(req, loc),
                 Ok(Action::Close) => return End::Close,
                 Ok(Action::Commit) => return End::Commit,
@@ -321,6 +370,17 @@ impl Session {
         }
     }
 
+    /// `quit` typed inside a write transaction: asks whether to discard it.
+    fn confirm_quit(&mut self, txn: Option<&RwTxn<'_>>, src: &mut dyn Source) -> bool {
+        let id = txn.map(|t| format!(" {}", t.id())).unwrap_or_default();
+        let _ = self.out.flush();
+        if src.confirm(&format!("write transaction{id} is open: quit and discard its changes?")) {
+            return true;
+        }
+        eprintln!("not quitting: 'commit' keeps the changes, 'abort' discards them");
+        false
+    }
+
     /// The session ends with a transaction open: it is aborted. In a script
     /// that is an error (the changes the script made are lost).
     fn left_open(&mut self, end: End, loc: Loc, src: &mut dyn Source) -> End {
@@ -364,7 +424,7 @@ impl Session {
                     && src.confirm(&format!("{} does not exist. Create a new database there?", path.display()))));
         // Close first: one process keeps one environment per file.
         drop(current);
-        let r = if create { db::create(&path) } else { db::open(&path, req.read_only) };
+        let r = if create { db::create(&path, req.single_file) } else { db::open(&path, req.read_only) };
         match r {
             Ok(o) => {
                 if !same {
@@ -385,6 +445,18 @@ impl Session {
                 (back, stop)
             }
         }
+    }
+}
+
+/// A duration for people: `850 µs`, `12.3 ms`, `4.56 s`.
+pub fn human_duration(d: std::time::Duration) -> String {
+    let us = d.as_micros();
+    if us < 1000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
     }
 }
 

@@ -16,6 +16,10 @@ pub enum Kind {
     Command,
     Number,
     Size,
+    /// on or off.
+    Switch,
+    /// auto, text or hex.
+    ItemMode,
 }
 
 /// An option of a command.
@@ -96,7 +100,10 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         args: &[("PATH", Kind::Path), ("MODE", Kind::Mode)],
         min: 1,
-        opts: &[opt!("create", "create the database if PATH does not exist (opened read-write)")],
+        opts: &[
+            opt!("create", "create the database if PATH does not exist (opened read-write)"),
+            opt!("single-file", "with --create: PATH is the data file (lock file PATH-lck), not a directory"),
+        ],
         needs_db: false,
         outside_txn: true,
         details: "Opens the database at PATH (a directory holding mdbx.dat, or a data file) in MODE ro \
@@ -109,7 +116,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         aliases: &[".tables"],
         details: "Lists the named tables with their flags, records and tree depth.",
-        ..cmd("tables", "list the tables: names, flags, entries")
+        ..cmd("tables", "list the tables: names, flags, records")
     },
     Spec {
         args: &[("TABLE", Kind::Table)],
@@ -155,8 +162,10 @@ pub static COMMANDS: &[Spec] = &[
             TABLE_OPT,
         ],
         writes: true,
-        details: "Stores VALUE under KEY (replacing the value; on a dupsort table adding one).\n\
-                  examples: put apple red    put 0x00ff \"two words\"    put 42 answer (on an integerkey table)",
+        details: "Stores VALUE under KEY (replacing the value; on a dupsort table adding one). VALUE @FILE is \
+                  the bytes of FILE; - is all of standard input (with -c only). Quote a value that starts with @.\n\
+                  examples: put apple red    put 0x00ff \"two words\"    put 42 answer (on an integerkey table)    \
+                  put logo @~/logo.png    put config -",
         ..cmd("put", "store a record")
     },
     Spec {
@@ -165,6 +174,14 @@ pub static COMMANDS: &[Spec] = &[
         opts: &[TABLE_OPT],
         details: "Prints the value of KEY (every value, on a dupsort table). A missing key is an error.",
         ..cmd("get", "print the value of a key")
+    },
+    Spec {
+        args: &[("KEY", Kind::Key)],
+        min: 1,
+        opts: &[TABLE_OPT],
+        details: "Prints true when KEY is in the table, false when it is not (not an error: scripts can test it \
+                  with --format json).\nexamples: exists apple    exists -t numbers 42",
+        ..cmd("exists", "whether a key is in the table")
     },
     Spec {
         aliases: &["delete"],
@@ -182,6 +199,7 @@ pub static COMMANDS: &[Spec] = &[
             opt!("limit", "N": Number, "stop after N records"),
             opt!("reverse", 'r', "from the last key to the first"),
             opt!("keys-only", 'k', "keys only (each key once)"),
+            opt!("sizes", 's', "add a value_size column: the bytes of each value"),
             TABLE_OPT,
         ],
         details: "Lists the records with FROM <= key < TO in key order (* for an open end). Output streams; \
@@ -227,7 +245,7 @@ pub static COMMANDS: &[Spec] = &[
     },
     Spec {
         args: &[("TABLE", Kind::Table)],
-        details: "Statistics of TABLE (default: the current table): depth, pages, entries, last change.",
+        details: "Statistics of TABLE (default: the current table): depth, pages, records, last change.",
         ..cmd("stat", "statistics of a table")
     },
     Spec { details: "Page size, geometry, last transaction, metas, readers.", ..cmd("info", "about the database") },
@@ -343,24 +361,53 @@ pub static COMMANDS: &[Spec] = &[
     Spec {
         aliases: &[".mode", "mode"],
         args: &[("FORMAT", Kind::Format)],
+        opts: &[
+            opt!("keys", "MODE": ItemMode, "show keys as auto (text or hex), text (\\xNN escapes) or hex"),
+            opt!("values", "MODE": ItemMode, "show values as auto, text or hex"),
+        ],
         needs_db: false,
-        details: "table: boxes for people; json: one object per line (bytes that are not UTF-8 go in *_hex \
-                  fields); raw: the bytes as stored, tab-separated; hex: keys and values as 0x hex.",
-        ..cmd("format", "show or set the output format: table, json, raw, hex")
+        details: "table: boxes for people; json: one object per line, the same fields on every line of a \
+                  command (a key or value is X: text, a number on integer tables or null, and X_hex); csv: comma-separated values with a header line (RFC 4180 quoting; see 'headers'); \
+                  raw: the bytes as stored, tab-separated; hex: keys and values as 0x hex.\n\
+                  --keys / --values choose how the table and csv formats show keys and values: auto (text when \
+                  printable, else 0x hex; numbers on integer tables), text (always text, other bytes as \\xNN) \
+                  or hex (always 0x hex). json keeps its fields whatever they are.\n\
+                  examples: format csv    format --keys hex    format table --values text",
+        ..cmd("format", "show or set the output format: table, json, csv, raw, hex")
+    },
+    Spec {
+        args: &[("SWITCH", Kind::Switch)],
+        needs_db: false,
+        details: "'timer on' prints the time each command took, on standard error (standard output keeps only \
+                  data). Without SWITCH: whether it is on.",
+        ..cmd("timer", "show the time each command takes (on|off)")
+    },
+    Spec {
+        aliases: &[".headers"],
+        args: &[("SWITCH", Kind::Switch)],
+        needs_db: false,
+        details: "Whether listings in the table and csv formats start with the column names (default on). \
+                  Without SWITCH: whether they do.",
+        ..cmd("headers", "column names above listings (on|off)")
     },
     Spec {
         args: &[("ROWS", Kind::Number)],
         needs_db: false,
-        details: "Rows per page of listings: a number, 'auto' (the terminal height; no pages in scripts) or \
-                  'off'. The interactive shell pauses after each page. Each page is read from a fresh snapshot, so \
-                  no snapshot is held while the shell waits.",
-        ..cmd("pager", "set the rows per page of listings")
+        details: "The interactive shell shows long output a screenful at a time, counted in screen lines (a \
+                  wrapped line counts as the lines it takes): ROWS lines, 'auto' (the terminal's height) or 'off'. \
+                  At the pause one key does it, without Enter: space the next screenful, Enter one more line, q \
+                  (or Ctrl-C) stops. Every command's output is paged (scan, tables, history...); a scan reads a \
+                  page from a fresh snapshot, so no snapshot is held while the shell waits. Scripts do not pause.",
+        ..cmd("pager", "page long output by screen lines (ROWS, auto or off)")
     },
     Spec { aliases: &["exit", "q", ".quit", ".exit"], needs_db: false, ..cmd("quit", "leave the shell") },
 ];
 
-/// Looks a command up by name or alias (`.name` works for every command).
+/// Looks a command up by name or alias, in any case (`.name` works for
+/// every command).
 pub fn find(name: &str) -> Option<&'static Spec> {
+    let lower = name.to_ascii_lowercase();
+    let name = lower.as_str();
     let exact = COMMANDS.iter().find(|c| c.name == name || c.aliases.contains(&name));
     exact.or_else(|| name.strip_prefix('.').and_then(|n| COMMANDS.iter().find(|c| c.name == n)))
 }
@@ -554,7 +601,8 @@ pub fn overview() -> String {
     s.push_str(
         "\nkeys and values: text, 0xHEX, u32:N / u64:N (native endian), i32:/i64:/f64: (order-preserving),\n\
          \"quoted\" with \\n \\t \\xNN escapes or 'single-quoted'; on integerkey tables a number is the key.\n\
-         several commands on a line: separate them with ';'. # starts a comment.\n",
+         several commands on a line: separate them with ';'. # starts a comment (at the start of a word, to the\n\
+         end of the line). Command names may be typed in any case; ~ in a path is the home directory.\n",
     );
     s
 }
@@ -610,6 +658,9 @@ mod tests {
         assert_eq!(inv(".tables").unwrap().spec.name, "tables");
         assert_eq!(inv(".mode json").unwrap().spec.name, "format");
         assert_eq!(inv(".put a b").unwrap().spec.name, "put");
+        assert_eq!(inv("SCAN").unwrap().spec.name, "scan");
+        assert_eq!(inv("Get a").unwrap().spec.name, "get");
+        assert_eq!(inv(".TABLES").unwrap().spec.name, "tables");
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Word {
 
 /// Splits a line into commands (at `;` outside quotes) made of words
 /// (separated by white space). Double quotes take escapes (`\n \t \r \0 \\
-/// \" \xNN`), single quotes are literal. `#` at the start of a command
+/// \" \xNN`), single quotes are literal. `#` at the start of a word
 /// comments out the rest of the line. Empty commands are dropped.
 pub fn split_commands(line: &str) -> Result<Vec<Vec<Word>>, String> {
     let mut commands: Vec<Vec<Word>> = Vec::new();
@@ -51,7 +51,9 @@ pub fn split_commands(line: &str) -> Result<Vec<Vec<Word>>, String> {
     let mut chars = line.char_indices().peekable();
     while let Some((pos, c)) = chars.next() {
         match c {
-            '#' if word.is_none() && current.is_empty() => break,
+            // A comment starts at the start of a word and runs to the end of
+            // the line (`put k v # note`); inside a word `#` is literal.
+            '#' if word.is_none() => break,
             '"' => {
                 let w = word.get_or_insert_with(|| Word { bytes: Vec::new(), quoted: true });
                 w.quoted = true;
@@ -124,6 +126,24 @@ pub fn split_commands(line: &str) -> Result<Vec<Vec<Word>>, String> {
         commands.push(current);
     }
     Ok(commands)
+}
+
+/// Whether `text` ends inside a quote: the command goes on on the next
+/// line (multi-line quoted values; the line break is part of the value).
+pub fn open_quote(text: &str) -> bool {
+    matches!(split_commands(text), Err(e) if e.starts_with("unterminated"))
+}
+
+/// A path as typed: an unquoted `~` or `~/...` is the home directory.
+pub fn path_of(w: &Word) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = std::path::Path::new(std::ffi::OsStr::from_bytes(&w.bytes));
+    if !w.quoted {
+        if let (Some(home), Ok(rest)) = (dirs::home_dir(), raw.strip_prefix("~")) {
+            return home.join(rest);
+        }
+    }
+    raw.to_path_buf()
 }
 
 fn push_char(out: &mut Vec<u8>, c: char) {
@@ -446,6 +466,8 @@ mod tests {
         assert_eq!(words("  # a comment; get x"), Vec::<Vec<String>>::new());
         assert_eq!(words("get x; # comment"), vec![vec!["get", "x"]]);
         assert_eq!(words("get a#b"), vec![vec!["get", "a#b"]]);
+        assert_eq!(words("put k v # a note; get x"), vec![vec!["put", "k", "v"]]);
+        assert_eq!(words("put k \"#v\" 'x #y'"), vec![vec!["put", "k", "#v", "x #y"]]);
         assert!(split_commands("get \"x").unwrap_err().contains("unterminated"));
         assert!(split_commands("get 'x").unwrap_err().contains("unterminated"));
         assert!(split_commands(r#"get "\q""#).unwrap_err().contains("unknown escape"));
@@ -454,6 +476,17 @@ mod tests {
         assert!(c[0][2].quoted && !c[0][3].quoted);
         assert!(c[0][4].is_option() && !c[0][2].is_option());
         assert!(!Word::plain("-5").is_option());
+    }
+
+    #[test]
+    fn home_in_paths() {
+        let home = dirs::home_dir().unwrap();
+        let p = |s: &str| path_of(&split_commands(s).unwrap()[0][0]);
+        assert_eq!(p("~/db"), home.join("db"));
+        assert_eq!(p("~"), home);
+        assert_eq!(p("'~/db'"), std::path::PathBuf::from("~/db"));
+        assert_eq!(p("a/~/b"), std::path::PathBuf::from("a/~/b"));
+        assert_eq!(p("~other/db"), std::path::PathBuf::from("~other/db"));
     }
 
     #[test]

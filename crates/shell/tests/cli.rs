@@ -147,7 +147,7 @@ fn tables_use_get() {
     let r = run(&[p(&d).to_str().unwrap(), "-f", "json", "-c", "tables"], None);
     let v = json(&r);
     assert_eq!(v[0]["name"], "colors");
-    assert_eq!(v[0]["entries"], 6);
+    assert_eq!(v[0]["records"], 6);
     assert_eq!(v[1]["flags"], "reversekey");
 
     // text, hex keys, quoted words, --table, integer keys
@@ -162,7 +162,7 @@ fn tables_use_get() {
     let r = cmd(p(&d), "use tags; get fruit");
     assert_eq!(r.stdout, "apple\nfig\npear\n", "{r:?}");
     let r = run(&[p(&d).to_str().unwrap(), "-f", "json", "-c", "use tags; get veg"], None);
-    assert_eq!(r.stdout, "{\"key\":\"veg\",\"value\":\"kale\"}\n");
+    assert_eq!(r.stdout, "{\"key\":\"veg\",\"key_hex\":\"766567\",\"value\":\"kale\",\"value_hex\":\"6b616c65\"}\n");
 }
 
 #[test]
@@ -197,7 +197,8 @@ fn scan_ranges_prefixes_limits() {
     want.extend_from_slice(b"\tn3\n");
     assert_eq!(r.raw, want, "{r:?}");
     let r = run(&[p(&d).to_str().unwrap(), "-f", "json", "-c", "use ints; scan 2 1000 --keys-only"], None);
-    assert_eq!(r.stdout, "{\"key\":2}\n{\"key\":3}\n", "{r:?}");
+    let v = json(&r);
+    assert_eq!((v[0]["key"].clone(), v[1]["key"].clone()), (2.into(), 3.into()), "{r:?}");
     let r = raw("use tags; scan --keys-only");
     assert_eq!(r.stdout, "fruit\nveg\n", "{r:?}");
     let r = raw("use tags; scan --reverse");
@@ -219,6 +220,7 @@ fn scan_ranges_prefixes_limits() {
     let v = json(&r);
     assert_eq!(v[0]["key_hex"], "62696e01");
     assert_eq!(v[0]["value_hex"], "000102ff");
+    assert!(v[0]["key"].is_null() && v[0]["value"].is_null(), "not text: null, with the _hex field");
     assert_eq!(v[1]["key"], "black");
     assert_eq!(v[3]["key"], 1, "integer keys are JSON numbers");
 
@@ -278,17 +280,17 @@ fn count_estimate_stat() {
     assert!(r.stderr.contains("usage: estimate-range FROM TO"), "{r:?}");
 
     let r = cmd(p(&d), "stat colors");
-    let line = r.lines().into_iter().find(|l| l.contains(" entries ")).unwrap_or_else(|| panic!("{r:?}"));
+    let line = r.lines().into_iter().find(|l| l.contains(" records ")).unwrap_or_else(|| panic!("{r:?}"));
     assert!(line.contains(" 6 "), "{r:?}");
     let r = run(&[p(&d).to_str().unwrap(), "-f", "json", "-c", "stat tags; use ints; stat; stat @MAIN"], None);
     let v = json(&r);
     assert_eq!(
-        (v[0]["table"].as_str(), v[0]["entries"].as_u64(), v[0]["flags"].as_str()),
+        (v[0]["table"].as_str(), v[0]["records"].as_u64(), v[0]["flags"].as_str()),
         (Some("tags"), Some(4), Some("dupsort"))
     );
     assert_eq!(v[1]["table"], "ints");
-    assert_eq!(v[2]["table"], "@MAIN");
-    assert_eq!(v[2]["entries"], 5, "the main table holds the 5 table records");
+    assert!(v[2]["table"].is_null() && v[2]["table_hex"].is_null(), "the main table: null");
+    assert_eq!(v[2]["records"], 5, "the main table holds the 5 table records");
 }
 
 #[test]
@@ -592,7 +594,12 @@ fn session_commands() {
     }
     // format / .mode switch within the session
     let r = cmd(p(&d), "use colors; get red; format json; get red; .mode hex; get red; format");
-    assert_eq!(r.stdout, "ff0000\n{\"key\":\"red\",\"value\":\"ff0000\"}\n0x666630303030\nhex\n", "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "ff0000\n{\"key\":\"red\",\"key_hex\":\"726564\",\"value\":\"ff0000\",\"value_hex\":\"666630303030\"}\n\
+         0x666630303030\nhex\n",
+        "{r:?}"
+    );
     let r = cmd(p(&d), "pager 5; pager; pager off; pager; pager lots");
     assert_eq!(r.stdout, "5\noff\n", "{r:?}");
     assert!(r.stderr.contains("bad pager setting"), "{r:?}");
@@ -668,7 +675,8 @@ fn check_copy_dump_load() {
     let d = db();
     let r = cmd(p(&d), "check");
     assert!(r.ok(), "{r:?}");
-    assert!(r.stdout.contains("no problems found"), "{r:?}");
+    // Status lines go to stderr: stdout holds only data.
+    assert!(r.stderr.contains("no problems found") && !r.stdout.contains("no problems"), "{r:?}");
 
     let out = tempfile::tempdir().unwrap();
     let c1 = out.path().join("copy.dat");
@@ -676,7 +684,7 @@ fn check_copy_dump_load() {
     std::fs::create_dir(&c2).unwrap();
     let r = cmd(p(&d), &format!("copy {}; copy {} --compact", c1.display(), c2.display()));
     assert!(r.ok(), "{r:?}");
-    assert!(r.stdout.contains("compacted copy"), "{r:?}");
+    assert!(r.stderr.contains("compacted copy") && r.stdout.is_empty(), "{r:?}");
     for c in [&c1, &c2] {
         let r = cmd(c, "check; count -t many");
         assert!(r.ok() && r.stdout.ends_with("500\n"), "{}: {r:?}", c.display());
@@ -692,7 +700,7 @@ fn check_copy_dump_load() {
     // dump a table, load it under another name, and compare
     let f = out.path().join("tags.dump");
     let r = cmd(p(&d), &format!("dump {} -t tags", f.display()));
-    assert!(r.ok() && r.stdout.contains("4 record(s)"), "{r:?}");
+    assert!(r.ok() && r.stderr.contains("4 record(s)"), "{r:?}");
     let text = std::fs::read_to_string(&f).unwrap();
     assert!(text.starts_with("VERSION=3\n") && text.contains("database=tags\n") && text.contains("dupsort=1\n"));
     let r = cmd_rw(p(&d), &format!("load {} --into tags2; stat tags2", f.display()));

@@ -61,6 +61,16 @@ fn regex_escape(s: &str) -> String {
     })
 }
 
+/// The shell on a new demo database in `dir`, at its first prompt.
+fn demo_session(dir: &Path) -> (PtySession, std::path::PathBuf) {
+    let db = dir.join("demo");
+    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
+    assert!(r.ok(), "{r:?}");
+    let mut p = start(&db, &dir.join("history"));
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    (p, db)
+}
+
 #[test]
 fn a_session_at_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,24 +130,36 @@ fn a_session_at_the_terminal() {
     expect(&mut p, "error: unknown command 'frobnicate'");
     fresh_prompt(&mut p, "demo [ro] fruit> ");
 
-    // A long listing comes a page at a time; Ctrl-C at the pause stops it.
-    p.send_line("pager 3").unwrap();
+    // Long output comes a screenful at a time (screen lines, not records);
+    // one key at the pause: space, Enter (one more line), q.
+    p.send_line("pager 8").unwrap();
     fresh_prompt(&mut p, "demo [ro] fruit> ");
     p.send_line("use numbers").unwrap();
     fresh_prompt(&mut p, "demo [ro] numbers> ");
     p.send_line("scan").unwrap();
-    expect(&mut p, "3 squared is 9");
-    expect(&mut p, "-- more");
+    // 7 lines: the top of the box, the header, its rule and 4 records.
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("4 squared is 16") && !out.contains("5 squared is 25"), "{out:?}");
     // While it waits, the shell holds no snapshot (nothing is kept from reuse).
     let r = common::run(&[db.to_str().unwrap(), "-f", "json", "-c", "readers"], None);
     for reader in common::json(&r) {
         assert!(reader["txnid"].is_null(), "a snapshot is held: {r:?}");
     }
+    keys(&mut p, " ");
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("8 squared is 64") && !out.contains("9 squared is 81"), "{out:?}");
     keys(&mut p, "\r");
-    expect(&mut p, "6 squared is 36");
     expect(&mut p, "-- more");
-    p.send_control('c').unwrap();
-    expect(&mut p, "6 records shown (stopped)");
+    keys(&mut p, "q");
+    expect(&mut p, "(stopped at the pager)");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
+    // Every listing is paged: tables too.
+    p.send_line("pager 5; tables").unwrap();
+    let out = expect(&mut p, "-- more");
+    assert!(out.contains("blobs") && !out.contains("by-color"), "{out:?}");
+    keys(&mut p, "q");
+    fresh_prompt(&mut p, "demo [ro] numbers> ");
+    p.send_line("pager auto").unwrap();
     fresh_prompt(&mut p, "demo [ro] numbers> ");
 
     // The write mode shows in the prompt.
@@ -242,12 +264,7 @@ fn ctrl_c_stops_a_long_scan() {
 #[test]
 fn ctrl_c_gives_up_waiting_for_another_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("demo");
-    let r = common::run(&["--create-demo", db.to_str().unwrap()], None);
-    assert!(r.ok(), "{r:?}");
-    let history = dir.path().join("history");
-    let mut p = start(&db, &history);
-    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    let (mut p, db) = demo_session(dir.path());
     p.send_line("open rw").unwrap();
     fresh_prompt(&mut p, "demo [rw] @MAIN> ");
 
@@ -274,4 +291,110 @@ fn ctrl_c_gives_up_waiting_for_another_writer() {
     drop(env);
     let r = common::cmd(&db, "get -t fruit waiting-key");
     assert_eq!(r.stdout, "v\n", "{r:?}");
+}
+
+#[test]
+fn quit_inside_a_transaction_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut p, db) = demo_session(dir.path());
+    p.send_line("open rw").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    p.send_line("begin").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("put -t fruit kept-key v").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    // No: the session goes on inside the transaction.
+    p.send_line("quit").unwrap();
+    expect(&mut p, "is open: quit and discard its changes? [y/N]");
+    p.send_line("n").unwrap();
+    expect(&mut p, "not quitting: 'commit' keeps the changes");
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("commit").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    // Yes: the changes are discarded.
+    p.send_line("begin; put -t fruit lost-key v").unwrap();
+    fresh_prompt(&mut p, "demo [rw txn] @MAIN> ");
+    p.send_line("exit").unwrap();
+    expect(&mut p, "quit and discard its changes? [y/N]");
+    p.send_line("y").unwrap();
+    p.exp_eof().unwrap();
+    let r = common::cmd(&db, "get -t fruit kept-key; get -t fruit lost-key");
+    assert_eq!(r.stdout, "v\n", "{r:?}");
+    assert!(r.stderr.contains("'lost-key' not found"), "{r:?}");
+}
+
+/// `load` from a named pipe, so that the test decides when the input comes:
+/// 110 000 records (one batch of 100 000 committed), Ctrl-C, then more.
+#[test]
+fn ctrl_c_stops_a_load_and_says_how_many_records_are_kept() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.dump");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let (mut p, _) = demo_session(dir.path());
+    p.send_line("open rw").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    p.send_line(&format!("load {}", fifo.display())).unwrap();
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let record = |w: &mut std::fs::File, i: u32| {
+        let k = format!("k{i:08}");
+        writeln!(w, " {}\n {}", rdbx::to_hex(k.as_bytes()), rdbx::to_hex(b"value"))
+    };
+    write!(w, "VERSION=3\nformat=bytevalue\ndatabase=loaded\ntype=btree\nHEADER=END\n").unwrap();
+    for i in 0..110_000 {
+        record(&mut w, i).unwrap();
+    }
+    w.flush().unwrap();
+    expect(&mut p, "loading: ");
+    expect(&mut p, "106496 records");
+    p.send_control('c').unwrap();
+    // More input: the load reads on and notices the Ctrl-C.
+    let feeder = std::thread::spawn(move || {
+        for i in 110_000..200_000 {
+            if record(&mut w, i).is_err() {
+                return;
+            }
+        }
+    });
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("interrupted: 100000 records kept"), "{out:?}");
+    p.send_line("count -t loaded").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("100000"), "{out:?}");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+    let _ = feeder.join();
+}
+
+#[test]
+fn a_quoted_value_goes_on_on_the_next_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut p, _) = demo_session(dir.path());
+    p.send_line("OPEN rw   # any case, a comment").unwrap();
+    fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    // Enter inside the quote continues the line instead of running it.
+    p.send_line("put -t fruit poem \"roses").unwrap();
+    p.send_line("are red\"").unwrap();
+    let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");
+    assert!(out.contains("stored 'poem'"), "{out:?}");
+    p.send_line("format json; get -t fruit poem").unwrap();
+    expect(&mut p, r#""value":"roses\nare red""#);
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
+}
+
+#[test]
+fn check_and_copy_show_progress_in_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut p, _) = demo_session(dir.path());
+    p.send_line("check").unwrap();
+    let out = expect(&mut p, "no problems found");
+    assert!(out.contains(" pages)") && !out.contains("(0 of 0 pages)"), "{out:?}");
+    fresh_prompt(&mut p, "demo [ro] @MAIN> ");
+    p.send_line(&format!("copy {}", dir.path().join("c.dat").display())).unwrap();
+    let out = expect(&mut p, "pages in use; file size");
+    assert!(out.contains("copying: ") && out.contains(" pages)"), "{out:?}");
+    p.send_control('d').unwrap();
+    p.exp_eof().unwrap();
 }

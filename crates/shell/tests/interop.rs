@@ -49,7 +49,7 @@ fn browse_a_libmdbx_database() {
     let t = json(&r);
     let names: Vec<&str> = t.iter().map(|v| v["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["idx", "people", "rev", "seq"]);
-    assert_eq!(t[0]["entries"], 1500);
+    assert_eq!(t[0]["records"], 1500);
     assert_eq!(t[0]["flags"], "dupsort");
     assert_eq!(t[3]["flags"], "integerkey");
 
@@ -87,10 +87,10 @@ fn browse_a_libmdbx_database() {
     env.close().unwrap();
     let r = run(&[p.to_str().unwrap(), "-f", "json", "-c", "stat people"], None);
     let v = &json(&r)[0];
-    assert_eq!(v["entries"], st.entries);
+    assert_eq!(v["records"], st.entries);
     assert_eq!(v["depth"], st.depth);
     assert_eq!(v["leaf_pages"], st.leaf_pages);
-    assert_eq!(v["overflow_pages"], st.overflow_pages);
+    assert_eq!(v["large_pages"], st.overflow_pages);
 }
 
 #[test]

@@ -48,10 +48,7 @@ pub fn run(a: ChecksumArgs) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             if a.json {
-                println!(
-                    "{}",
-                    json!({"path": a.path.display().to_string(), "error": {"code": e.code, "message": e.msg}})
-                );
+                common::json_error(json!({"path": a.path.display().to_string()}), e.code, &e.msg);
             }
             eprintln!("{PROG} checksum: {e}");
             1

@@ -94,6 +94,10 @@ pub struct ChkArgs {
 }
 
 fn usage_error(a: &ChkArgs, lines: &[&str]) -> u8 {
+    if a.json {
+        let context = json!({"path": a.path.display().to_string(), "exit_code": 5});
+        common::json_error(context, libc::EINVAL, &lines.join("; "));
+    }
     if !a.quiet {
         for l in lines {
             eprintln!(" ! {l}");
@@ -142,10 +146,10 @@ pub fn run(a: ChkArgs) -> u8 {
     let fail = |e: ToolError| -> u8 {
         let code = e.chk_exit();
         if a.json {
-            println!(
-                "{}",
-                json!({"path": a.path.display().to_string(), "exit_code": code, "error": {"code": e.code, "message": e.msg}})
-            );
+            common::json_error(json!({"path": a.path.display().to_string(), "exit_code": code}), e.code, &e.msg);
+            if !quiet {
+                eprintln!(" ! {e}");
+            }
         } else if !quiet {
             if code == 5 && e.code == libc::EINTR {
                 println!(" = {}", e.msg);
@@ -197,7 +201,7 @@ pub fn run(a: ChkArgs) -> u8 {
         repair: a.write,
         interrupt: Some(common::interrupt_flag()),
     };
-    let pb = common::progress_bar(!quiet && !a.json, 0, "chk");
+    let pb = common::progress_bar(!quiet && !a.json, 0, "chk", common::Unit::Pages);
     let mut cb = |p: CheckProgress| {
         if let Some(pb) = &pb {
             if p.total > 0 {
@@ -205,18 +209,16 @@ pub fn run(a: ChkArgs) -> u8 {
             }
             pb.set_position(p.done.min(p.total.max(p.done)));
             pb.set_message(match p.stage {
-                Stage::Metas => "metas",
-                Stage::Trees => "b-trees",
-                Stage::Gc => "GC",
-                Stage::Space => "space",
-                Stage::Turn => "turn",
+                Stage::Metas => "checking the metas",
+                Stage::Trees => "walking the trees",
+                Stage::Gc => "checking the GC",
+                Stage::Space => "accounting the pages",
+                Stage::Turn => "turning to the meta",
             });
         }
     };
     let r = env.check(&opts, &mut cb);
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    common::finish(pb, None);
     let report = match r {
         Ok(r) => r,
         Err(e) => {

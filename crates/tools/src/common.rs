@@ -148,6 +148,19 @@ pub fn check_output(
     guard::check_output(dst, what, &[&src.data, &src.lck], src_desc, force).map_err(|m| ToolError::sys(libc::EEXIST, m))
 }
 
+/// The error object of every `--json` subcommand, on standard output:
+/// `{...context, "error": {"code": N, "message": "..."}}` (`context`: the
+/// fields the subcommand adds, e.g. its `path`).
+pub fn json_error(context: serde_json::Value, code: i32, message: &str) {
+    let mut o = match context {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    o.insert("error".into(), serde_json::json!({"code": code, "message": message}));
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{}", serde_json::Value::Object(o)).and_then(|_| out.flush());
+}
+
 /// A failure with its libmdbx-style code (negative: engine, positive: errno).
 #[derive(Debug)]
 pub struct ToolError {
@@ -232,10 +245,10 @@ pub fn locate(path: &Path) -> Result<Target, ToolError> {
         ));
     }
     if size < 768 {
-        return Err(ToolError::sys(
-            libc::ENODATA,
-            format!("{}: file of {size} bytes is too short for a database (No data available)", data.display()),
-        ));
+        // Not a database, as any other file without the MDBX metas (the same
+        // message and exit code as for `/bin/ls`).
+        let e = rdbx::Error::Invalid(format!("file of {size} bytes is too short for an MDBX database"));
+        return Err(ToolError { code: e.code(), msg: format!("{}: not an MDBX database: {e}", data.display()) });
     }
     Ok(Target { path: path.to_path_buf(), data, lck, no_sub_dir })
 }
@@ -258,6 +271,15 @@ pub fn open_env(t: &Target, read_only: bool) -> Result<Env, ToolError> {
     })
 }
 
+/// The metas of the data file of `t` (read without a lock); a file that is
+/// not a database gets the same message as from [`open_env`].
+pub fn read_metas(t: &Target) -> Result<rdbx::inspect::MetaList, ToolError> {
+    rdbx::inspect::read_metas(&t.data).map_err(|e| match e {
+        rdbx::Error::Invalid(_) => open_error(&t.path, &e),
+        e => ToolError::engine(&e, t.data.display()),
+    })
+}
+
 pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
     let p = path.display();
     match e {
@@ -273,7 +295,9 @@ pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
             ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk -w` to recover it") }
         }
         rdbx::Error::Corrupted { .. } => {
-            ToolError { code: e.code(), msg: format!("{p}: {e}; run `rdbx-tools chk` for details") }
+            let data = if path.is_dir() { path.join("mdbx.dat") } else { path.to_path_buf() };
+            let sizes = rdbx_dump::diagnose::truncation(&data).map(|t| format!(" ({t})")).unwrap_or_default();
+            ToolError { code: e.code(), msg: format!("{p}: {e}{sizes}; run `rdbx-tools chk` for details") }
         }
         _ => ToolError { code: e.code(), msg: format!("{p}: cannot open: {e}") },
     }
@@ -291,13 +315,36 @@ pub fn writer_busy(path: &Path, e: &rdbx::Error, when: &str) -> ToolError {
     }
 }
 
-/// A progress bar on stderr, only when stderr is a terminal and `enabled`.
-pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar> {
+/// What a progress display counts, named on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Pages,
+    Records,
+    /// Shown in KiB / MiB / GiB.
+    Bytes,
+}
+
+/// The indicatif template of a bar (or, without a length, a spinner)
+/// counting `unit`.
+pub fn progress_template(unit: Unit, bar: bool) -> &'static str {
+    match (unit, bar) {
+        (Unit::Pages, true) => "{prefix} [{bar:40}] {human_pos}/{human_len} pages {msg} ({eta})",
+        (Unit::Records, true) => "{prefix} [{bar:40}] {human_pos}/{human_len} records {msg} ({eta})",
+        (Unit::Bytes, true) => "{prefix} [{bar:40}] {binary_bytes}/{binary_total_bytes} {msg} ({eta})",
+        (Unit::Pages, false) => "{prefix} {spinner} {human_pos} pages {msg}",
+        (Unit::Records, false) => "{prefix} {spinner} {human_pos} records {msg}",
+        (Unit::Bytes, false) => "{prefix} {spinner} {binary_bytes} {msg}",
+    }
+}
+
+/// A progress bar on stderr counting `unit`, only when stderr is a terminal
+/// and `enabled`. End it with [`finish`].
+pub fn progress_bar(enabled: bool, total: u64, what: &str, unit: Unit) -> Option<ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {
         return None;
     }
     let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} {msg} ({eta})")
+    let style = ProgressStyle::with_template(progress_template(unit, true))
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
     pb.set_style(style);
@@ -305,17 +352,29 @@ pub fn progress_bar(enabled: bool, total: u64, what: &str) -> Option<ProgressBar
     Some(pb)
 }
 
-pub fn spinner(enabled: bool, what: &str) -> Option<ProgressBar> {
+/// A spinner counting `unit` (the total is not known), as [`progress_bar`].
+pub fn spinner(enabled: bool, what: &str, unit: Unit) -> Option<ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {
         return None;
     }
     let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     pb.set_style(
-        ProgressStyle::with_template("{prefix} {spinner} {pos} {msg}")
+        ProgressStyle::with_template(progress_template(unit, false))
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     pb.set_prefix(what.to_string());
     Some(pb)
+}
+
+/// Clears a progress display and, where one was shown and `summary` is
+/// given, leaves a one-line summary in its place.
+pub fn finish(pb: Option<ProgressBar>, summary: Option<String>) {
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+        if let Some(s) = summary {
+            eprintln!("{s}");
+        }
+    }
 }
 
 /// libmdbx's `ratio2digits`.
@@ -389,13 +448,14 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Table flags in words (`none` without any).
+/// Table flags in words (`none` without any), the words of the shell's
+/// `create` options and of `tables`.
 pub fn flags_text(f: u16) -> String {
     let names = [
         (0x02, "reversekey"),
         (0x04, "dupsort"),
         (0x08, "integerkey"),
-        (0x10, "dupfix"),
+        (0x10, "dupfixed"),
         (0x20, "integerdup"),
         (0x40, "reversedup"),
     ];
@@ -462,6 +522,18 @@ pub fn json_bytes(m: &mut serde_json::Map<String, serde_json::Value>, field: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_names_its_unit() {
+        for bar in [true, false] {
+            assert!(progress_template(Unit::Pages, bar).contains("pages"));
+            assert!(progress_template(Unit::Records, bar).contains("records"));
+            assert!(progress_template(Unit::Bytes, bar).contains("binary_bytes"));
+            for u in [Unit::Pages, Unit::Records, Unit::Bytes] {
+                ProgressStyle::with_template(progress_template(u, bar)).unwrap();
+            }
+        }
+    }
 
     #[test]
     fn percents_as_libmdbx() {

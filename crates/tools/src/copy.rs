@@ -86,7 +86,8 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         interrupt: Some(common::interrupt_flag()),
     };
     let Some(dst) = &a.dst else {
-        let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" });
+        let pb =
+            common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" }, common::Unit::Pages);
         let mut cb = |p: CopyProgress| {
             if let Some(pb) = &pb {
                 pb.set_length(p.total);
@@ -97,9 +98,7 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
             .map_err(|e| ToolError::sys(e.raw_os_error().unwrap_or(libc::EIO), format!("standard output: {e}")))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, Interruptible(stdout));
         let r = env.copy_to_writer(&mut out, &opts, &mut cb);
-        if let Some(pb) = pb {
-            pb.finish_and_clear();
-        }
+        common::finish(pb, None);
         let st = r.map_err(|e| {
             if common::interrupted() {
                 return ToolError::sys(
@@ -133,7 +132,7 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
             ),
         ));
     }
-    let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" });
+    let pb = common::progress_bar(!a.quiet, 0, if a.compact { "copy --compact" } else { "copy" }, common::Unit::Pages);
     let mut cb = |p: CopyProgress| {
         if let Some(pb) = &pb {
             pb.set_length(p.total);
@@ -141,9 +140,8 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         }
     };
     let r = env.copy_to(dst, &opts, &mut cb);
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    // The summary below says what was done.
+    common::finish(pb, None);
     // On failure the engine removed the partial copy.
     let st = r.map_err(|e| {
         if common::interrupted() {
@@ -153,8 +151,10 @@ fn copy(a: &CopyArgs) -> Result<(), ToolError> {
         }
     })?;
     if !a.quiet {
-        println!(
-            "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes",
+        let on_disk = rdbx_dump::diagnose::allocated(dst).map(|b| format!(", {b} allocated")).unwrap_or_default();
+        // A status line: on stderr, as when the copy goes to stdout.
+        eprintln!(
+            "copied txn {} of {} to {}: {} pages -> {} pages, {} bytes{on_disk}",
             st.txnid,
             a.src.display(),
             dst.display(),

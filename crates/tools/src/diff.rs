@@ -91,16 +91,13 @@ pub fn run(a: DiffArgs) -> u8 {
         Ok(true) => 0,
         Ok(false) => 1,
         Err(e) => {
+            if a.json {
+                let msg = if e.code == libc::EINTR { INTERRUPTED_MSG } else { e.msg.as_str() };
+                common::json_error(json!({"type": "error"}), e.code, msg);
+            }
             if e.code == libc::EINTR {
                 eprintln!("{PROG} diff: {INTERRUPTED_MSG}");
             } else {
-                if a.json {
-                    let _ = writeln!(
-                        std::io::stdout(),
-                        "{}",
-                        json!({"type": "error", "error": {"code": e.code, "message": e.msg}})
-                    );
-                }
                 eprintln!("{PROG} diff: {e}");
             }
             2

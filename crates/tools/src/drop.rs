@@ -45,8 +45,9 @@ pub fn run(a: DropArgs) -> u8 {
     let _ = a.no_sub_dir;
     match drop_table(&a) {
         Ok(msg) => {
+            // A status line: on stderr, stdout holds only data.
             if !a.quiet {
-                println!("{msg}");
+                eprintln!("{msg}");
             }
             0
         }

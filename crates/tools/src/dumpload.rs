@@ -214,7 +214,7 @@ fn dump_to(a: &DumpArgs, env: &Env, sink: &mut Box<dyn Write>) -> Result<(), Too
         let txn = env.begin_ro_txn().map_err(|e| ToolError::engine(&e, &p))?;
         rdbx_dump::count_records(&txn, &opts).unwrap_or(0)
     };
-    let pb = common::progress_bar(show_bar, total, "dump");
+    let pb = common::progress_bar(show_bar, total, "dump", common::Unit::Records);
     let mut out = BufWriter::with_capacity(1 << 20, sink);
     let quiet = a.quiet;
     let mut warn = |m: String| {
@@ -230,9 +230,7 @@ fn dump_to(a: &DumpArgs, env: &Env, sink: &mut Box<dyn Write>) -> Result<(), Too
     };
     let r = rdbx_dump::dump(env, &opts, &mut out, &mut warn, &mut progress);
     let flushed = out.flush();
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    common::finish(pb, r.as_ref().ok().map(|st| format!("dump: {} records in {} section(s)", st.records, st.sections)));
     match r {
         Ok(st) if !st.failed_tables.is_empty() => {
             flushed.map_err(io_err)?;
@@ -492,13 +490,14 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         nonblock: a.nonblock,
     };
     let pb = match input_len {
-        Some(n) => common::progress_bar(!a.quiet, n, "load"),
-        None => common::spinner(!a.quiet, "load"),
+        Some(n) => common::progress_bar(!a.quiet, n, "load", common::Unit::Bytes),
+        None => common::spinner(!a.quiet, "load", common::Unit::Records),
     };
     let mut progress = |lp: rdbx_dump::LoadProgress| {
         if let Some(pb) = &pb {
             if input_len.is_some() {
                 pb.set_position(lp.bytes);
+                pb.set_message(format!("{} records", lp.records));
             } else {
                 pb.set_position(lp.records);
             }
@@ -506,9 +505,11 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         !common::interrupted()
     };
     let r = rdbx_dump::load(&env, &mut reader, Some(first), &opts, &mut warn, &mut progress);
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    let summary = r.as_ref().ok().map(|st| {
+        let skipped = if st.skipped > 0 { format!(", {} skipped", st.skipped) } else { String::new() };
+        format!("load: {} records in {} section(s){skipped}", st.records, st.sections)
+    });
+    common::finish(pb, summary);
     if r.is_err() && common::interrupted() {
         // Stopped by a signal: a database this load created is partial
         // output and goes; an existing one keeps the batches committed before.

@@ -97,6 +97,14 @@ fn main() -> ExitCode {
             use clap::error::ErrorKind;
             let is_chk = args.get(1).is_some_and(|a| a == "chk");
             let is_diff = args.get(1).is_some_and(|a| a == "diff");
+            let json = args.iter().any(|a| a == "--json");
+            let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+            if json && !help {
+                // A usage error is JSON too when JSON was asked for.
+                let msg = e.to_string();
+                let first = msg.lines().next().unwrap_or("usage error").trim_start_matches("error: ");
+                common::json_error(serde_json::json!({}), libc::EINVAL, first);
+            }
             let _ = e.print();
             return match e.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,

@@ -77,7 +77,7 @@ pub struct PageArgs {
 
 fn fail(json: bool, what: &str, e: &ToolError) -> u8 {
     if json {
-        println!("{}", json!({"error": {"code": e.code, "message": e.msg}}));
+        common::json_error(json!({}), e.code, &e.msg);
     }
     eprintln!("{PROG} {what}: {e}");
     1
@@ -133,7 +133,7 @@ fn hint(path: &std::path::Path, l: &MetaList) -> Option<String> {
 
 fn show_metas(a: &MetaArgs) -> Result<(), ToolError> {
     let t = locate(&a.path)?;
-    let l = inspect::read_metas(&t.data).map_err(|e| ToolError::engine(&e, t.data.display()))?;
+    let l = common::read_metas(&t)?;
     if a.json {
         println!(
             "{}",
@@ -188,7 +188,7 @@ fn show_metas(a: &MetaArgs) -> Result<(), ToolError> {
 
 fn use_meta(a: &MetaArgs, n: usize) -> Result<(), ToolError> {
     let t = locate(&a.path)?;
-    let before = inspect::read_metas(&t.data).map_err(|e| ToolError::engine(&e, t.data.display()))?;
+    let before = common::read_metas(&t)?;
     let slot = &before.slots[n];
     if !slot.valid {
         return Err(ToolError::sys(
@@ -263,7 +263,7 @@ fn use_meta(a: &MetaArgs, n: usize) -> Result<(), ToolError> {
         return Err(ToolError::sys(libc::EINVAL, msg));
     }
     drop(env);
-    let after = inspect::read_metas(&t.data).map_err(|e| ToolError::engine(&e, t.data.display()))?;
+    let after = common::read_metas(&t)?;
     let new_txnid = after.slots[after.head].meta.txnid();
     if a.json {
         println!(
@@ -339,7 +339,7 @@ fn owner_json(o: &PageOwner) -> Value {
 
 fn page(a: &PageArgs) -> Result<(), ToolError> {
     let t = locate(&a.path)?;
-    let metas = inspect::read_metas(&t.data).map_err(|e| ToolError::engine(&e, t.data.display()))?;
+    let metas = common::read_metas(&t)?;
     let buf =
         inspect::read_page(&t.data, metas.page_size, a.pgno).map_err(|e| ToolError::engine(&e, t.data.display()))?;
     let mut info = inspect::decode_page(&buf, a.pgno);

@@ -39,7 +39,7 @@ pub fn run(a: SpaceArgs) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             if a.json {
-                println!("{}", json!({"error": {"code": e.code, "message": e.msg}}));
+                common::json_error(json!({}), e.code, &e.msg);
             }
             eprintln!("{PROG} space: {e}");
             1
@@ -76,7 +76,7 @@ fn space(a: &SpaceArgs) -> Result<(), ToolError> {
                           "reclaimable": r.gc.pages_reclaimable, "retained": r.retained_pages, "free_tail": r.free_tail_pages},
                 "tables": tables.iter().map(|t| json!({
                     "name": t.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()), "main": t.name.is_none(),
-                    "pages": t.pages(), "branch_pages": t.branch_pages, "leaf_pages": t.leaf_pages, "large_pages": t.large_pages, "entries": t.entries,
+                    "pages": t.pages(), "branch_pages": t.branch_pages, "leaf_pages": t.leaf_pages, "large_pages": t.large_pages, "records": t.entries,
                 })).collect::<Vec<_>>(),
                 "gc_records": r.gc_records.iter().map(|g| json!({"txnid": g.txnid, "pages": g.pages, "reclaimable": g.reclaimable})).collect::<Vec<_>>(),
                 "oldest_reader_txnid": r.gc.oldest_reader,

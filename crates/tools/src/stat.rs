@@ -88,6 +88,9 @@ pub fn run(a: StatArgs) -> u8 {
             0
         }
         Err(e) => {
+            if a.json {
+                crate::common::json_error(json!({}), e.code, &e.msg);
+            }
             eprintln!("{PROG} stat: {e}");
             1
         }

@@ -163,13 +163,29 @@ fn usage_and_open_errors() {
     let e = d.path().join("emptydir");
     std::fs::create_dir(&e).unwrap();
     assert_eq!(chk(&e, &[]).code, 4);
-    // Zero-length file and short file: ENODATA (4), no lock file left behind.
+    // Zero-length file: ENODATA (4), no lock file left behind.
     let z = d.path().join("zero");
     std::fs::write(&z, b"").unwrap();
     assert_eq!(chk(&z, &[]).code, 4);
+    // A short text file is not a database, as /bin/ls is not: the same
+    // message and exit code (3) from every subcommand.
     let s = d.path().join("short");
     std::fs::write(&s, b"hello world\n").unwrap();
-    assert_eq!(chk(&s, &[]).code, 4);
+    let r = chk(&s, &[]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("not an MDBX database"), "{r:?}");
+    let ls = chk(Path::new("/bin/ls"), &[]);
+    assert_eq!(ls.code, 3, "{ls:?}");
+    assert!(ls.stderr.contains("not an MDBX database"), "{ls:?}");
+    for sub in ["stat", "dump", "checksum", "space", "meta"] {
+        let a = run(&[sub, s.to_str().unwrap()]);
+        let b = run(&[sub, "/bin/ls"]);
+        assert_eq!(a.code, b.code, "{sub}: {a:?} vs {b:?}");
+        assert!(
+            a.stderr.contains("not an MDBX database") && b.stderr.contains("not an MDBX database"),
+            "{sub}: {a:?} {b:?}"
+        );
+    }
     // Not a database: engine error (3), and the failed open leaves no lock file.
     let g = d.path().join("garbage");
     let mut x = 0x1234_5678_9abc_def0u64;

@@ -90,7 +90,7 @@ fn checksum_of_a_compacted_copy_is_equal_and_a_change_shows() {
     assert_eq!(ja["sha256"], jc["sha256"]);
     assert_eq!(ja["tables"], jc["tables"]);
     // The layouts differ (else the test proves little).
-    let pages: Vec<&str> = copied.stdout.split_whitespace().filter(|w| w.parse::<u64>().is_ok()).collect();
+    let pages: Vec<&str> = copied.stderr.split_whitespace().filter(|w| w.parse::<u64>().is_ok()).collect();
     assert!(pages.len() >= 3 && pages[1] != pages[2], "the compacted copy is smaller: {copied:?}");
     let names: Vec<&str> =
         ja["tables"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap_or("@MAIN")).collect();
@@ -507,7 +507,7 @@ fn space_names_the_reader_that_retains_pages() {
             "pages": {"total": "u64", "backed": "u64", "allocated": "u64", "tables": "u64", "gc_tree": "u64",
                       "gc_listed": "u64", "reclaimable": "u64", "retained": "u64", "free_tail": "u64"},
             "tables": [{"name": "string|null", "main": "bool", "pages": "u64", "branch_pages": "u64",
-                        "leaf_pages": "u64", "large_pages": "u64", "entries": "u64"}],
+                        "leaf_pages": "u64", "large_pages": "u64", "records": "u64"}],
             "gc_records": [{"txnid": "u64", "pages": "u64", "reclaimable": "bool"}],
             "oldest_reader_txnid": "u64",
             "retained_by": {"kind": "string", "pid": "u64", "txnid": "u64", "lag": "u64"},

@@ -2,7 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use rdbx::{CheckOptions, CheckProgress, CopyOptions, CopyProgress, Geometry, Severity, Stage};
@@ -12,7 +12,7 @@ use super::{describe, Action, Ctx, Fail, Result};
 use crate::access::{self, label};
 use crate::output::Cell;
 use crate::spec::Invocation;
-use crate::values::{human_size, parse_size};
+use crate::values::{human_size, parse_size, path_of};
 
 fn size(b: u64) -> Cell {
     Cell::Size(b)
@@ -142,21 +142,42 @@ struct Progress {
 }
 
 impl Progress {
-    fn show(&mut self, what: &str, done: u64, total: u64) {
-        if !self.on || total == 0 {
+    /// `done` of `total` pages.
+    fn pages(&mut self, what: &str, done: u64, total: u64) {
+        if total == 0 {
             return;
         }
-        let pct = done.saturating_mul(100) / total;
-        if pct != self.last {
-            self.last = pct;
-            eprint!("\r{what}: {pct:>3}% ");
+        self.show_with(what, done, total, || format!("({done} of {total} pages)"));
+    }
+
+    /// Like `show`, with `detail` (in human units) after the percentage.
+    /// Without a `total` (input from a pipe) only the detail is shown, at
+    /// each change of `done`.
+    fn show_with(&mut self, what: &str, done: u64, total: u64, detail: impl FnOnce() -> String) {
+        if !self.on {
+            return;
+        }
+        let key = done.saturating_mul(100).checked_div(total).unwrap_or(done);
+        if key != self.last {
+            self.last = key;
+            let d = detail();
+            match total {
+                0 if d.is_empty() => {}
+                0 => eprint!("\r{what}: {d}\x1b[K"),
+                _ => eprint!("\r{what}: {key:>3}% {d}\x1b[K"),
+            }
         }
     }
     fn clear(&self) {
         if self.on && self.last != u64::MAX {
-            eprint!("\r{:40}\r", "");
+            eprint!("\r\x1b[K");
         }
     }
+}
+
+/// Bytes in MiB with one decimal, for progress lines.
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
 }
 
 pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
@@ -172,7 +193,7 @@ pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
             Stage::Space => "accounting pages",
             Stage::Turn => "turning",
         };
-        p.show(what, c.done, c.total);
+        p.pages(what, c.done, c.total);
     });
     p.clear();
     let rep = match r {
@@ -213,10 +234,11 @@ pub fn check(cx: &mut Ctx<'_, '_>) -> Result<Action> {
     ])?;
     if rep.problem_count() > 0 {
         return Err(format!(
-            "{} problem(s) found ({} major, {} minor); 'rdbx-tools chk' gives the full report",
+            "{} problem(s) found ({} major, {} minor); 'rdbx-tools chk -vv {}' gives the full report",
             rep.problem_count(),
             rep.major,
-            rep.minor
+            rep.minor,
+            db.path.display()
         )
         .into());
     }
@@ -236,7 +258,7 @@ fn check_output(cx: &Ctx<'_, '_>, dst: &Path, what: &str, force: bool) -> Result
 
 pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let db = cx.db()?;
-    let mut dst = PathBuf::from(inv.arg(0).ok_or("copy needs a DEST")?.text());
+    let mut dst = path_of(inv.arg(0).ok_or("copy needs a DEST")?);
     if dst.is_dir() {
         dst = dst.join("mdbx.dat");
     }
@@ -253,16 +275,19 @@ pub fn copy(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     let _ = cx.s.out.flush();
     let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
-    let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.show("copying", c.done, c.total));
+    let r = db.env.copy_to(&dst, &opts, &mut |c: CopyProgress| p.pages("copying", c.done, c.total));
     p.clear();
     let st = r.map_err(|e| format!("{}: {}", dst.display(), describe(&e)))?;
     let how = if opts.compact { "compacted copy" } else { "copy" };
     cx.s.out.message(&format!(
-        "{how} of transaction {} written to {}: {} pages, {}",
+        "{how} of transaction {} written to {}: {} pages in use; file size {}{}",
         st.txnid,
         dst.display(),
         st.copy_pages,
-        human_size(st.file_size)
+        human_size(st.file_size),
+        rdbx_dump::diagnose::allocated(&dst)
+            .map(|a| format!(", {} allocated on disk", human_size(a)))
+            .unwrap_or_default()
     ))?;
     Ok(Action::Done)
 }
@@ -292,7 +317,7 @@ pub fn dump(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             (r, None)
         }
         Some(f) => {
-            let path = PathBuf::from(f.text());
+            let path = path_of(f);
             check_output(cx, &path, "the dump", inv.flag("force"))?;
             let file = if inv.flag("force") {
                 File::create(&path)
@@ -339,7 +364,7 @@ pub fn dump(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
 
 pub fn load(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let db = cx.db()?;
-    let path = PathBuf::from(inv.arg(0).ok_or("load needs a FILE")?.text());
+    let path = path_of(inv.arg(0).ok_or("load needs a FILE")?);
     let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut reader = DumpReader::new(BufReader::new(file));
     let first = match inv.value("into") {
@@ -362,13 +387,29 @@ pub fn load(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     let interrupt = cx.s.interrupt.clone();
     let mut warnings = Vec::new();
-    let r = rdbx_dump::load(&db.env, &mut reader, first, &opts, &mut |m| warnings.push(m), &mut |_| {
+    let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let _ = cx.s.out.flush();
+    let mut p = Progress { on: cx.src.interactive(), last: u64::MAX };
+    let mut kept = 0;
+    let r = rdbx_dump::load(&db.env, &mut reader, first, &opts, &mut |m| warnings.push(m), &mut |lp| {
+        kept = lp.kept;
+        p.show_with("loading", lp.bytes, total, || match total {
+            0 => format!("{} records, {} read", lp.records, mib(lp.bytes)),
+            _ => format!("{} records, {} of {}", lp.records, mib(lp.bytes), mib(total)),
+        });
         !interrupt.load(Ordering::Relaxed)
     });
+    p.clear();
     for w in warnings {
         cx.s.warn(&w);
     }
-    let st = r.map_err(|e| format!("{}: {e} (the records of the failed batch were rolled back)", path.display()))?;
+    let st = r.map_err(|e| match e {
+        rdbx_dump::DumpError::Interrupted => format!(
+            "{}: interrupted: {kept} records kept (the batches committed before stay; the current one was rolled back)",
+            path.display()
+        ),
+        e => format!("{}: {e} (the records of the failed batch were rolled back; {kept} records kept)", path.display()),
+    })?;
     let skipped = if st.skipped > 0 { format!(", {} skipped", st.skipped) } else { String::new() };
     cx.s.out.message(&format!(
         "loaded {} record(s) in {} section(s) from {}{skipped}",

@@ -13,15 +13,31 @@ use crate::session::Session;
 use crate::spec::Invocation;
 use crate::values::{compare_keys, parse_item, quoted_item, Word};
 
-/// Checks a key against what the table accepts, with a message saying what fits.
-fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
-    if t.flags.contains(DbFlags::INTEGER_KEY) && key.len() != 4 && key.len() != 8 {
-        return Err(format!(
-            "table {} has integer keys: give a number, u32:N or u64:N (this key has {} bytes)",
-            t.label(),
-            key.len()
-        )
-        .into());
+/// Checks the width of an integer `item` ("key" or "value") against the
+/// width of the stored ones (`stored`: none stored yet, then 4 and 8 fit).
+fn check_int_width(t: &TableRef, item: &str, stored: Option<usize>, len: usize) -> Result<()> {
+    let fits = match stored {
+        Some(w) => len == w,
+        None => len == 4 || len == 8,
+    };
+    if fits {
+        return Ok(());
+    }
+    let want = match stored {
+        Some(4) => format!("4-byte integer {item}s: give a number or u32:N"),
+        Some(w) => format!("{w}-byte integer {item}s: give a number or u64:N"),
+        None => format!("integer {item}s: give a number, u32:N or u64:N"),
+    };
+    Err(format!("table {} has {want} (this {item} has {len} bytes)", t.label()).into())
+}
+
+/// Checks a key against what the table accepts, with a message saying what
+/// fits. The keys of an integerkey table that holds records all have the
+/// width of its first key (4 or 8 bytes).
+fn check_key(db: &Opened, r: &dyn ReadTxn, t: &TableRef, key: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_KEY) {
+        let stored = r.cursor(t.db)?.first()?.map(|(k, _)| k.len());
+        check_int_width(t, "key", stored, key.len())?;
     }
     let max = db.env.max_key_size(t.flags);
     if key.len() > max {
@@ -35,14 +51,22 @@ fn check_key(db: &Opened, t: &TableRef, key: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn check_value(db: &Opened, t: &TableRef, val: &[u8]) -> Result<()> {
-    if t.flags.contains(DbFlags::INTEGER_DUP) && val.len() != 4 && val.len() != 8 {
-        return Err(format!(
-            "table {} has integer values: give a number, u32:N or u64:N (this value has {} bytes)",
-            t.label(),
-            val.len()
-        )
-        .into());
+fn check_value(db: &Opened, r: &dyn ReadTxn, t: &TableRef, val: &[u8]) -> Result<()> {
+    if t.flags.contains(DbFlags::INTEGER_DUP) {
+        let stored = r.cursor(t.db)?.first()?.map(|(_, v)| v.len());
+        check_int_width(t, "value", stored, val.len())?;
+    } else if t.flags.contains(DbFlags::DUP_FIXED) {
+        if let Some((_, v)) = r.cursor(t.db)?.first()? {
+            if v.len() != val.len() {
+                return Err(format!(
+                    "table {} is dupfixed: its values have {} bytes (this value has {} bytes)",
+                    t.label(),
+                    v.len(),
+                    val.len()
+                )
+                .into());
+            }
+        }
     }
     let max = db.env.max_value_size(t.flags);
     if val.len() > max {
@@ -75,7 +99,7 @@ pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     cx.read(|s, r, _| {
         let t = open_table(r, name.as_deref())?;
         let key = key_of(r, &t, &kw)?;
-        check_key(db, &t, &key)?;
+        check_key(db, r, &t, &key)?;
         let mut c = r.cursor(t.db)?;
         let Some((k, v)) = c.set(&key)? else { return Err(not_found(&t, &key)) };
         let kc = [("key", Cell::item(k, t.key_kind()))];
@@ -92,6 +116,63 @@ pub fn get(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     })
 }
 
+pub fn exists(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let name = cx.target(inv)?;
+    let db = cx.db()?;
+    let kw = inv.arg(0).cloned().ok_or("exists needs a KEY")?;
+    cx.read(|s, r, _| {
+        let t = open_table(r, name.as_deref())?;
+        let key = key_of(r, &t, &kw)?;
+        check_key(db, r, &t, &key)?;
+        let found = r.cursor(t.db)?.set(&key)?.is_some();
+        s.out.value(&[("key", Cell::item(&key, t.key_kind()))], "exists", &Cell::Bool(found))?;
+        Ok(Action::Done)
+    })
+}
+
+/// An engine error in the shell's words: a key of the main table that
+/// names a table is changed with the table commands.
+fn names_table(e: rdbx::Error, key: &[u8]) -> Fail {
+    match e {
+        rdbx::Error::Incompatible(_) => {
+            let name = crate::session::typed_form(key);
+            format!(
+                "key {name} of @MAIN is the table {name}: 'drop {name}' deletes it, 'put -t {name} KEY VALUE' \
+                 writes into it"
+            )
+            .into()
+        }
+        e => e.into(),
+    }
+}
+
+/// A value written `@FILE` (the bytes of FILE) or `-` (all of standard
+/// input, when commands do not come from it); `None` for any other word.
+/// Quoted words are always literal.
+fn value_from_outside(w: &Word, stdin_free: bool) -> Result<Option<Vec<u8>>> {
+    if w.quoted {
+        return Ok(None);
+    }
+    if w.is("-") {
+        if !stdin_free {
+            return Err("put KEY -: standard input is where the commands come from; use put KEY @FILE, or \
+                        give the commands with -c"
+                .into());
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v)
+            .map_err(|e| format!("reading the value from standard input: {e}"))?;
+        return Ok(Some(v));
+    }
+    match w.bytes.strip_prefix(b"@") {
+        Some(rest) if !rest.is_empty() => {
+            let path = crate::values::path_of(&Word { bytes: rest.to_vec(), quoted: false });
+            std::fs::read(&path).map(Some).map_err(|e| format!("{}: {e}", path.display()).into())
+        }
+        _ => Ok(None),
+    }
+}
+
 pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let name = cx.target(inv)?;
     let db = cx.db()?;
@@ -104,12 +185,16 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         flags |= PutFlags::NO_DUP_DATA;
     }
     let append = inv.flag("append");
+    let from_outside = value_from_outside(&vw, cx.src.stdin_free())?;
     let msg = cx.write(|_, txn| {
         let t = open_table(&*txn, name.as_deref())?;
         let key = key_of(&*txn, &t, &kw)?;
-        let val = value_of(&*txn, &t, &vw)?;
-        check_key(db, &t, &key)?;
-        check_value(db, &t, &val)?;
+        let val = match from_outside {
+            Some(v) => v,
+            None => value_of(&*txn, &t, &vw)?,
+        };
+        check_key(db, &*txn, &t, &key)?;
+        check_value(db, &*txn, &t, &val)?;
         let mut f = flags;
         if append {
             f |= if t.dupsort() { PutFlags::APPEND_DUP } else { PutFlags::APPEND };
@@ -135,7 +220,7 @@ pub fn put(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
                 rdbx::Error::KeyMismatch(_) if append => {
                     "--append: the key must sort after the last key of the table".into()
                 }
-                e => e.into(),
+                e => names_table(e, &key),
             }
         })?;
         Ok(format!("stored {} in {}", quoted_item(&key, t.key_kind()), t.label()))
@@ -152,7 +237,7 @@ pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let msg = cx.write(|_, txn| {
         let t = open_table(&*txn, name.as_deref())?;
         let key = key_of(&*txn, &t, &kw)?;
-        check_key(db, &t, &key)?;
+        check_key(db, &*txn, &t, &key)?;
         let val = match &vw {
             Some(w) => Some(value_of(&*txn, &t, w)?),
             None => None,
@@ -167,7 +252,7 @@ pub fn del(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         } else {
             1
         };
-        if !txn.del(t.db, &key, val.as_deref())? {
+        if !txn.del(t.db, &key, val.as_deref()).map_err(|e| names_table(e, &key))? {
             return Err(match &val {
                 Some(v) => format!(
                     "no pair {} = {} in table {}",
@@ -364,6 +449,8 @@ impl Range {
 struct ScanOpts {
     limit: Option<u64>,
     keys_only: bool,
+    /// A value_size column.
+    sizes: bool,
     reverse: bool,
     /// Rows per page (0: no pages).
     page: usize,
@@ -390,7 +477,11 @@ fn scan_page(
         1
     };
     let interrupt = s.interrupt.clone();
-    let columns: &[&str] = if o.keys_only { &["key"] } else { &["key", "value"] };
+    let columns: &[&str] = match (o.keys_only, o.sizes) {
+        (true, _) => &["key"],
+        (false, false) => &["key", "value"],
+        (false, true) => &["key", "value", "value_size"],
+    };
     let mut listing = s.out.listing(columns, batch);
     let mut c = r.cursor(t.db)?;
     let mut rec = match after {
@@ -423,6 +514,8 @@ fn scan_page(
         let key = Cell::item(k, t.key_kind());
         if o.keys_only {
             listing.push(&[key])?;
+        } else if o.sizes {
+            listing.push(&[key, Cell::item(v, t.value_kind()), Cell::Int(v.len() as u64)])?;
         } else {
             listing.push(&[key, Cell::item(v, t.value_kind())])?;
         }
@@ -461,6 +554,7 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let o = ScanOpts {
         limit,
         keys_only: inv.flag("keys-only"),
+        sizes: inv.flag("sizes"),
         reverse: inv.flag("reverse"),
         page: cx.s.page_rows(cx.src),
     };
@@ -473,8 +567,13 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         match end {
             PageEnd::Done(cut) => break cut,
             PageEnd::Full(k, v) => {
-                if !cx.src.more() {
-                    break Some(Cut::Stopped);
+                // Show the page (through the pager, which may be told to
+                // stop) before the next snapshot is taken.
+                if cx.s.out.paging() {
+                    if !cx.s.out.release()? {
+                        break Some(Cut::Stopped);
+                    }
+                    cx.s.out.hold();
                 }
                 if cx.s.interrupted() {
                     break Some(Cut::Interrupted);
@@ -488,7 +587,8 @@ pub fn scan(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     match cut {
         None => cx.s.out.footer(&format!("{n} {what}{plural}"))?,
         Some(Cut::Limit) => cx.s.out.footer(&format!("{n} {what}{plural} (--limit reached; there are more)"))?,
-        Some(Cut::Stopped) => cx.s.out.footer(&format!("{n} {what}{plural} shown (stopped)"))?,
+        // The pager said so.
+        Some(Cut::Stopped) => {}
         Some(Cut::Interrupted) => {
             if cx.s.out.format == Format::Table {
                 cx.s.out.footer(&format!("{n} {what}{plural} shown (interrupted)"))?;
@@ -530,7 +630,7 @@ pub fn count(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             let mut c = r.cursor(t.db)?;
             walk_count(&mut c, &range, &interrupt)?.ok_or("interrupted")?
         };
-        s.out.value(&[("table", table_cell(t.name.as_deref()))], "count", &Cell::Int(n))?;
+        s.out.value(&[("table", table_cell(t.name.as_deref()))], "records", &Cell::Int(n))?;
         Ok(Action::Done)
     })
 }

@@ -11,18 +11,17 @@ mod tables;
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rdbx::RwTxn;
 
-use crate::access::{self, ReadTxn, MAIN};
+use crate::access::{self, ReadTxn};
 use crate::db::Opened;
 use crate::input::Source;
-use crate::output::{Cell, Format};
+use crate::output::{Cell, Format, ItemMode};
 use crate::session::{OpenRequest, Pager, Session};
 use crate::spec::{self, Invocation};
-use crate::values::Word;
+use crate::values::{path_of, Word};
 
 /// What the session does after a command.
 pub enum Action {
@@ -185,6 +184,18 @@ pub fn execute<'e>(
         "history" => history(&mut cx, &inv),
         "format" => format(&mut cx, &inv),
         "pager" => pager(&mut cx, &inv),
+        "timer" => {
+            let mut on = cx.s.timer;
+            switch(&mut cx, &inv, "timer", &mut on)?;
+            cx.s.timer = on;
+            Ok(Action::Done)
+        }
+        "headers" => {
+            let mut on = cx.s.out.headers;
+            switch(&mut cx, &inv, "headers", &mut on)?;
+            cx.s.out.headers = on;
+            Ok(Action::Done)
+        }
         "begin" => Ok(Action::Begin),
         "commit" | "abort" => {
             if !cx.in_txn() {
@@ -198,6 +209,7 @@ pub fn execute<'e>(
         "drop" => tables::drop_table(&mut cx, &inv),
         "stat" => tables::stat(&mut cx, &inv),
         "get" => data::get(&mut cx, &inv),
+        "exists" => data::exists(&mut cx, &inv),
         "put" => data::put(&mut cx, &inv),
         "del" => data::del(&mut cx, &inv),
         "scan" => data::scan(&mut cx, &inv),
@@ -242,15 +254,18 @@ fn open(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     let first = inv.arg(0).ok_or("open needs a PATH")?;
     let (path, read_only) = match (mode(first), inv.arg(1)) {
         // `open rw`: the current database in another mode (unless a file of that name exists).
-        (Some(ro), None) if cx.db.is_some() && !PathBuf::from(first.text()).exists() => (None, ro),
-        (_, None) => (Some(PathBuf::from(first.text())), true),
+        (Some(ro), None) if cx.db.is_some() && !path_of(first).exists() => (None, ro),
+        (_, None) => (Some(path_of(first)), true),
         (_, Some(m)) => {
             let ro =
                 mode(m).ok_or_else(|| format!("bad mode '{}': use ro (read-only) or rw (read-write)", m.text()))?;
-            (Some(PathBuf::from(first.text())), ro)
+            (Some(path_of(first)), ro)
         }
     };
-    Ok(Action::Open(OpenRequest { path, read_only, create: inv.flag("create") }))
+    if inv.flag("single-file") && !inv.flag("create") {
+        return Err("--single-file goes with --create".into());
+    }
+    Ok(Action::Open(OpenRequest { path, read_only, create: inv.flag("create"), single_file: inv.flag("single-file") }))
 }
 
 fn history(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
@@ -269,10 +284,29 @@ fn history(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
 }
 
 fn format(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
+    let mode = |name: &str| -> Result<Option<ItemMode>> {
+        match inv.value(name) {
+            None => Ok(None),
+            Some(w) => ItemMode::parse(&w.text()).map(Some).ok_or_else(|| {
+                format!("unknown --{name} mode '{}': use {}", w.text(), ItemMode::NAMES.join(", ")).into()
+            }),
+        }
+    };
+    let (keys, values) = (mode("keys")?, mode("values")?);
+    if let Some(m) = keys {
+        cx.s.out.key_mode = m;
+    }
+    if let Some(m) = values {
+        cx.s.out.value_mode = m;
+    }
     match inv.arg(0) {
+        None if keys.is_some() || values.is_some() => {}
         None => {
-            let name = cx.s.out.format.name();
-            cx.s.out.value(&[], "format", &Cell::text(name))?;
+            let o = &cx.s.out;
+            let shown = format!("{} (keys {}, values {})", o.format.name(), o.key_mode.name(), o.value_mode.name());
+            let fields = [("keys", Cell::text(o.key_mode.name())), ("values", Cell::text(o.value_mode.name()))];
+            let v = if o.format == Format::Table { Cell::text(shown) } else { Cell::text(o.format.name()) };
+            cx.s.out.value(&fields, "format", &v)?;
         }
         Some(w) => {
             cx.s.out.format = Format::parse(&w.text())
@@ -280,6 +314,21 @@ fn format(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
         }
     }
     Ok(Action::Done)
+}
+
+/// An on/off setting: shown without an argument, else set.
+fn switch(cx: &mut Ctx<'_, '_>, inv: &Invocation, name: &str, value: &mut bool) -> Result<()> {
+    match inv.arg(0) {
+        None => cx.s.out.value(&[], name, &Cell::text(if *value { "on" } else { "off" }))?,
+        Some(w) => {
+            *value = match w.text().to_ascii_lowercase().as_str() {
+                "on" | "yes" | "true" | "1" => true,
+                "off" | "no" | "false" | "0" => false,
+                other => return Err(format!("bad {name} setting '{other}': use on or off").into()),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn pager(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
@@ -307,10 +356,7 @@ fn pager(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
 
 /// A table name for output.
 pub fn table_cell(name: Option<&[u8]>) -> Cell {
-    match name {
-        None => Cell::text(MAIN),
-        Some(n) => Cell::item(n, crate::values::ItemKind::Bytes),
-    }
+    Cell::Table(name.map(<[u8]>::to_vec))
 }
 
 /// Begins a write transaction; when another writer holds the lock, says so on

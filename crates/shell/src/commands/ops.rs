@@ -91,7 +91,7 @@ pub fn diff(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
     };
     let other = match inv.arg(0) {
         Some(w) => {
-            let p = std::path::PathBuf::from(w.text());
+            let p = crate::values::path_of(w);
             let data = if p.is_dir() { p.join("mdbx.dat") } else { p.clone() };
             if same_file(&data, db.env.data_path()) {
                 None

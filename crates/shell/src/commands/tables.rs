@@ -11,7 +11,7 @@ use crate::values::{flag_by_name, flag_words, ItemKind, FLAG_NAMES};
 pub fn tables(cx: &mut Ctx<'_, '_>) -> Result<Action> {
     cx.read(|s, r, _| {
         let names = r.table_names()?;
-        let mut l = s.out.listing(&["name", "flags", "entries", "depth", "pages"], 1000);
+        let mut l = s.out.listing(&["name", "flags", "records", "depth", "pages"], 1000);
         for n in &names {
             let row = match open_table(r, Some(n))
                 .and_then(|t| r.db_stat(t.db).map(|st| (t, st)).map_err(|e| e.to_string()))
@@ -156,8 +156,8 @@ pub fn stat(cx: &mut Ctx<'_, '_>, inv: &Invocation) -> Result<Action> {
             ("depth", Cell::Int(st.depth as u64)),
             ("branch_pages", Cell::Int(st.branch_pages)),
             ("leaf_pages", Cell::Int(st.leaf_pages)),
-            ("overflow_pages", Cell::Int(st.overflow_pages)),
-            ("entries", Cell::Int(st.entries)),
+            ("large_pages", Cell::Int(st.overflow_pages)),
+            ("records", Cell::Int(st.entries)),
             ("mod_txnid", Cell::Int(st.mod_txnid)),
             ("sequence", Cell::Int(seq)),
         ])?;
