@@ -1,4 +1,5 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|multi|load] [PAGE_SIZE]`.
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|multi|load] [PAGE_SIZE]`
+//! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 /// xorshift64: the next pseudo-random number after `x`.
@@ -14,6 +15,7 @@ fn main() -> rdbx::Result<()> {
     let dir = std::path::Path::new("/dev/shm").join(format!("rdbx-hot-{}", std::process::id()));
     let page_size = std::env::args().nth(2).and_then(|v| v.parse().ok());
     let env = Env::builder()
+        .write_map(std::env::var_os("RDBX_HOT_WRITEMAP").is_some())
         .max_dbs(2)
         .durability(Durability::SafeNoSync)
         .geometry(Geometry { page_size, ..Default::default() })

@@ -309,9 +309,10 @@ pub(crate) fn insert_at(
     let page_flags = op.flags();
     txn.ops.split += 1;
     let right = page_ops::new_page(txn, page_flags)?;
-    let mut left = txn.pool.zeroed(ps);
-    fpage::init_page(&mut left, pgno, page_flags, op.txnid());
-    for (buf, range) in [(&mut left[..], 0..sp), (txn.dirty_mut(right), sp..total)] {
+    // Both halves are built in place from the copy `old`: the right one in
+    // its new page, the left one over the old page itself (which, with
+    // WRITEMAP, is the map's own page: nothing to write back at commit).
+    let fill = |buf: &mut [u8], range: std::ops::Range<usize>| -> Result<()> {
         if let Some(k) = dupfix_k {
             crate::format::put_u16(buf, 8, k as u16);
         }
@@ -330,8 +331,13 @@ pub(crate) fn insert_at(
                 node::append_raw(buf, raw_node(op, old_of(j), pgno)?);
             }
         }
-    }
-    txn.dirty_replace(pgno, left);
+        Ok(())
+    };
+    fill(txn.dirty_mut(right), sp..total)?;
+    let left = txn.dirty_mut(pgno);
+    left.fill(0);
+    fpage::init_page(left, pgno, page_flags, op.txnid());
+    fill(left, 0..sp)?;
     txn.pool.recycle(old, ps);
     if is_branch {
         tree.inc_branch(1, pgno)?;
