@@ -534,3 +534,20 @@ fn libmdbx_013_writer_ousts_a_parked_rdbx_reader() {
         "libmdbx 0.13 did not oust rdbx's parked reader: {r:?}, slots {slots:?}, file {size} bytes"
     );
 }
+
+/// rdbx names the libmdbx 0.13 process that holds the write lock (the
+/// owner glibc records in the lock file's robust mutex).
+#[test]
+fn rdbx_names_a_libmdbx_013_writer() {
+    let bin = need_oracle!();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let env = park_env(&db);
+    assert_eq!(env.writer_pid(), None);
+    let mut s = Session::start(&bin, &db, "durable");
+    s.cmd("put k v");
+    assert_eq!(env.writer_pid(), Some(s.pid), "libmdbx 0.13 holds the write lock");
+    s.cmd("commit");
+    assert_eq!(env.writer_pid(), None);
+    s.quit();
+}

@@ -984,6 +984,12 @@ impl Env {
         self.rw_txn_with(guard)
     }
 
+    /// The process that holds the write lock now, if any and if it can be
+    /// told (for "waiting for process N" messages; it may change at once).
+    pub fn writer_pid(&self) -> Option<u32> {
+        self.inner.lck.writer_pid()
+    }
+
     /// Begins the write transaction only if no other writer runs:
     /// `Err(Busy)` otherwise (libmdbx's `MDBX_TXN_TRY`).
     pub fn try_begin_rw_txn(&self) -> Result<RwTxn<'_>> {

@@ -1005,6 +1005,21 @@ impl LockFile {
         }
     }
 
+    /// The process holding the write lock, for messages: glibc keeps the
+    /// owner's thread id in the robust mutex (`__owner`, the `int` at offset
+    /// 8 of `pthread_mutex_t` on x86_64 Linux), which `/proc` maps to its
+    /// process. `None` when the lock is free or the owner cannot be found.
+    /// A diagnostic only (read without taking the lock; may be stale).
+    pub fn writer_pid(&self) -> Option<u32> {
+        let sh = self.shared.as_ref()?;
+        // FUTEX_TID_MASK: the low 30 bits are the thread id.
+        let tid = sh.u32(sh.layout.wrt_lock + 8).load(Ordering::Relaxed) & 0x3FFF_FFFF;
+        if tid == 0 {
+            return None;
+        }
+        os::process_of_thread(tid)
+    }
+
     /// Reader-table capacity (`min(32767, (lck size - 576) / 32)`).
     pub fn max_readers(&self) -> u32 {
         self.max_readers

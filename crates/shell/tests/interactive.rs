@@ -273,6 +273,8 @@ fn ctrl_c_gives_up_waiting_for_another_writer() {
     let env = rdbx::Env::builder().max_dbs(8).open(&db).unwrap();
     let txn = env.begin_rw_txn().unwrap();
     p.send_line("put -t fruit waiting-key v").unwrap();
+    // It names the process that holds the lock (this one).
+    expect(&mut p, &format!("process {} holds the write lock", std::process::id()));
     expect(&mut p, "waiting for it to finish (Ctrl-C gives up)");
     p.send_control('c').unwrap();
     let out = fresh_prompt(&mut p, "demo [rw] @MAIN> ");

@@ -68,6 +68,13 @@ pub(crate) fn monotime_ns() -> u64 {
     0
 }
 
+/// The process a thread belongs to (`Tgid` in `/proc/TID/status`), if the
+/// thread exists.
+pub(crate) fn process_of_thread(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+}
+
 /// `(st_dev, st_ino)` of an open file: identity of the file in this system.
 pub(crate) fn file_identity(file: &File) -> io::Result<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;

@@ -370,7 +370,12 @@ pub fn begin_write<'e>(env: &'e rdbx::Env, interrupt: &AtomicBool) -> rdbx::Resu
         Err(rdbx::Error::Busy(_)) => {}
         r => return r,
     }
-    eprintln!("rdbx: another writer holds the database; waiting for it to finish (Ctrl-C gives up)...");
+    match env.writer_pid() {
+        Some(pid) => eprintln!(
+            "rdbx: process {pid} holds the write lock of the database; waiting for it to finish (Ctrl-C gives up)..."
+        ),
+        None => eprintln!("rdbx: another writer holds the database; waiting for it to finish (Ctrl-C gives up)..."),
+    }
     let mut pause = std::time::Duration::from_millis(1);
     loop {
         if interrupt.load(Ordering::SeqCst) {
