@@ -284,7 +284,7 @@ fn to_json(a: &ChkArgs, r: &CheckReport, code: u8, elapsed: f64) -> serde_json::
         "tables": r.tables.iter().map(|t| json!({
             "name": t.display_name(), "flags": t.flags, "depth": t.depth, "root": t.root,
             "branch_pages": t.branch_pages, "leaf_pages": t.leaf_pages, "large_pages": t.large_pages,
-            "entries": t.entries, "keys": t.keys, "dups": t.dups(), "key_bytes": t.key_bytes, "data_bytes": t.data_bytes,
+            "records": t.entries, "entries": t.entries, "keys": t.keys, "dups": t.dups(), "key_bytes": t.key_bytes, "data_bytes": t.data_bytes,
             "sequence": t.sequence, "mod_txnid": t.mod_txnid, "problems": t.problems,
         })).collect::<Vec<_>>(),
         "problem_list": r.problems.iter().map(|p| json!({

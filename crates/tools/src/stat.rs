@@ -60,8 +60,11 @@ fn status(out: &mut String, title: &str, st: &Stat) {
     );
 }
 
+/// `records` and `large_pages` are the toolkit's words (shell, chk, space);
+/// `entries` and `overflow_pages`, the same figures, are mdbx_stat's.
 fn stat_json(st: &Stat) -> serde_json::Value {
     json!({"page_size": st.page_size, "depth": st.depth, "branch_pages": st.branch_pages, "leaf_pages": st.leaf_pages,
+           "large_pages": st.overflow_pages, "records": st.entries,
            "overflow_pages": st.overflow_pages, "entries": st.entries, "mod_txnid": st.mod_txnid})
 }
 
