@@ -57,7 +57,7 @@ fn main() -> rdbx::Result<()> {
                 txn.commit()?;
             }
         }
-        "multi" => {
+        "multi" | "multidel" => {
             let mut txn = env.begin_rw_txn()?;
             let db = txn.create_db(Some("multi"), rdbx::DbFlags::DUP_SORT)?;
             txn.commit()?;
@@ -69,6 +69,21 @@ fn main() -> rdbx::Result<()> {
                     txn.put(db, &(v % 1000).to_be_bytes(), &v.to_be_bytes(), PutFlags::empty())?;
                 }
                 txn.commit()?;
+            }
+            if what == "multidel" {
+                // Every other value again, deleted one by one.
+                let t1 = std::time::Instant::now();
+                let mut x = 1u64;
+                for _ in 0..50 {
+                    let mut txn = env.begin_rw_txn()?;
+                    for _ in 0..1000 {
+                        let v = next(&mut x);
+                        next(&mut x);
+                        txn.del(db, &(v % 1000).to_be_bytes(), Some(&v.to_be_bytes()))?;
+                    }
+                    txn.commit()?;
+                }
+                println!("multidel {:?}", t1.elapsed());
             }
         }
         _ => {}
