@@ -303,13 +303,15 @@ pub fn open_error(path: &Path, e: &rdbx::Error) -> ToolError {
     }
 }
 
-/// `--nonblock` met a write lock held by another process or transaction;
-/// `when` says what the tool was doing (and what was committed before).
-pub fn writer_busy(path: &Path, e: &rdbx::Error, when: &str) -> ToolError {
+/// `--nonblock` met a write lock held by another process or transaction
+/// (`holder`: its process, when the lock file tells); `when` says what the
+/// tool was doing (and what was committed before).
+pub fn writer_busy(path: &Path, e: &rdbx::Error, when: &str, holder: Option<u32>) -> ToolError {
+    let who = holder.map(|pid| format!(", held by process {pid}")).unwrap_or_default();
     ToolError {
         code: e.code(),
         msg: format!(
-            "{}: another writer is active (the write lock is taken) when {when}; retry when it has finished, or run without --nonblock to wait for it",
+            "{}: another writer is active (the write lock is taken{who}) when {when}; retry when it has finished, or run without --nonblock to wait for it",
             path.display()
         ),
     }

@@ -65,9 +65,12 @@ fn drop_table(a: &DropArgs) -> Result<String, ToolError> {
     let eng = |e: rdbx::Error| ToolError::engine(&e, &p);
     let mut txn = if a.nonblock {
         env.try_begin_rw_txn().map_err(|e| match e {
-            rdbx::Error::Busy(_) => {
-                crate::common::writer_busy(&a.path, &e, "starting the write transaction (nothing was changed)")
-            }
+            rdbx::Error::Busy(_) => crate::common::writer_busy(
+                &a.path,
+                &e,
+                "starting the write transaction (nothing was changed)",
+                env.writer_pid(),
+            ),
             e => eng(e),
         })?
     } else {

@@ -552,7 +552,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                     ToolError::engine(&error, format!("{p}: at input line {line} ({rolled})"))
                 }
                 DumpError::Engine { context, error: error @ rdbx::Error::Busy(_) } => {
-                    common::writer_busy(&a.path, &error, &context)
+                    common::writer_busy(&a.path, &error, &context, env.writer_pid())
                 }
                 DumpError::Interrupted => ToolError::sys(libc::EINTR, format!("Interrupted by signal/user ({rolled})")),
                 other => parse_err(other),

@@ -557,6 +557,7 @@ fn load_nonblock_fails_at_once_while_another_writer_is_active() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(&s(&p)), "the message names the database: {r:?}");
     assert!(r.stderr.contains("another writer is active"), "{r:?}");
+    assert!(r.stderr.contains(&format!("held by process {}", std::process::id())), "{r:?}");
     assert!(r.stderr.contains("retry") && r.stderr.contains("--nonblock"), "{r:?}");
     assert!(r.stderr.contains("nothing committed"), "{r:?}");
     txn.abort();

@@ -357,6 +357,8 @@ fn drop_nonblock_fails_at_once_and_the_default_waits() {
     let r = run_no_wait(&["drop", "--nonblock", "-s", "users", &s(&p)], None);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(&s(&p)) && r.stderr.contains("another writer is active"), "{r:?}");
+    let holder = format!("held by process {}", std::process::id());
+    assert!(r.stderr.contains(&holder), "the message names the process holding the lock: {r:?}");
     assert!(r.stderr.contains("retry") && r.stderr.contains("--nonblock"), "{r:?}");
     assert_eq!(entries(&p), before, "nothing may change");
     // Without --nonblock drop waits for the writer (as mdbx_drop), then runs.
