@@ -74,11 +74,6 @@ impl Mmap {
         Ok(Mmap { ptr, len, writable: true, handed: Default::default() })
     }
 
-    /// Whether [`Mmap::page_mut`] can hand out pages.
-    pub fn is_writable(&self) -> bool {
-        self.writable
-    }
-
     /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
     /// is not writable or the range is not inside it.
     ///

@@ -102,14 +102,14 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // Durable: the meta is written through, after the pages are durable (as
     // libmdbx writes it through its O_DSYNC descriptor). An autosync commit
     // of a lazy mode writes it, then syncs.
-    let written = if durable {
+    let meta_written = if durable {
         txn.env.write_at_durable(&[&meta.body()], slot_off)
     } else {
         txn.env
             .write_at(&[&meta.body()], slot_off)
             .and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
     };
-    if let Err(e) = written {
+    if let Err(e) = meta_written {
         let _ = txn.env.write_at(&[&previous], slot_off);
         return Err(e.into());
     }
