@@ -52,7 +52,7 @@ impl<'a> Node<'a> {
 
 /// Parses node `i` of a branch or leaf page, checking that it lies inside the page.
 /// `pgno` is only used to name the page in errors.
-#[inline]
+#[inline(always)]
 pub fn node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<Node<'a>> {
     let buf = page.buf;
     let off = PAGEHDRSZ + page.entry(i);
