@@ -330,6 +330,8 @@ mod tests {
     use crate::format::node;
     use crate::format::page::{flags, init_page};
 
+    type Keys = Vec<Vec<u8>>;
+
     /// A page of `kind` holding `keys` (already in order), as node entries.
     fn page_with(kind: u16, keys: &[Vec<u8>]) -> Vec<u8> {
         let mut buf = vec![0u8; 4096];
@@ -363,7 +365,7 @@ mod tests {
         for n in 0..40usize {
             // Keys 10, 20, ... in each comparator's order; probes hit every
             // key, every gap, and both ends.
-            let cases: Vec<(Cmp, Vec<Vec<u8>>, Vec<Vec<u8>>)> = vec![
+            let cases: Vec<(Cmp, Keys, Keys)> = vec![
                 (
                     Cmp::Lex,
                     (1..=n).map(|i| format!("k{:04}", i * 10).into_bytes()).collect(),
