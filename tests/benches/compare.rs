@@ -529,11 +529,11 @@ fn main() {
     );
     let w = Workloads::new(n);
     let modes = std::env::var("RDBX_BENCH_MODES").unwrap_or_else(|_| "pwrite,writemap".into());
-    for mode in modes.split(',') {
+    for mode in modes.split(',').filter(|m| *m != "none") {
         let write_map = match mode {
             "pwrite" => false,
             "writemap" => true,
-            other => panic!("RDBX_BENCH_MODES: unknown mode {other:?} (pwrite, writemap)"),
+            other => panic!("RDBX_BENCH_MODES: unknown mode {other:?} (pwrite, writemap, none)"),
         };
         println!();
         println!("== {mode}");
@@ -576,6 +576,7 @@ fn random_uuids() {
         }
     }
     let r_size = std::fs::metadata(tmp.path().join("rdbx/mdbx.dat")).unwrap().len();
+    let r_used = env.info().unwrap().first_unallocated;
     drop(env);
     // libmdbx
     let env = oracle::Env::open(
@@ -597,6 +598,7 @@ fn random_uuids() {
         }
     }
     let m_size = std::fs::metadata(tmp.path().join("libmdbx/mdbx.dat")).unwrap().len();
+    let m_used = env.info().unwrap().last_pgno + 1;
     env.close().unwrap();
     let n = LAST as f64;
     println!();
@@ -604,7 +606,7 @@ fn random_uuids() {
         "== random UUIDs ({TXNS} durable transactions of {PER_TXN} 16-byte keys, 100-byte values; last {LAST} commits)"
     );
     println!(
-        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes, libmdbx {m_size} bytes",
+        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes ({r_used} pages used), libmdbx {m_size} bytes ({m_used} pages used)",
         r_wops as f64 / n,
         m_wops as f64 / n,
         r_bytes as f64 / n

@@ -1032,6 +1032,8 @@ impl Env {
             loose: Vec::new(),
             reclaimed: Vec::new(),
             consumed: Vec::new(),
+            run_next: 0,
+            runs_scanned: 0,
             detent: None,
             gc_exhausted: false,
             in_reclaim: false,
