@@ -40,7 +40,7 @@ use crate::flags::DbFlags;
 use crate::format::limits::Limits;
 use crate::format::meta::{pv2pages, troika, Meta, META_LEN, META_OFF, SIGN_STEADY};
 use crate::format::node::{self, N_BIG, N_DUP, N_TREE};
-use crate::format::page::Page;
+use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, P_INVALID};
 use crate::os::file;
@@ -694,17 +694,10 @@ impl<'a> Walker<'a> {
                 format!("page #{pgno}: pgno mismatch ({found} != expected {pgno}), {parent_s}")
             }
             What::PageType { flags, want_leaf } => {
-                let ty = match flags {
-                    0x01 => "branch",
-                    0x02 => "leaf",
-                    0x22 => "dupfix-leaf",
-                    0x04 => "large",
-                    0x08 => "meta",
-                    _ => "unknown",
-                };
+                let ty = pflags::kind_name(flags);
                 format!(
                     "page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})",
-                    if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }
+                    pflags::kind_name(want_leaf)
                 )
             }
             What::Txnid { txnid, front } => {
@@ -1228,7 +1221,7 @@ impl Env {
                 let n = chunk.min(end - off) as usize;
                 file::pread_exact(&env.file, &mut buf[..n], off)?;
                 for h in buf[..n].chunks_exact(ps) {
-                    if matches!(u16::from_le_bytes([h[10], h[11]]), 0x01 | 0x02 | 0x22 | 0x04) {
+                    if pflags::TREE_KINDS.contains(&(Page { buf: h }.flags())) {
                         max = max.max(u64_at(h, 0));
                     }
                 }

@@ -96,7 +96,7 @@ impl<'t> Cursor<'t> {
     #[inline]
     fn current_pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
-        if l.page.is_dupfix() || l.page.flags() & 0x40 != 0 {
+        if l.page.is_dupfix() || l.page.is_subpage() {
             // A page of values (nested tree leaf or sub-page): keys only.
             return Ok((key_at(l.page, l.idx, l.pgno)?, &[]));
         }

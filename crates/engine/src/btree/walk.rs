@@ -458,7 +458,7 @@ impl<'t> Walk<'t> {
         let mut levels = vec![Level {
             kind: spec.kind,
             height: t.height as usize,
-            want_leaf: if spec.kind == Kind::Nested && dupfixed { 0x22 } else { pflags::LEAF },
+            want_leaf: if spec.kind == Kind::Nested && dupfixed { pflags::DUPFIX_LEAF } else { pflags::LEAF },
             counts: Counts::default(),
         }];
         let mut stack =
@@ -609,12 +609,12 @@ impl<'t> Walk<'t> {
                         }
                         N_DUP => {
                             let sp = Page { buf: nd.data };
-                            let want = if dupfixed { 0x62 } else { 0x42 };
+                            let want = if dupfixed { pflags::SUBPAGE_DUPFIX } else { pflags::SUBPAGE_LEAF };
                             if let Err(e) = check_subpage(sp, pgno) {
                                 v.fault(f(What::SubPage { i, why: reason(&e) }))?;
                                 continue;
                             }
-                            if sp.flags() & !0x10 != want {
+                            if sp.kind() != want {
                                 v.fault(f(What::SubPageType { i, flags: sp.flags(), want }))?;
                                 continue;
                             }
@@ -648,7 +648,7 @@ impl<'t> Walk<'t> {
                             levels.push(Level {
                                 kind: Kind::Nested,
                                 height: nt.height as usize,
-                                want_leaf: if dupfixed { 0x22 } else { pflags::LEAF },
+                                want_leaf: if dupfixed { pflags::DUPFIX_LEAF } else { pflags::LEAF },
                                 counts: Counts::default(),
                             });
                             stack.push(Frame::Leave { ev, tree: nt });
