@@ -237,6 +237,9 @@ pub struct CheckReport {
     pub data_path: std::path::PathBuf,
     /// Page size.
     pub page_size: usize,
+    /// The operating system's page size (the data file's size is a multiple
+    /// of it).
+    pub system_page_size: usize,
     /// Data file size in bytes.
     pub file_size: u64,
     /// The three metas.
@@ -1097,17 +1100,24 @@ impl Env {
         // Hold a reader on the newest snapshot while checking.
         let txn = self.begin_ro_txn()?;
         let mut file_size = file::file_size(&env.file)?;
-        let mut report =
-            CheckReport { data_path: env.data_path.clone(), page_size: ps, file_size, ..Default::default() };
-        if opts.repair && !env.read_only && file_size % 4096 != 0 {
-            let new = file_size.div_ceil(4096) * 4096;
+        let os_page = crate::os::page_size();
+        let mut report = CheckReport {
+            data_path: env.data_path.clone(),
+            page_size: ps,
+            system_page_size: os_page,
+            file_size,
+            ..Default::default()
+        };
+        let os_page = os_page as u64;
+        if opts.repair && !env.read_only && file_size % os_page != 0 {
+            let new = file_size.div_ceil(os_page) * os_page;
             env.io.set_len(new)?;
             report.repairs.push(format!(
                 "extended the data file from {file_size} to {new} bytes (a multiple of the system page)"
             ));
             file_size = new;
             report.file_size = new;
-        } else if file_size % ps as u64 != 0 || file_size % 4096 != 0 {
+        } else if file_size % ps as u64 != 0 || file_size % os_page != 0 {
             // libmdbx refuses such a file in read-only mode (MDBX_WANNA_RECOVERY).
             if env.read_only {
                 return Err(Error::WannaRecovery);

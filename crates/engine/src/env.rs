@@ -155,7 +155,7 @@ impl EnvBuilder {
     }
     /// Reader table capacity requested when this process creates the lock file.
     pub fn max_readers(mut self, n: u32) -> Self {
-        self.max_readers = n.clamp(1, 32767);
+        self.max_readers = n.clamp(1, crate::format::lock::READERS_LIMIT);
         self
     }
     /// `true`: the path is the data file itself and the lock file is `PATH-lck`.
@@ -421,7 +421,7 @@ impl EnvInner {
             .open(&data_path)
             .map_err(|e| with_path(e, &data_path))?;
         let file = Arc::new(file);
-        let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
+        let lck_mode = crate::format::lock::lck_file_mode(b.mode);
         let lo = LockFile::open_as(&lck_path, &file, b.read_only, b.max_readers, lck_mode, b.lock_format)?;
         let lo_exclusive = lo.exclusive;
         let lck = lo.lck;

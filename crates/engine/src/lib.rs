@@ -71,7 +71,3 @@ pub use lck::{LockFormat, PageOps};
 pub use readers::{GcInfo, ReaderInfo, Retainer, SlowReader, SlowReaderAction, SlowReaderFn};
 pub use space::{GcRecord, SpaceReport, TableSpace};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};
-
-// The lock-file module keeps copies of format constants (it is also compiled
-// alone by tests/lck.rs): they must agree.
-const _: () = assert!(lck::MAX_TXNID == format::MAX_TXNID);
