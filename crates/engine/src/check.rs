@@ -1051,7 +1051,7 @@ impl<'a> Visitor<'a> for Walker<'a> {
     }
 }
 
-/// Flags of the nested tree of a DUPSORT table (format doc §10.3).
+/// Flags of the nested tree of a DUPSORT table (docs/format.md, "Nested-tree flags").
 fn sub_flags(f: DbFlags) -> u16 {
     let b = f.bits();
     ((b & 0x10) | ((b & 0x20) >> 2) | ((b & 0x40) >> 5)) as u16
@@ -1062,24 +1062,33 @@ fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
     Ctx { tid, kind, flags, dupfix_size: tree.dupfix_size, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags) }
 }
 
-/// Reads the three metas from `file` (bytes of the data file) with page size `ps`.
-pub(crate) fn read_metas(file: &[u8], ps: usize, file_pages: u64) -> Vec<(Meta, std::result::Result<(), String>)> {
-    (0..NUM_METAS as usize)
-        .map(|i| {
-            let off = i * ps;
-            match file.get(off..off + META_OFF + META_LEN) {
-                None => (
-                    Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"),
-                    Err("meta page is beyond the end of the file".into()),
-                ),
-                Some(b) => {
-                    let m = Meta::read(b, i as u32).expect("buffer is long enough");
-                    let mut v = m.validate(b, i as u32, Some(file_pages)).map_err(|e| reason(&e));
-                    if v.is_ok() && m.page_size() != ps {
-                        v = Err(format!("page size {} differs from {ps}", m.page_size()));
-                    }
-                    (m, v)
+/// The bytes of a meta slot (header and body), `None` when it lies beyond the
+/// end of the file.
+pub(crate) type MetaSlotBytes = Option<[u8; META_OFF + META_LEN]>;
+
+/// Decodes and validates the three metas of a file of `file_pages` pages of
+/// `ps` bytes, given the bytes of each slot.
+pub(crate) fn read_metas(
+    slots: [MetaSlotBytes; 3],
+    ps: usize,
+    file_pages: u64,
+) -> Vec<(Meta, std::result::Result<(), String>)> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| match slot {
+            None => (
+                Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"),
+                Err("meta page is beyond the end of the file".into()),
+            ),
+            Some(b) => {
+                let b = &b[..];
+                let m = Meta::read(b, i as u32).expect("buffer is long enough");
+                let mut v = m.validate(b, i as u32, Some(file_pages)).map_err(|e| reason(&e));
+                if v.is_ok() && m.page_size() != ps {
+                    v = Err(format!("page size {} differs from {ps}", m.page_size()));
                 }
+                (m, v)
             }
         })
         .collect()
@@ -1126,11 +1135,22 @@ impl Env {
         let map = env
             .map_for(&txn.snap.meta, 0)
             .or_else(|_| Ok::<_, Error>(env.map.read().unwrap_or_else(|e| e.into_inner()).clone()))?;
-        let mapped = map.bytes(0, map.len()).unwrap_or(&[]);
-        let file_bytes = &mapped[..mapped.len().min(file_size as usize)];
+        // The pages after the metas, no further than the file reaches: the
+        // metas, which commits rewrite in place, are copied, never borrowed.
+        let base = NUM_METAS as usize * ps;
+        let end = (map.len() as u64).min(file_size) as usize;
+        let file_bytes = map.bytes(base, end.saturating_sub(base)).unwrap_or(&[]);
         let file_pages = file_size / ps as u64;
         report.backed_pages = file_pages;
-        let metas = read_metas(file_bytes, ps, file_pages);
+        let slots = [0, 1, 2].map(|i| {
+            let inside = (i * ps + META_OFF + META_LEN) as u64 <= file_size;
+            if inside {
+                crate::env::read_meta_page(&map, i, ps)
+            } else {
+                None
+            }
+        });
+        let metas = read_metas(slots, ps, file_pages);
         let states: [(u64, bool); 3] = [0, 1, 2].map(|i| match &metas[i].1 {
             Ok(()) => (metas[i].0.txnid(), metas[i].0.is_steady()),
             Err(_) => (0, false),

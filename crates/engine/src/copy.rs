@@ -197,6 +197,7 @@ struct Builder {
 
 /// Densely packing compactor.
 struct Packer<'a, 's> {
+    /// The source file's pages from `NUM_METAS` on.
     src: &'a [u8],
     ps: usize,
     out: &'a mut Sink<'s>,
@@ -351,11 +352,13 @@ impl<'a> Packer<'a, '_> {
     /// Copies a large chunk (validated by the walk); returns its new head page.
     fn copy_large(&mut self, big: u32, dsize: usize, txnid: u64, b: &mut Builder) -> Result<u32> {
         let need = (PAGEHDRSZ + dsize).div_ceil(self.ps) as u32;
-        let off = big as usize * self.ps;
+        // `src` starts after the metas.
+        let off = (big as usize).saturating_sub(NUM_METAS as usize) * self.ps;
         // Only the pages the value needs are written.
         let mut chunk = self
             .src
             .get(off..off + need as usize * self.ps)
+            .filter(|_| big >= NUM_METAS)
             .ok_or_else(|| Error::corrupted(big, "large chunk beyond the end of the file"))?
             .to_vec();
         let nb = self.alloc(need);
@@ -576,10 +579,13 @@ impl Env {
         let ps = self.inner.page_size;
         let snap = &txn.snap.meta;
         let alloc = snap.geo.first_unallocated;
+        // Pages 3.. only: the metas, which commits rewrite in place, are
+        // never borrowed (the copy's metas come from the snapshot's).
+        let base = NUM_METAS as usize;
         let src = txn
             .snap
             .map
-            .bytes(0, alloc as usize * ps)
+            .bytes(base * ps, (alloc as usize).saturating_sub(base) * ps)
             .ok_or_else(|| Error::corrupted(alloc, "allocated pages beyond the memory map"))?;
         let total = alloc as u64;
         (progress)(CopyProgress { done: 0, total });
@@ -621,7 +627,7 @@ impl Env {
             while p < alloc as usize {
                 opts.check_interrupt()?;
                 let n = step.min(alloc as usize - p);
-                sink.write(&[&src[p * ps..(p + n) * ps]], (p * ps) as u64)?;
+                sink.write(&[&src[(p - base) * ps..(p - base + n) * ps]], (p * ps) as u64)?;
                 p += n;
                 (progress)(CopyProgress { done: p as u64, total });
             }

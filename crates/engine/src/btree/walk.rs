@@ -87,8 +87,9 @@ pub(crate) struct Counts {
 pub(crate) enum Src<'t> {
     /// A transaction's pages (dirty ones first).
     Txn(Pages<'t>),
-    /// The bytes of the data file (no further than the file reaches) and the
-    /// snapshot's first unallocated page.
+    /// The bytes of the data file from page `NUM_METAS` on (the metas, which
+    /// commits rewrite in place, are never borrowed), no further than the
+    /// file reaches, and the snapshot's first unallocated page.
     File { bytes: &'t [u8], ps: usize, limit: u32 },
 }
 
@@ -137,7 +138,10 @@ impl<'t> Src<'t> {
         let (off, len) = (pgno as usize * ps, n as usize * ps);
         match self {
             Src::Txn(p) => p.map.bytes(off, len).ok_or(RefWhy::BeyondFile),
-            Src::File { bytes, .. } => bytes.get(off..off + len).ok_or(RefWhy::BeyondFile),
+            Src::File { bytes, .. } => {
+                let off = off - NUM_METAS as usize * ps;
+                bytes.get(off..off + len).ok_or(RefWhy::BeyondFile)
+            }
         }
     }
 }

@@ -131,9 +131,8 @@ impl Mmap {
     /// modifies while the returned borrow lives — committed MVCC pages, which
     /// are never rewritten while a reader slot holds their snapshot (the
     /// libmdbx reader protocol guarantees this across processes). Meta pages
-    /// are rewritten in place by every commit: read them with
-    /// [`Mmap::copy_volatile`]. (Two whole-file walks still borrow them:
-    /// the checker's and the as-is copy's; both validate what they read.)
+    /// are rewritten in place by every commit: never borrow them, read them
+    /// with [`Mmap::copy_volatile`] (`env::read_meta_page`).
     pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
         let end = off.checked_add(len)?;
         if end > self.len {
