@@ -237,7 +237,7 @@ pub(crate) struct LockFile {
     pending_downgrade: AtomicBool,
     /// `envmode` of the lock-less stub.
     lockless_envmode: AtomicU32,
-    /// This process writes with WRITEMAP (chooses the lazy bias, §15.8).
+    /// This process writes with WRITEMAP (chooses the lazy bias; docs/lock-format.md, "Sync and mode fields").
     writemap: std::sync::atomic::AtomicBool,
     /// Removed from the registry after `Drop::drop` ran (field drop order).
     _registry: RegistryEntry,
@@ -260,7 +260,7 @@ fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
     Ok(d.len() < MIN_DXB_SIZE || l.len() < (MIN_HEADER_SIZE + SLOT_SIZE) as u64)
 }
 
-/// The §15.7 seize: returns whether we are exclusive.
+/// The seize (docs/lock-format.md, "File locks"): returns whether we are exclusive.
 fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
     let mut rounds = 0u32;
     loop {
@@ -314,9 +314,9 @@ fn stale_layout(lck: &File) -> io::Result<Option<&'static LockLayout>> {
 }
 
 impl LockFile {
-    /// Opens (creating with the permissions derived from `mode`, §1.3; `mode`
+    /// Opens (creating with the permissions derived from `mode`, docs/format.md, "Files"; `mode`
     /// 0 = the data file's mode) the lock file at `lck_path` and runs the
-    /// libmdbx seize protocol (§15.7) against the already-open data file `dxb`
+    /// libmdbx seize protocol (docs/lock-format.md, "File locks") against the already-open data file `dxb`
     /// (opened read-write unless `read_only`).
     ///
     /// * First opener: sizes the file to `round_up_4096(header + max_readers*32)`
@@ -531,7 +531,7 @@ impl LockFile {
         self.shared.is_none()
     }
 
-    /// Applies the §15.8 `envmode` rule for a read-write opener that is not
+    /// Applies the `envmode` rule (docs/lock-format.md, "Sync and mode fields") for a read-write opener that is not
     /// the initialiser (call right after `open`, before using the data file):
     /// a recorded pure `RDONLY` is replaced (CAS) by `flags`; then with
     /// `accede` the recorded mode flags are adopted, otherwise a difference in
@@ -578,7 +578,7 @@ impl LockFile {
     }
 
     /// Called after meta recovery. If we initialised: stores `envmode`
-    /// (masked to the §15.8 flags), `meta_sync_txnid = low32(recent_txnid)`,
+    /// (masked to `envmode::MASK`), `meta_sync_txnid = low32(recent_txnid)`,
     /// `readers_check_timestamp`, then downgrades the locks (dxb: keep only
     /// byte `pid`; lck byte 0: READ). A no-op for shared openers (they swept
     /// dead readers in `open`). Idempotent.
@@ -606,7 +606,7 @@ impl LockFile {
         self.writemap.store(yes, Ordering::Relaxed);
     }
 
-    /// The recorded environment mode (§15.8).
+    /// The recorded environment mode (`envmode`).
     #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn envmode(&self) -> u32 {
         match &self.shared {
@@ -740,7 +740,7 @@ impl LockFile {
 
     /// A reader slot for one read transaction. Reuses a slot this `LockFile`
     /// already registered when one is idle (lock-free); otherwise registers a
-    /// new slot under `rdt_lock` (§15.6 "Registering a slot"), taking the
+    /// new slot under `rdt_lock` (docs/lock-format.md, "Reader protocol"), taking the
     /// per-process pid lock on the first registration.
     pub fn acquire_reader(&self) -> Result<ReaderSlot<'_>> {
         let Some(sh) = &self.shared else {
@@ -867,9 +867,9 @@ impl LockFile {
     }
 
     /// Oldest snapshot still needed: `min(steady_txnid, txnid of every live
-    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol of
-    /// §15.6 (stale slots below the previous cached value are kicked like
-    /// libmdbx does). It updates the shared cache: call only while holding
+    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol
+    /// (docs/lock-format.md, "Reader protocol"; stale slots below the
+    /// previous cached value are kicked like libmdbx does). It updates the shared cache: call only while holding
     /// the writer lock (a libmdbx writer asserts that the cache never passes
     /// its own transaction).
     pub fn oldest_reader(&self, steady_txnid: u64) -> u64 {
@@ -1016,7 +1016,7 @@ impl LockFile {
     }
 
     /// The largest `snapshot_pages_used` over live slots holding a snapshot
-    /// (for the shrink rule §14.3 step 2).
+    /// (for step 2 of the shrink rule, docs/format.md, "Shrink").
     pub fn max_reader_pages_used(&self) -> u32 {
         self.max_reader_pages_used_upto(MAX_TXNID)
     }
@@ -1051,7 +1051,8 @@ impl LockFile {
 
     /// After a commit: `rdt_refresh_flag = 0`; `meta_sync_txnid = low32(txnid)`
     /// when the meta itself is on stable storage (`meta_synced`), else minus the
-    /// lazy bias, as libmdbx marks a meta it wrote without syncing (§15.8). A
+    /// lazy bias, as libmdbx marks a meta it wrote without syncing
+    /// (docs/lock-format.md, "Sync and mode fields"). A
     /// steady commit (its data synced) resets `unsynced_pages` and
     /// `eoos_timestamp`; its unsynced meta counts as one unsynced page.
     pub fn after_commit(&self, txnid: u64, steady: bool, meta_synced: bool) {
@@ -1191,7 +1192,7 @@ impl LockFile {
 
     // -- dead-reader sweep ---------------------------------------------------
 
-    /// Dead-reader sweep (§15.7); returns how many slots were cleared.
+    /// Dead-reader sweep (docs/lock-format.md, "File locks"); returns how many slots were cleared.
     pub fn sweep_dead_readers(&self) -> Result<u32> {
         if self.shared.is_none() {
             return Ok(0);
@@ -1259,7 +1260,7 @@ impl LockFile {
 }
 
 impl Drop for LockFile {
-    /// The §15.7 "Closing" protocol.
+    /// The closing protocol (docs/lock-format.md, "File locks").
     fn drop(&mut self) {
         if let Some(sh) = self.shared.take() {
             // Release our reader slots.
@@ -1375,7 +1376,7 @@ impl ReaderSlot<'_> {
         self.idx
     }
 
-    /// Starts a snapshot (§15.6 "Starting a read transaction" step 2):
+    /// Starts a snapshot (docs/lock-format.md, "Reader protocol"):
     /// `txnid = all-ones`; `snapshot_pages_used`; `snapshot_pages_retired`;
     /// then `txnid = T`; `rdt_refresh_flag = 1`.
     pub fn publish(&self, txnid: u64, pages_used: u32, pages_retired: u64) {
@@ -1401,7 +1402,7 @@ impl ReaderSlot<'_> {
         }
     }
 
-    /// `cached_oldest_txnid` of the lock region (for the §15.6 step-3 check).
+    /// `cached_oldest_txnid` of the lock region (for the reader's re-check, docs/lock-format.md, "Reader protocol").
     pub fn cached_oldest(&self) -> u64 {
         self.lck.cached_oldest()
     }

@@ -429,7 +429,7 @@ fn reader_slots_publish_clear_and_pool() {
     assert_eq!(rs[0].pages_used, 100);
     assert_eq!(rs[0].pages_retired, 5);
     assert_eq!(rs[0].tid, os::thread_self());
-    // The raw bytes of the slot (§15.5).
+    // The raw bytes of the slot (docs/lock-format.md, "Reader slot").
     let b = read_file(&lck_path);
     let off = 576 + 32 * rs[0].slot as usize;
     assert_eq!(u64_at(&b, off), 7);

@@ -1,5 +1,5 @@
 //! Multimaps (DUPSORT tables): a key's values live in one of three forms
-//! (format doc §11): a plain node (one value), a sub-page inside the node (a
+//! (docs/format.md, "Multimap values"): a plain node (one value), a sub-page inside the node (a
 //! miniature leaf, packed items for DUPFIXED), or a nested tree whose keys are
 //! the values. A sub-page grows until libmdbx's size limit and then becomes a
 //! nested tree; deleting values shrinks sub-pages but never converts back, as
@@ -26,7 +26,7 @@ enum Repr {
     Nested(Tree),
 }
 
-/// Flags of nested trees of a table with `flags` (format doc §10.3).
+/// Flags of nested trees of a table with `flags` (docs/format.md, "Nested-tree flags").
 fn nested_flags(flags: DbFlags) -> u16 {
     let f = flags.bits();
     ((f & 0x10) | ((f & 0x20) >> 2) | ((f & 0x40) >> 5)) as u16

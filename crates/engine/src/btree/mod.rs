@@ -22,7 +22,7 @@ use crate::format::{u16_at, NODESIZE, PAGEHDRSZ};
 /// Deepest tree a cursor follows (libmdbx's cursor stack depth on 64-bit).
 pub(crate) const MAX_DEPTH: usize = 32;
 
-/// Key comparator chosen by the table flags (format doc §10.2).
+/// Key comparator chosen by the table flags (docs/format.md, "Comparators").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cmp {
     /// memcmp, shorter first on a common prefix.

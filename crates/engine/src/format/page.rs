@@ -1,4 +1,4 @@
-//! The 20-byte page header and whole-page views (format doc §3, §4).
+//! The 20-byte page header and whole-page views (docs/format.md, "Page header", "Page kinds").
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
