@@ -184,10 +184,10 @@ impl Shared {
         self.region.u64_at(off)
     }
     fn slot_u64(&self, i: u32, field: usize) -> &AtomicU64 {
-        self.region.u64_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
+        self.region.u64_at(self.layout.slot_field(i, field))
     }
     fn slot_u32(&self, i: u32, field: usize) -> &AtomicU32 {
-        self.region.u32_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
+        self.region.u32_at(self.layout.slot_field(i, field))
     }
     fn wrt_lock(&self) -> SharedMutex<'_> {
         self.region.mutex_at(self.layout.wrt_lock)

@@ -58,6 +58,8 @@ pub mod flags {
 }
 
 const _: () = assert!(PAGEHDRSZ == 20);
+// The combinations libmdbx writes (docs/format.md, "Page kinds").
+const _: () = assert!(flags::DUPFIX_LEAF == 0x22 && flags::SUBPAGE_LEAF == 0x42 && flags::SUBPAGE_DUPFIX == 0x62);
 
 /// Read-only view of one page (or a sub-page: then `buf` is the node value).
 #[derive(Clone, Copy)]
@@ -236,11 +238,4 @@ pub fn set_large_count(buf: &mut [u8], count: u32) {
 #[inline]
 pub fn set_pgno(buf: &mut [u8], pgno: u32) {
     put_u32(buf, 16, pgno);
-}
-
-/// Sets entry `i` of the entries array: the offset of its node, relative
-/// to offset 20.
-#[inline]
-pub fn set_entry(buf: &mut [u8], i: usize, off: usize) {
-    put_u16(buf, PAGEHDRSZ + 2 * i, off as u16);
 }
