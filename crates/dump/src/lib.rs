@@ -1,4 +1,4 @@
-//! The `mdbx_dump` / `mdbx_load` text format ("VERSION=3", format doc §16,
+//! The `mdbx_dump` / `mdbx_load` text format ("VERSION=3", docs/format.md, "Dump text format",
 //! behaviour spec A.3/A.4) for rdbx, in one place for the shell and the tools:
 //!
 //! * the **writer** ([`dump`], [`write_section`]) produces byte for byte what

@@ -455,7 +455,7 @@ fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
 /// record is split into records of exactly one page each (so no contiguous run
 /// of pages is ever needed for the GC), under keys `T, T+1, …` for retired
 /// pages — the meta then carries the last key used, as libmdbx's "bigfoot"
-/// commits do (format doc §13.3).
+/// commits do (docs/format.md, "Bigfoot").
 ///
 /// Updating the GC changes the GC (pages are copied, allocated and freed), so
 /// records are reserved in a loop until the layout is stable, and the page

@@ -1,10 +1,10 @@
 //! Read cursors: a stack of (page, index) from the root to a leaf. Pages have no
 //! sibling links, so moving past the end of a leaf climbs until an index can move
-//! and descends again (format doc §5.6).
+//! and descends again (docs/format.md, "Searching").
 //!
 //! On a DUPSORT table the cursor holds a second, inner cursor over the values of
 //! the current key: over the key's sub-page (an inline miniature leaf) or over
-//! its nested tree, whose keys are the values (format doc §11).
+//! its nested tree, whose keys are the values (docs/format.md, "Multimap values").
 
 use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::btree::pages::Pages;
@@ -96,7 +96,7 @@ impl<'t> Cursor<'t> {
     #[inline]
     fn current_pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
-        if l.page.is_dupfix() || l.page.flags() & 0x40 != 0 {
+        if l.page.is_dupfix() || l.page.is_subpage() {
             // A page of values (nested tree leaf or sub-page): keys only.
             return Ok((key_at(l.page, l.idx, l.pgno)?, &[]));
         }

@@ -16,13 +16,13 @@ use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
 use crate::format::node::{self, Node, N_BIG};
-use crate::format::page::Page;
+use crate::format::page::{flags as pflags, Page};
 use crate::format::{u16_at, NODESIZE, PAGEHDRSZ};
 
 /// Deepest tree a cursor follows (libmdbx's cursor stack depth on 64-bit).
 pub(crate) const MAX_DEPTH: usize = 32;
 
-/// Key comparator chosen by the table flags (format doc §10.2).
+/// Key comparator chosen by the table flags (docs/format.md, "Comparators").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cmp {
     /// memcmp, shorter first on a common prefix.
@@ -280,18 +280,18 @@ pub(crate) fn check_subpage(sp: Page<'_>, host: u32) -> Result<()> {
     if len < PAGEHDRSZ {
         return Err(Error::corrupted(host, "sub-page shorter than a page header"));
     }
-    let f = sp.flags() & !0x10;
+    let f = sp.kind();
     let (lower, upper) = (sp.lower(), sp.upper());
     if lower & 1 != 0 || lower / 2 == 0 {
         return Err(Error::corrupted(host, "sub-page has no entries"));
     }
     match f {
-        0x42 => {
+        pflags::SUBPAGE_LEAF => {
             if lower > upper || PAGEHDRSZ + upper > len {
                 return Err(Error::corrupted(host, "bad sub-page bounds"));
             }
         }
-        0x62 => {
+        pflags::SUBPAGE_DUPFIX => {
             let k = sp.dupfix_ksize() as usize;
             if k == 0 || PAGEHDRSZ + (lower / 2) * k > len {
                 return Err(Error::corrupted(host, "bad DUPFIX sub-page bounds"));
