@@ -66,6 +66,11 @@ const MIN_RUN: usize = 4;
 /// transaction consumes (and writes back) no more GC records than before.
 const RUN_POOL_PER_DIRTY: usize = 8;
 
+/// Free-page lists longer than this are used lowest page first, as before:
+/// following runs takes pages from the middle of the list, which moves the
+/// entries after them (at most 8 KiB of them per page here).
+const RUN_LIST_MAX: usize = 2048;
+
 /// Dirty pages (128 KiB at 4 KiB pages) from which a transaction takes runs
 /// from the unallocated room inside the file rather than scattered free
 /// pages. Smaller commits (the steady small updates of most applications)
@@ -86,21 +91,27 @@ const TAIL_RUN_MIN_DIRTY: usize = 32;
 /// before. The file never grows for the sake of locality: it grows only
 /// when no free page is left, as before.
 fn next_in_run(txn: &mut RwTxn<'_>) -> Result<Option<u32>> {
+    // Taking a page from the middle of a list moves the entries after it:
+    // on long lists (a huge transaction's), the lowest page, as before.
+    let short = txn.reclaimed.len() + txn.loose.len() <= RUN_LIST_MAX;
     let want = txn.run_next;
     if want != 0 {
-        if take_page(&mut txn.loose, want) || take_page(&mut txn.reclaimed, want) {
+        if short && (take_page(&mut txn.loose, want) || take_page(&mut txn.reclaimed, want)) {
             return Ok(Some(want));
         }
         if want == txn.geo.first_unallocated && tail_run_allowed(txn) {
             return alloc_tail(txn, 1).map(Some);
         }
     }
+    if !short {
+        return Ok(None);
+    }
     if !txn.loose.is_empty() {
         let loose = std::mem::take(&mut txn.loose);
         txn.reclaimed.extend(loose);
         txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
     }
-    let pool_limit = (txn.dirty.len() + txn.spilled.len() + 1) * RUN_POOL_PER_DIRTY;
+    let pool_limit = ((txn.dirty.len() + txn.spilled.len() + 1) * RUN_POOL_PER_DIRTY).min(RUN_LIST_MAX);
     loop {
         if txn.reclaimed.len() > txn.runs_scanned {
             let (at, len) = longest_run(&txn.reclaimed);
