@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::bootid;
 use crate::error::{Error, Result};
 use crate::flags::DbFlags;
-use crate::format::limits::{Limits, MAX_VALUE_SIZE};
+use crate::format::limits::Limits;
 use crate::format::meta::{pages2pv, pv2pages, troika, Meta, MetaGeo, Troika, META_LEN, META_OFF, SIGN_STEADY};
 use crate::format::tree::Tree;
 use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS};
@@ -688,14 +688,6 @@ impl EnvInner {
                 self.limits.max_key(t.flags),
                 self.page_size
             )));
-        }
-        Ok(())
-    }
-
-    /// Checks a value size.
-    pub(crate) fn check_value(&self, t: &View, len: usize) -> Result<()> {
-        if len > MAX_VALUE_SIZE.min(self.limits.max_value(t.flags)) {
-            return Err(Error::BadValSize(format!("value of {len} bytes is too large")));
         }
         Ok(())
     }

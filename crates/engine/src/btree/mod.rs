@@ -9,6 +9,7 @@ pub(crate) mod pages;
 pub(crate) mod verify;
 pub(crate) mod walk;
 pub(crate) mod write;
+pub(crate) mod writer;
 
 use std::cmp::Ordering;
 
