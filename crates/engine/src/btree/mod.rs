@@ -5,6 +5,8 @@
 pub mod cursor;
 pub(crate) mod dupsort;
 pub(crate) mod estimate;
+#[cfg(test)]
+pub(crate) mod mem;
 pub(crate) mod pages;
 pub(crate) mod verify;
 pub(crate) mod walk;
