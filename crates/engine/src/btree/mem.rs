@@ -80,6 +80,12 @@ pub(crate) struct MemWriter {
     pub tables: Vec<MemTable>,
     pub splits: u64,
     pub merges: u64,
+    /// For the GC tests (`gc.rs`): keys of the GC records consumed in this
+    /// transaction, whether the update stopped using them, and the newest
+    /// record key that may be reclaimed.
+    pub consumed: Vec<u64>,
+    pub no_spare: bool,
+    pub detent: u64,
 }
 
 /// Takes `n` consecutive pages from a descending list.
@@ -113,6 +119,9 @@ impl MemWriter {
             tables: Vec::new(),
             splits: 0,
             merges: 0,
+            consumed: Vec::new(),
+            no_spare: false,
+            detent: 0,
         };
         w.add_table(Kind::Gc, DbFlags::INTEGER_KEY);
         w.add_table(Kind::Main, DbFlags::empty());
@@ -171,8 +180,15 @@ impl MemWriter {
 
     /// Checks every table's structure and counters, and that the store
     /// holds exactly the pages of the tables (nothing leaked, nothing
-    /// missing), once retired pages are gone (after `commit`).
+    /// missing), once retired pages are gone (after `commit`), and that the
+    /// other pages below the tail are free (reclaimed or loose).
     pub fn check(&self) {
+        self.check_with_free(self.reclaimed.iter().chain(&self.loose).copied());
+    }
+
+    /// [`MemWriter::check`] with the free pages given: every page number
+    /// below the tail is in the store or in `free`, exactly once.
+    pub fn check_with_free(&self, free: impl IntoIterator<Item = u32>) {
         let mut live = HashSet::new();
         for (db, t) in self.tables.iter().enumerate() {
             super::verify::verify(&self.pages(), &t.tree, t.kind, t.flags)
@@ -194,8 +210,13 @@ impl MemWriter {
         missing.sort();
         assert!(missing.is_empty(), "pages of tables missing from the store: {missing:?}");
         // Every page number below the tail is live or free, exactly once.
-        let free: Vec<u32> = self.reclaimed.iter().chain(&self.loose).copied().collect();
-        assert_eq!(free.len() + stored.len(), (self.next - NUM_METAS) as usize, "pages lost: free {free:?}");
+        let mut seen = stored;
+        for p in free {
+            assert!((NUM_METAS..self.next).contains(&p), "free page {p} outside the allocated pages");
+            assert!(seen.insert(p), "free page {p} is also in use or listed twice");
+        }
+        let lost: Vec<u32> = (NUM_METAS..self.next).filter(|p| !seen.contains(p)).collect();
+        assert!(lost.is_empty(), "pages neither in use nor free: {lost:?}");
     }
 
     /// Every (key, value) of table `db` in order.
