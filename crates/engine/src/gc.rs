@@ -945,6 +945,47 @@ mod tests {
         }
     }
 
+    /// The update's own edits use up the last reclaimed page while a record
+    /// under a consumed key exists and nothing more can be reclaimed: the
+    /// update stops writing records under consumed keys (`no_spare`), deletes
+    /// the one it reserved, whose page it allocated itself, and that page
+    /// joins the retired ones. Nothing is lost, and the update converges.
+    #[test]
+    fn last_reclaimed_page_used_up_stops_spare_records() {
+        let (mut w, big) = setup(256);
+        let small = w.add_table(Kind::Table, DbFlags::empty());
+        for k in 0..4000 {
+            put(&mut w, big, k, 100);
+        }
+        for k in 0..50 {
+            put(&mut w, small, k, 100);
+        }
+        let (last, _) = save(&mut w);
+        commit(&mut w, last);
+        let (page_cap, inline_cap) = caps(256);
+        let small_pages = w.table_pages(small).len();
+        assert!(small_pages > inline_cap, "{small_pages} pages");
+        // One record of more pages than an inline record holds.
+        write::clear(&mut w, small).unwrap();
+        let (last, _) = save(&mut w);
+        commit(&mut w, last);
+        assert_eq!(records(&w).len(), 1);
+        // Consume it, then let nothing more be reclaimed; retire far more
+        // pages than the reclaimed ones, so the update's records need them all.
+        w.detent = w.txnid - 1;
+        assert!(w.top_up(1).unwrap());
+        assert!(w.reclaimed.len() > inline_cap);
+        w.detent = 0;
+        write::clear(&mut w, big).unwrap();
+        assert!(w.retired.len() > 2 * page_cap);
+        let t = w.txnid;
+        let (last, _) = save(&mut w);
+        assert!(w.no_spare, "the update kept writing records under consumed keys");
+        assert!(records(&w).keys().all(|&k| k >= t), "a record under a consumed key is left");
+        commit(&mut w, last);
+        check(&w);
+    }
+
     /// Random transactions that reclaim GC records, edit a table and write
     /// their GC records at small page sizes, where the GC tree itself
     /// splits and merges while it is updated: every update reaches its
