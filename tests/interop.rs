@@ -410,7 +410,7 @@ fn c_alternating_writers_mixed_write_map() {
 }
 
 /// In a lazy durability mode every process must use WRITEMAP or none must
-/// (the lock file's envmode, §15.8): a libmdbx process that differs from the
+/// (the lock file's envmode; docs/lock-format.md, "Sync and mode fields"): a libmdbx process that differs from the
 /// running rdbx is refused, one that agrees joins.
 #[test]
 fn c_lazy_mode_peers_agree_on_write_map() {

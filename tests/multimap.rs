@@ -234,7 +234,7 @@ fn val_real(kind: Kind, sk: &[u8]) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------
-// Sizes (format doc §5.5)
+// Sizes (docs/format.md, "Size limits")
 
 #[derive(Clone, Copy, Debug)]
 struct Sizes {

@@ -5,6 +5,7 @@
 //!
 //! Run: `cargo bench -p rdbx-tests --bench compare`
 //! (`RDBX_BENCH_N=<records>` changes the record count, default 1,000,000;
+//! `RDBX_BENCH_MODES=none` runs only the durable workloads;
 //! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
 //!
 //! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
@@ -17,6 +18,8 @@
 //! 2. random put: min(100,000, N) puts of random keys in 0..2N (about half new,
 //!    half overwrites), in write transactions of 1,000 puts each;
 //! 3. random get: N gets of existing keys in shuffled order, one read txn;
+//!    then the same gets split over two threads, each with its own read txn
+//!    (wall time);
 //! 4. full scan: one cursor over every record, one read txn;
 //! 5. multimap put: a DUPSORT table, min(100,000, N) puts of 8-byte values
 //!    (random order) under 1,000 keys, about 100 values per key, so the values
@@ -114,6 +117,8 @@ struct Times {
     multi: Duration,
     multi_del: Duration,
     get: Duration,
+    /// The same gets split over two threads, each with its own read txn.
+    get2: Duration,
     scan: Duration,
     found: u64,
     scanned: u64,
@@ -211,6 +216,16 @@ fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     }
     drop(txn);
     t.get = start.elapsed();
+    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
+        let txn = env.begin_ro_txn().unwrap();
+        let mut f = 0;
+        for &i in ks {
+            if let Some(v) = txn.get(db, &key(i)).unwrap() {
+                f += black_box(v)[0] as u64 | 1;
+            }
+        }
+        f
+    });
 
     let start = Instant::now();
     let txn = env.begin_ro_txn().unwrap();
@@ -338,6 +353,16 @@ fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     }
     drop(txn);
     t.get = start.elapsed();
+    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
+        let txn = env.begin_ro().unwrap();
+        let mut f = 0;
+        for &i in ks {
+            if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
+                f += black_box(v)[0] as u64 | 1;
+            }
+        }
+        f
+    });
 
     let start = Instant::now();
     let txn = env.begin_ro().unwrap();
@@ -458,6 +483,16 @@ fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     }
     drop(txn);
     t.get = start.elapsed();
+    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
+        let txn = env.begin_ro().unwrap();
+        let mut f = 0;
+        for &i in ks {
+            if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
+                f += black_box(v)[0] as u64 | 1;
+            }
+        }
+        f
+    });
 
     let start = Instant::now();
     let txn = env.begin_ro().unwrap();
@@ -514,6 +549,20 @@ fn bench_dir() -> PathBuf {
     }
 }
 
+/// Wall time of `gets` split over two threads (`one` runs half of them in
+/// its own read transaction and returns its checksum, added to `found`).
+fn two_threads(gets: &[u64], found: &mut u64, one: impl Fn(&[u64]) -> u64 + Sync) -> Duration {
+    let (a, b) = gets.split_at(gets.len() / 2);
+    let start = Instant::now();
+    let sum = std::thread::scope(|s| {
+        let other = s.spawn(|| one(b));
+        one(a) + other.join().unwrap()
+    });
+    let took = start.elapsed();
+    *found += sum;
+    took
+}
+
 fn ops_per_sec(ops: u64, d: Duration) -> f64 {
     ops as f64 / d.as_secs_f64().max(1e-9)
 }
@@ -529,11 +578,11 @@ fn main() {
     );
     let w = Workloads::new(n);
     let modes = std::env::var("RDBX_BENCH_MODES").unwrap_or_else(|_| "pwrite,writemap".into());
-    for mode in modes.split(',') {
+    for mode in modes.split(',').filter(|m| *m != "none") {
         let write_map = match mode {
             "pwrite" => false,
             "writemap" => true,
-            other => panic!("RDBX_BENCH_MODES: unknown mode {other:?} (pwrite, writemap)"),
+            other => panic!("RDBX_BENCH_MODES: unknown mode {other:?} (pwrite, writemap, none)"),
         };
         println!();
         println!("== {mode}");
@@ -576,6 +625,7 @@ fn random_uuids() {
         }
     }
     let r_size = std::fs::metadata(tmp.path().join("rdbx/mdbx.dat")).unwrap().len();
+    let r_used = env.info().unwrap().first_unallocated;
     drop(env);
     // libmdbx
     let env = oracle::Env::open(
@@ -597,6 +647,7 @@ fn random_uuids() {
         }
     }
     let m_size = std::fs::metadata(tmp.path().join("libmdbx/mdbx.dat")).unwrap().len();
+    let m_used = env.info().unwrap().last_pgno + 1;
     env.close().unwrap();
     let n = LAST as f64;
     println!();
@@ -604,7 +655,7 @@ fn random_uuids() {
         "== random UUIDs ({TXNS} durable transactions of {PER_TXN} 16-byte keys, 100-byte values; last {LAST} commits)"
     );
     println!(
-        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes, libmdbx {m_size} bytes",
+        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes ({r_used} pages used), libmdbx {m_size} bytes ({m_used} pages used)",
         r_wops as f64 / n,
         m_wops as f64 / n,
         r_bytes as f64 / n
@@ -742,6 +793,7 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         ("sequential load (append, 1 txn)", n, r.load, m.load, lt(|t| t.load)),
         ("random put (txns of 1000)", puts, r.put, m.put, lt(|t| t.put)),
         ("random get (shuffled)", n, r.get, m.get, lt(|t| t.get)),
+        ("random get, 2 threads", n, r.get2, m.get2, lt(|t| t.get2)),
         ("full scan (cursor)", r.scanned - n, r.scan, m.scan, lt(|t| t.scan)),
         ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi, lt(|t| t.multi)),
         (

@@ -1,4 +1,4 @@
-//! Parser (and writer) for `mdbx_dump` text (format doc §16), and a parser
+//! Parser (and writer) for `mdbx_dump` text (docs/format.md, "Dump text format"), and a parser
 //! for the table figures of `mdbx_stat` output.
 
 use std::collections::BTreeMap;

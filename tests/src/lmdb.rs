@@ -49,6 +49,14 @@ pub struct Env {
     env: *mut ffi::MDB_env,
 }
 
+// SAFETY: LMDB allows an environment handle to be used from several threads
+// once opened; read transactions belong to the thread that began them (they
+// are not Send here), and only one write transaction exists at a time.
+unsafe impl Send for Env {}
+// SAFETY: see above; the methods called concurrently (begin_ro) are the ones
+// LMDB documents as thread-safe.
+unsafe impl Sync for Env {}
+
 impl Env {
     /// Opens (creating) the environment in `dir` with a map of `map_size`
     /// bytes (LMDB does not grow files automatically), `max_dbs` named

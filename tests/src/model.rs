@@ -13,7 +13,7 @@ pub const REVERSE_KEY: u32 = 0x02;
 pub const DUP_SORT: u32 = 0x04;
 pub const INTEGER_KEY: u32 = 0x08;
 
-/// libmdbx's key comparator for a table with `flags` (format doc §10.2).
+/// libmdbx's key comparator for a table with `flags` (docs/format.md, "Comparators").
 pub fn key_cmp(flags: u32, a: &[u8], b: &[u8]) -> Ordering {
     if flags & INTEGER_KEY != 0 && a.len() == b.len() && (a.len() == 4 || a.len() == 8) {
         let n = |x: &[u8]| {
@@ -29,7 +29,7 @@ pub fn key_cmp(flags: u32, a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
-/// Maximum key length of an ordinary table for a page size (format doc §5.5).
+/// Maximum key length of an ordinary table for a page size (docs/format.md, "Size limits").
 pub fn max_key_size(page_size: usize) -> usize {
     let space = page_size - 20;
     ((space - 2 - 8) / 2 - 2) / 2 * 2 - 8

@@ -1,5 +1,5 @@
-//! The `mdbx_dump` / `mdbx_load` text format ("VERSION=3", format doc §16,
-//! behaviour spec A.3/A.4) for rdbx, in one place for the shell and the tools:
+//! The `mdbx_dump` / `mdbx_load` text format ("VERSION=3", docs/format.md, "Dump text format",
+//! what the real mdbx_dump writes and mdbx_load reads) for rdbx, in one place for the shell and the tools:
 //!
 //! * the **writer** ([`dump`], [`write_section`]) produces byte for byte what
 //!   the real `mdbx_dump` prints (bytevalue, print and concise modes, header

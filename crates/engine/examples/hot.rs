@@ -1,5 +1,5 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|put|multi|load] [PAGE_SIZE]`
-//! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP).
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|intget|intscan|put|multi|multidel|load] [PAGE_SIZE]`
+//! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 /// xorshift64: the next pseudo-random number after `x`.
@@ -20,7 +20,7 @@ fn main() -> rdbx::Result<()> {
         .durability(Durability::SafeNoSync)
         .geometry(Geometry { page_size, ..Default::default() })
         .open(&dir)?;
-    let n = 1_000_000u64;
+    let n: u64 = std::env::var("RDBX_HOT_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let t0 = std::time::Instant::now();
     let mut txn = env.begin_rw_txn()?;
     for i in 0..n {
@@ -46,6 +46,30 @@ fn main() -> rdbx::Result<()> {
                     sum += v.len();
                 }
             }
+        }
+        "intget" | "intscan" => {
+            let mut txn = env.begin_rw_txn()?;
+            let ints = txn.create_db(Some("ints"), rdbx::DbFlags::INTEGER_KEY)?;
+            for i in 0..n {
+                txn.put(ints, &i.to_ne_bytes(), &[7u8; 32], PutFlags::APPEND)?;
+            }
+            txn.commit()?;
+            let r = env.begin_ro_txn()?;
+            let t1 = std::time::Instant::now();
+            if what == "intget" {
+                let mut x = 1u64;
+                for _ in 0..20_000_000 / n.max(1) * n {
+                    sum += r.get(ints, &(next(&mut x) % n).to_ne_bytes())?.map_or(0, |v| v.len());
+                }
+            } else {
+                for _ in 0..(100_000_000 / n.max(1)).max(5) {
+                    let mut c = r.cursor(ints)?;
+                    while let Some((_, v)) = c.next()? {
+                        sum += v.len();
+                    }
+                }
+            }
+            println!("{what} alone {:?}", t1.elapsed());
         }
         "put" => {
             let mut x = 1u64;

@@ -1,4 +1,4 @@
-//! The boot id stored in meta pages (format doc §8.6) and random data-file ids.
+//! The boot id stored in meta pages (docs/format.md, "Boot id") and random data-file ids.
 //!
 //! libmdbx reads `/proc/sys/kernel/random/boot_id` (only when it really is on
 //! procfs), a UUID text such as `c9eaa69d-6bd5-4a2e-83f0-ce0c5c44791c`, and

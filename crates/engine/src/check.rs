@@ -40,7 +40,7 @@ use crate::flags::DbFlags;
 use crate::format::limits::Limits;
 use crate::format::meta::{pv2pages, troika, Meta, META_LEN, META_OFF, SIGN_STEADY};
 use crate::format::node::{self, N_BIG, N_DUP, N_TREE};
-use crate::format::page::Page;
+use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{u64_at, MAX_PAGESIZE, MIN_PAGESIZE, NUM_METAS, P_INVALID};
 use crate::os::file;
@@ -237,6 +237,9 @@ pub struct CheckReport {
     pub data_path: std::path::PathBuf,
     /// Page size.
     pub page_size: usize,
+    /// The operating system's page size (the data file's size is a multiple
+    /// of it).
+    pub system_page_size: usize,
     /// Data file size in bytes.
     pub file_size: u64,
     /// The three metas.
@@ -694,17 +697,10 @@ impl<'a> Walker<'a> {
                 format!("page #{pgno}: pgno mismatch ({found} != expected {pgno}), {parent_s}")
             }
             What::PageType { flags, want_leaf } => {
-                let ty = match flags {
-                    0x01 => "branch",
-                    0x02 => "leaf",
-                    0x22 => "dupfix-leaf",
-                    0x04 => "large",
-                    0x08 => "meta",
-                    _ => "unknown",
-                };
+                let ty = pflags::kind_name(flags);
                 format!(
                     "page #{pgno}: unexpected page type {ty} (flags {flags:#x}), expected branch or {} ({parent_s})",
-                    if want_leaf == 0x22 { "dupfix-leaf" } else { "leaf" }
+                    pflags::kind_name(want_leaf)
                 )
             }
             What::Txnid { txnid, front } => {
@@ -1055,7 +1051,7 @@ impl<'a> Visitor<'a> for Walker<'a> {
     }
 }
 
-/// Flags of the nested tree of a DUPSORT table (format doc §10.3).
+/// Flags of the nested tree of a DUPSORT table (docs/format.md, "Nested-tree flags").
 fn sub_flags(f: DbFlags) -> u16 {
     let b = f.bits();
     ((b & 0x10) | ((b & 0x20) >> 2) | ((b & 0x40) >> 5)) as u16
@@ -1066,24 +1062,33 @@ fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
     Ctx { tid, kind, flags, dupfix_size: tree.dupfix_size, cmp: Cmp::for_keys(flags), dup_cmp: Cmp::for_dups(flags) }
 }
 
-/// Reads the three metas from `file` (bytes of the data file) with page size `ps`.
-pub(crate) fn read_metas(file: &[u8], ps: usize, file_pages: u64) -> Vec<(Meta, std::result::Result<(), String>)> {
-    (0..NUM_METAS as usize)
-        .map(|i| {
-            let off = i * ps;
-            match file.get(off..off + META_OFF + META_LEN) {
-                None => (
-                    Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"),
-                    Err("meta page is beyond the end of the file".into()),
-                ),
-                Some(b) => {
-                    let m = Meta::read(b, i as u32).expect("buffer is long enough");
-                    let mut v = m.validate(b, i as u32, Some(file_pages)).map_err(|e| reason(&e));
-                    if v.is_ok() && m.page_size() != ps {
-                        v = Err(format!("page size {} differs from {ps}", m.page_size()));
-                    }
-                    (m, v)
+/// The bytes of a meta slot (header and body), `None` when it lies beyond the
+/// end of the file.
+pub(crate) type MetaSlotBytes = Option<[u8; META_OFF + META_LEN]>;
+
+/// Decodes and validates the three metas of a file of `file_pages` pages of
+/// `ps` bytes, given the bytes of each slot.
+pub(crate) fn read_metas(
+    slots: [MetaSlotBytes; 3],
+    ps: usize,
+    file_pages: u64,
+) -> Vec<(Meta, std::result::Result<(), String>)> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| match slot {
+            None => (
+                Meta::read(&[0u8; META_OFF + META_LEN], i as u32).expect("buffer is long enough"),
+                Err("meta page is beyond the end of the file".into()),
+            ),
+            Some(b) => {
+                let b = &b[..];
+                let m = Meta::read(b, i as u32).expect("buffer is long enough");
+                let mut v = m.validate(b, i as u32, Some(file_pages)).map_err(|e| reason(&e));
+                if v.is_ok() && m.page_size() != ps {
+                    v = Err(format!("page size {} differs from {ps}", m.page_size()));
                 }
+                (m, v)
             }
         })
         .collect()
@@ -1104,17 +1109,24 @@ impl Env {
         // Hold a reader on the newest snapshot while checking.
         let txn = self.begin_ro_txn()?;
         let mut file_size = file::file_size(&env.file)?;
-        let mut report =
-            CheckReport { data_path: env.data_path.clone(), page_size: ps, file_size, ..Default::default() };
-        if opts.repair && !env.read_only && file_size % 4096 != 0 {
-            let new = file_size.div_ceil(4096) * 4096;
+        let os_page = crate::os::page_size();
+        let mut report = CheckReport {
+            data_path: env.data_path.clone(),
+            page_size: ps,
+            system_page_size: os_page,
+            file_size,
+            ..Default::default()
+        };
+        let os_page = os_page as u64;
+        if opts.repair && !env.read_only && file_size % os_page != 0 {
+            let new = file_size.div_ceil(os_page) * os_page;
             env.io.set_len(new)?;
             report.repairs.push(format!(
                 "extended the data file from {file_size} to {new} bytes (a multiple of the system page)"
             ));
             file_size = new;
             report.file_size = new;
-        } else if file_size % ps as u64 != 0 || file_size % 4096 != 0 {
+        } else if file_size % ps as u64 != 0 || file_size % os_page != 0 {
             // libmdbx refuses such a file in read-only mode (MDBX_WANNA_RECOVERY).
             if env.read_only {
                 return Err(Error::WannaRecovery);
@@ -1123,11 +1135,22 @@ impl Env {
         let map = env
             .map_for(&txn.snap.meta, 0)
             .or_else(|_| Ok::<_, Error>(env.map.read().unwrap_or_else(|e| e.into_inner()).clone()))?;
-        let mapped = map.bytes(0, map.len()).unwrap_or(&[]);
-        let file_bytes = &mapped[..mapped.len().min(file_size as usize)];
+        // The pages after the metas, no further than the file reaches: the
+        // metas, which commits rewrite in place, are copied, never borrowed.
+        let base = NUM_METAS as usize * ps;
+        let end = (map.len() as u64).min(file_size) as usize;
+        let file_bytes = map.bytes(base, end.saturating_sub(base)).unwrap_or(&[]);
         let file_pages = file_size / ps as u64;
         report.backed_pages = file_pages;
-        let metas = read_metas(file_bytes, ps, file_pages);
+        let slots = [0, 1, 2].map(|i| {
+            let inside = (i * ps + META_OFF + META_LEN) as u64 <= file_size;
+            if inside {
+                crate::env::read_meta_page(&map, i, ps)
+            } else {
+                None
+            }
+        });
+        let metas = read_metas(slots, ps, file_pages);
         let states: [(u64, bool); 3] = [0, 1, 2].map(|i| match &metas[i].1 {
             Ok(()) => (metas[i].0.txnid(), metas[i].0.is_steady()),
             Err(_) => (0, false),
@@ -1228,7 +1251,7 @@ impl Env {
                 let n = chunk.min(end - off) as usize;
                 file::pread_exact(&env.file, &mut buf[..n], off)?;
                 for h in buf[..n].chunks_exact(ps) {
-                    if matches!(u16::from_le_bytes([h[10], h[11]]), 0x01 | 0x02 | 0x22 | 0x04) {
+                    if pflags::TREE_KINDS.contains(&(Page { buf: h }.flags())) {
                         max = max.max(u64_at(h, 0));
                     }
                 }

@@ -31,7 +31,7 @@ use crate::format::meta::{pv2pages, Meta, MetaGeo, SIGN_STEADY};
 use crate::format::node::{N_BIG, N_DUP, N_TREE};
 use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
-use crate::format::{put_u32, NODESIZE, NUM_METAS, PAGEHDRSZ, P_INVALID};
+use crate::format::{NODESIZE, NUM_METAS, PAGEHDRSZ, P_INVALID};
 use crate::os::file;
 
 /// How to copy.
@@ -183,7 +183,7 @@ fn make_sizeable(geo: &mut MetaGeo) {
 /// then branch levels are built bottom-up from the first keys of their children.
 struct Builder {
     txnid: u64,
-    /// Leaf page flags (0x02, or 0x22 for leaves of nested DUPFIXED trees).
+    /// Leaf page flags (LEAF, or DUPFIX_LEAF for leaves of nested DUPFIXED trees).
     leaf_flags: u16,
     /// Item size of DUPFIX leaves.
     dupfix: usize,
@@ -197,6 +197,7 @@ struct Builder {
 
 /// Densely packing compactor.
 struct Packer<'a, 's> {
+    /// The source file's pages from `NUM_METAS` on.
     src: &'a [u8],
     ps: usize,
     out: &'a mut Sink<'s>,
@@ -243,7 +244,7 @@ impl<'a> Packer<'a, '_> {
         let mut buf = vec![0u8; self.ps];
         crate::format::page::init_page(&mut buf, 0, b.leaf_flags, b.txnid);
         if b.dupfix != 0 {
-            crate::format::put_u16(&mut buf, 8, b.dupfix as u16);
+            crate::format::page::set_dupfix_ksize(&mut buf, b.dupfix as u16);
         }
         (buf, first.to_vec())
     }
@@ -351,16 +352,18 @@ impl<'a> Packer<'a, '_> {
     /// Copies a large chunk (validated by the walk); returns its new head page.
     fn copy_large(&mut self, big: u32, dsize: usize, txnid: u64, b: &mut Builder) -> Result<u32> {
         let need = (PAGEHDRSZ + dsize).div_ceil(self.ps) as u32;
-        let off = big as usize * self.ps;
+        // `src` starts after the metas.
+        let off = (big as usize).saturating_sub(NUM_METAS as usize) * self.ps;
         // Only the pages the value needs are written.
         let mut chunk = self
             .src
             .get(off..off + need as usize * self.ps)
+            .filter(|_| big >= NUM_METAS)
             .ok_or_else(|| Error::corrupted(big, "large chunk beyond the end of the file"))?
             .to_vec();
         let nb = self.alloc(need);
-        put_u32(&mut chunk, 12, need);
-        put_u32(&mut chunk, 16, nb);
+        crate::format::page::set_large_count(&mut chunk, need);
+        crate::format::page::set_pgno(&mut chunk, nb);
         crate::format::page::set_txnid(&mut chunk, txnid);
         self.write(nb, &chunk)?;
         b.large += need;
@@ -460,7 +463,7 @@ impl<'a> Visitor<'a> for Packer<'a, '_> {
     fn enter(&mut self, _ev: &NodeEv<'a>, _t: &Tree) -> Result<bool> {
         let outer = self.builders.last().expect("the table's builder");
         let dupfixed = self.dupfixed;
-        let b = self.new_builder(outer.txnid, if dupfixed { 0x22 } else { pflags::LEAF }, 0);
+        let b = self.new_builder(outer.txnid, if dupfixed { pflags::DUPFIX_LEAF } else { pflags::LEAF }, 0);
         self.builders.push(b);
         Ok(true)
     }
@@ -576,10 +579,13 @@ impl Env {
         let ps = self.inner.page_size;
         let snap = &txn.snap.meta;
         let alloc = snap.geo.first_unallocated;
+        // Pages 3.. only: the metas, which commits rewrite in place, are
+        // never borrowed (the copy's metas come from the snapshot's).
+        let base = NUM_METAS as usize;
         let src = txn
             .snap
             .map
-            .bytes(0, alloc as usize * ps)
+            .bytes(base * ps, (alloc as usize).saturating_sub(base) * ps)
             .ok_or_else(|| Error::corrupted(alloc, "allocated pages beyond the memory map"))?;
         let total = alloc as u64;
         (progress)(CopyProgress { done: 0, total });
@@ -621,7 +627,7 @@ impl Env {
             while p < alloc as usize {
                 opts.check_interrupt()?;
                 let n = step.min(alloc as usize - p);
-                sink.write(&[&src[p * ps..(p + n) * ps]], (p * ps) as u64)?;
+                sink.write(&[&src[(p - base) * ps..(p - base + n) * ps]], (p * ps) as u64)?;
                 p += n;
                 (progress)(CopyProgress { done: p as u64, total });
             }

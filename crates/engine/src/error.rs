@@ -108,7 +108,10 @@ impl fmt::Display for Reason {
 }
 
 impl Error {
-    /// A corruption error on `page`.
+    /// A corruption error on `page`. Out of line and cold: the hot parsers
+    /// call it only on damaged pages.
+    #[cold]
+    #[inline(never)]
     pub fn corrupted(page: u32, what: &'static str) -> Self {
         if std::env::var_os("RDBX_TRACE_CORRUPTED").is_some() {
             eprintln!("corrupted page {page}: {what}\n{}", std::backtrace::Backtrace::force_capture());

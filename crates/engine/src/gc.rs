@@ -43,8 +43,118 @@ fn take_run(list: &mut Vec<u32>, n: usize) -> Option<u32> {
     None
 }
 
-/// Allocates `n` contiguous page numbers.
+/// Allocates `n` contiguous page numbers. Single pages continue the run the
+/// previous allocation started where they can (see [`next_in_run`]), so a
+/// commit writes a few long extents rather than many scattered pages.
 pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+    let found = if n == 1 && !txn.saving_gc && !txn.in_reclaim { next_in_run(txn)? } else { None };
+    let p = match found {
+        Some(p) => p,
+        None => alloc_any(txn, n)?,
+    };
+    txn.run_next = p.saturating_add(n as u32);
+    Ok(p)
+}
+
+/// Shortest run of free pages worth starting an extent in while the file
+/// has unused room at its tail or the GC has more records to look through.
+/// (Measured on the random-UUID workload: 2 gave 56.7 extents per commit, 3
+/// gave 53.0, 4 gave 51.0.)
+const MIN_RUN: usize = 4;
+
+/// How many reclaimed pages per page this transaction holds dirty the search
+/// for a run may gather from the GC: enough for runs to exist, while a small
+/// transaction consumes (and writes back) no more GC records than before.
+const RUN_POOL_PER_DIRTY: usize = 8;
+
+/// Dirty pages (128 KiB at 4 KiB pages) from which a transaction takes runs
+/// from the unallocated room inside the file rather than scattered free
+/// pages. Smaller commits (the steady small updates of most applications)
+/// keep reusing free pages first, so their high-water mark stays near
+/// libmdbx's (`tests/page_reuse.rs`: with 16, transactions of up to 19
+/// updates raised it to 1.33x libmdbx's). Random-UUID extents per commit
+/// by threshold: 8: 53.9, 16: 52.8, 32: 54.0, 64: 59.3.
+const TAIL_RUN_MIN_DIRTY: usize = 32;
+
+/// Commit locality: the page after the one allocated last if it is free
+/// (loose, reclaimed, or the unallocated tail inside the current file
+/// size); otherwise the start of the longest run of free pages if it has at
+/// least [`MIN_RUN`] pages, consuming more GC records to find one while the
+/// reclaimed pages are few for the transaction's size; otherwise, for a
+/// transaction of [`TAIL_RUN_MIN_DIRTY`] pages or more, the tail if the file
+/// has room there without growing. `None`: no run to follow,
+/// and the caller takes the lowest free page, reclaiming or growing as
+/// before. The file never grows for the sake of locality: it grows only
+/// when no free page is left, as before.
+fn next_in_run(txn: &mut RwTxn<'_>) -> Result<Option<u32>> {
+    let want = txn.run_next;
+    if want != 0 {
+        if take_page(&mut txn.loose, want) || take_page(&mut txn.reclaimed, want) {
+            return Ok(Some(want));
+        }
+        if want == txn.geo.first_unallocated && tail_run_allowed(txn) {
+            return alloc_tail(txn, 1).map(Some);
+        }
+    }
+    if !txn.loose.is_empty() {
+        let loose = std::mem::take(&mut txn.loose);
+        txn.reclaimed.extend(loose);
+        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    let pool_limit = (txn.dirty.len() + txn.spilled.len() + 1) * RUN_POOL_PER_DIRTY;
+    loop {
+        if txn.reclaimed.len() > txn.runs_scanned {
+            let (at, len) = longest_run(&txn.reclaimed);
+            if len >= MIN_RUN {
+                return Ok(Some(txn.reclaimed.remove(at)));
+            }
+            txn.runs_scanned = txn.reclaimed.len();
+        }
+        if txn.reclaimed.len() >= pool_limit || txn.gc_exhausted || !reclaim_one(txn)? {
+            break;
+        }
+    }
+    if tail_run_allowed(txn) {
+        return alloc_tail(txn, 1).map(Some);
+    }
+    Ok(None)
+}
+
+/// Whether a run may take the unallocated tail while free pages remain: for
+/// a transaction of [`TAIL_RUN_MIN_DIRTY`] pages or more, inside the file's
+/// current size.
+fn tail_run_allowed(txn: &RwTxn<'_>) -> bool {
+    txn.dirty.len() + txn.spilled.len() >= TAIL_RUN_MIN_DIRTY && txn.geo.first_unallocated < txn.geo.now
+}
+
+/// Removes `pgno` from a descending-sorted list; whether it was there.
+fn take_page(list: &mut Vec<u32>, pgno: u32) -> bool {
+    match list.binary_search_by(|x| pgno.cmp(x)) {
+        Ok(i) => {
+            list.remove(i);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The longest run of consecutive page numbers in a descending-sorted list:
+/// the index of its lowest page and its length (the lowest run on ties).
+fn longest_run(list: &[u32]) -> (usize, usize) {
+    let (mut best_at, mut best_len) = (0, 0);
+    let mut len = 0;
+    for i in 0..list.len() {
+        len = if i > 0 && list[i - 1] == list[i] + 1 { len + 1 } else { 1 };
+        if len >= best_len {
+            (best_at, best_len) = (i, len);
+        }
+    }
+    (best_at, best_len)
+}
+
+/// Allocates `n` contiguous page numbers: loose pages, then reclaimed ones
+/// (the lowest first), then the tail.
+fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     if let Some(p) = take_run(&mut txn.loose, n) {
         return Ok(p);
     }
@@ -415,7 +525,7 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
 /// record is split into records of exactly one page each (so no contiguous run
 /// of pages is ever needed for the GC), under keys `T, T+1, …` for retired
 /// pages — the meta then carries the last key used, as libmdbx's "bigfoot"
-/// commits do (format doc §13.3).
+/// commits do (docs/format.md, "Bigfoot").
 ///
 /// Updating the GC changes the GC (pages are copied, allocated and freed), so
 /// records are reserved in a loop until the layout is stable, and the page
@@ -1023,5 +1133,31 @@ mod tests {
             assert!(spare_used > 0, "page size {ps}: no record went back under a consumed key");
             assert!(gc_height > 1, "page size {ps}: the GC tree never grew past one leaf");
         }
+    }
+}
+
+#[cfg(test)]
+mod locality_tests {
+    use super::{longest_run, take_page};
+
+    #[test]
+    fn longest_run_finds_the_longest_lowest_run() {
+        assert_eq!(longest_run(&[]), (0, 0));
+        assert_eq!(longest_run(&[9]), (0, 1));
+        // Runs 12..=13, 7..=9, 3: the longest is 7..=9, its lowest page at index 4.
+        assert_eq!(longest_run(&[13, 12, 9, 8, 7, 3]), (4, 3));
+        // Ties go to the lowest run.
+        assert_eq!(longest_run(&[21, 20, 5, 4]), (3, 2));
+    }
+
+    #[test]
+    fn take_page_removes_only_what_is_there() {
+        let mut list = vec![13, 12, 9, 7];
+        assert!(take_page(&mut list, 9));
+        assert!(!take_page(&mut list, 9));
+        assert!(!take_page(&mut list, 10));
+        assert!(take_page(&mut list, 13));
+        assert!(take_page(&mut list, 7));
+        assert_eq!(list, vec![12]);
     }
 }

@@ -101,7 +101,9 @@ pub fn read_metas(data: &Path) -> Result<MetaList> {
         }
     }
     let ps = ps.ok_or_else(|| Error::Invalid(format!("{}: no meta page with the MDBX magic", data.display())))?;
-    let metas = crate::check::read_metas(&head, ps, file_size / ps as u64);
+    let slots =
+        [0, 1, 2].map(|i| head.get(i * ps..i * ps + META_OFF + META_LEN).map(|b| b.try_into().expect("meta length")));
+    let metas = crate::check::read_metas(slots, ps, file_size / ps as u64);
     let states: [(u64, bool); 3] =
         [0, 1, 2].map(|i| if metas[i].1.is_ok() { (metas[i].0.txnid(), metas[i].0.is_steady()) } else { (0, false) });
     let t = troika(states);

@@ -1,68 +1,21 @@
 //! The libmdbx lock file ("lck"), lock formats v7 (libmdbx 0.14.2+) and v6
-//! (libmdbx 0.13.x) on Linux x86_64 glibc (format doc §15,
-//! docs/lock-format.md): the shared region with the writer mutex, the reader
-//! table, and the OFD file-lock protocol that decides who initialises and who
-//! destroys it.
+//! (libmdbx 0.13.x) on Linux x86_64 glibc (docs/lock-format.md): the shared
+//! region with the writer mutex, the reader table, and the OFD file-lock
+//! protocol that decides who initialises and who destroys it.
 //!
 //! Both generations share the protocol (seize, reader registration, oldest
 //! reader, dead-reader sweep, close) and differ only in where some header
-//! fields sit: [`LockLayout`] holds those offsets, chosen once at open (the
-//! version in use when joining; v7, or the version of a stale file, or the
-//! caller's [`LockFormat`] when creating). The tables below are v7; v6 is in
-//! docs/lock-format.md.
+//! fields sit. The byte layout (offsets, magic, signature, reader slots, the
+//! values stored in them) is [`crate::format::lock`]; this module maps the
+//! file and runs the protocol over it, with the [`LockLayout`] chosen once at
+//! open (the version in use when joining; v7, or the version of a stale
+//! file, or the caller's [`LockFormat`] when creating).
 //!
 //! This module contains no `unsafe`: the mapping is accessed through the safe
 //! atomic accessors of [`SharedRegion`] and the pthread wrappers of
 //! [`SharedMutex`].
 //!
-//! # Header layout, v7 (576 bytes on x86_64 glibc)
-//!
-//! Offsets are computed from `size_of::<pthread_mutex_t>()` (40 on x86_64
-//! glibc) with libmdbx's rules (`pgops`, `wrt_lock`, `rdt_lock` and `rdt`
-//! start on 64-byte boundaries); the values below are asserted at compile
-//! time on x86_64 glibc.
-//!
-//! | off | size | field | notes |
-//! |---|---|---|---|
-//! | 0 | 8 | `magic_and_version` | [`LOCK_MAGIC`] `0x59659DBDEF4C1107` |
-//! | 8 | 4 | `os_and_format` | [`LOCK_FORMAT`] `0x3635569F` (§15.3) |
-//! | 12 | 4 | `envmode` | mode flags of the environment (§15.8) |
-//! | 16 | 4 | `autosync_threshold` | pages; 0 = off |
-//! | 20 | 4 | `meta_sync_txnid` | low 32 bits of the last durable meta txnid (minus a lazy bias) |
-//! | 24 | 8 | `autosync_period` | monotonic ns; 0 = off |
-//! | 32 | 8 | `bait_uniqueness` | libmdbx scratch |
-//! | 40 | 8 | `mlcnt[2]` | mlock counters |
-//! | 48 | 16 | padding | |
-//! | 64 | 248 | `pgops` | statistics; `wops` (u64) at 120 is set to 1 on init |
-//! | 312 | 8 | padding | |
-//! | 320 | 40 | `wrt_lock` | writer mutex (`__kind` byte at 336 = `0xB2`) |
-//! | 360 | 8 | `cached_oldest_txnid` | monotonic |
-//! | 368 | 8 | `cached_oldest_retired` | `pages_retired` of that snapshot |
-//! | 376 | 8 | `eoos_timestamp` | 0 = synced |
-//! | 384 | 8 | `unsynced_pages` | |
-//! | 392 | 8 | `readers_check_timestamp` | monotonic ns of the last dead-reader sweep |
-//! | 400 | 4 | `discarded_tail` | |
-//! | 404 | 4 | `readahead_anchor` | |
-//! | 408 | 16 | `mincore_cache.begin[4]` | |
-//! | 424 | 32 | `mincore_cache.mask[4]` | |
-//! | 456 | 56 | padding | |
-//! | 512 | 40 | `rdt_lock` | reader-table mutex (`__kind` byte at 528 = `0xB2`) |
-//! | 552 | 4 | `rdt_length` | slots ever used (high-water mark) |
-//! | 556 | 4 | `rdt_refresh_flag` | 1 = changed, `0x4E6F6E65` ("None") = unchanged since the last scan |
-//! | 560 | 16 | padding | |
-//! | 576 | 32×N | `rdt[]` | reader slots |
-//!
-//! # Reader slot (32 bytes)
-//!
-//! | off | size | field | meaning |
-//! |---|---|---|---|
-//! | 0 | 8 | `txnid` | snapshot txnid; `>= 0xFFFFFFFF00000000` = none |
-//! | 8 | 8 | `tid` | `pthread_self` of the owner thread (`…FF` parked, `…FE` ousted) |
-//! | 16 | 4 | `pid` | owner pid; 0 = free |
-//! | 20 | 4 | `snapshot_pages_used` | `first_unallocated` of the snapshot |
-//! | 24 | 8 | `snapshot_pages_retired` | `pages_retired` of the snapshot |
-//!
-//! # File locks (OFD, §15.7)
+//! # File locks (OFD; docs/lock-format.md, "File locks")
 //!
 //! | file | range | mode | held by |
 //! |---|---|---|---|
@@ -71,11 +24,6 @@
 //! | lck | byte `pid` | WRITE | every process with registered reader slots |
 //! | dxb | byte `pid` | WRITE (RW) / READ (RO) | every non-exclusive process |
 //! | dxb | whole file | WRITE / READ | initialiser (transient), lock-less opener |
-
-// This layer is API surface for the environment, transactions, tools and
-// tests (accessors for every lock-file field, detach/attach helpers, hints);
-// not every item has a caller in every build.
-#![allow(dead_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -86,285 +34,18 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::format::lock::*;
+use crate::format::MAX_TXNID;
+// The environment names these through this module.
+pub use crate::format::lock::LockFormat;
+pub(crate) use crate::format::lock::{envmode, DEFAULT_READERS};
 use crate::os;
 use crate::os::mmap::SharedRegion;
 use crate::os::mutex::{Locked, SharedMutex};
 use crate::os::ofd::{self, LockMode, WHOLE_FILE_LEN};
 
 // ---------------------------------------------------------------------------
-// Layout
-
-const fn align_up(x: usize, a: usize) -> usize {
-    x.div_ceil(a) * a
-}
-
-/// Size of glibc's `pthread_mutex_t` (40 on x86_64).
-pub(crate) const MUTEX_SIZE: usize = std::mem::size_of::<libc::pthread_mutex_t>();
-const CACHELINE: usize = 64;
-
-/// The 56-bit MDBX magic shared by data and lock files.
-pub(crate) const MDBX_MAGIC: u64 = 0x59659DBDEF4C11;
-
-/// A generation of the libmdbx lock-file layout (docs/lock-format.md).
-///
-/// The data file is the same for every generation (data format v3); only the
-/// lock file that processes sharing a database use to coordinate differs, and
-/// every process that has the database open at the same time must use the
-/// same one. rdbx joins whichever of these it finds in use; this choice only
-/// decides what it creates when it is the first to open a database
-/// ([`crate::EnvBuilder::lock_format`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum LockFormat {
-    /// Lock format v6, of libmdbx 0.13.x (e.g. the libmdbx vendored by reth).
-    V6,
-    /// Lock format v7, of libmdbx 0.14.2 and later (rdbx's default).
-    #[default]
-    V7,
-}
-
-impl LockFormat {
-    /// The version number stored in the low byte of the lock file's magic.
-    pub fn version(self) -> u8 {
-        match self {
-            LockFormat::V6 => 6,
-            LockFormat::V7 => 7,
-        }
-    }
-
-    /// The format with version number `v`, if rdbx supports it.
-    pub fn from_version(v: u64) -> Option<LockFormat> {
-        match v {
-            6 => Some(LockFormat::V6),
-            7 => Some(LockFormat::V7),
-            _ => None,
-        }
-    }
-
-    /// The libmdbx release line that uses this format.
-    pub fn libmdbx_line(self) -> &'static str {
-        match self {
-            LockFormat::V6 => "libmdbx 0.13",
-            LockFormat::V7 => "libmdbx 0.14.2+",
-        }
-    }
-
-    pub(crate) fn layout(self) -> &'static LockLayout {
-        match self {
-            LockFormat::V6 => &LAYOUT_V6,
-            LockFormat::V7 => &LAYOUT_V7,
-        }
-    }
-}
-
-impl std::fmt::Display for LockFormat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "v{} ({})", self.version(), self.libmdbx_line())
-    }
-}
-
-impl std::str::FromStr for LockFormat {
-    type Err = String;
-    /// `6`, `v6`, `7` or `v7`.
-    fn from_str(s: &str) -> std::result::Result<LockFormat, String> {
-        let t = s.trim();
-        let t = t.strip_prefix(['v', 'V']).unwrap_or(t);
-        t.parse::<u64>()
-            .ok()
-            .and_then(LockFormat::from_version)
-            .ok_or_else(|| format!("unknown lock format {s:?} (expected 6 for libmdbx 0.13 or 7 for libmdbx 0.14)"))
-    }
-}
-
-// Fields at the same place in every generation.
-pub(crate) const OFF_MAGIC: usize = 0;
-pub(crate) const OFF_FORMAT: usize = 8;
-pub(crate) const OFF_ENVMODE: usize = 12;
-pub(crate) const OFF_AUTOSYNC_THRESHOLD: usize = 16;
-pub(crate) const OFF_META_SYNC_TXNID: usize = 20;
-pub(crate) const OFF_AUTOSYNC_PERIOD: usize = 24;
-pub(crate) const OFF_PGOPS: usize = 64;
-pub(crate) const OFF_PGOPS_WOPS: usize = OFF_PGOPS + 56;
-/// Counters of the `pgops` block in the order of [`PageOps::FIELDS`]
-/// (format doc §15.2): newly, cow, clone, split, merge, spill, unspill, wops,
-/// msync, fsync, prefault, mincore.
-const PGOPS_COUNTERS: usize = 12;
-/// libmdbx's `gc_prof_stat_t` (inside `pgops`): two u64, four u32 and a
-/// `{u64, u64, u32}` struct padded to 24.
-const GC_PROF_STAT_SIZE: usize = 56;
-
-/// Size of one reader slot (the same in v6 and v7).
-pub(crate) const SLOT_SIZE: usize = 32;
-pub(crate) const SLOT_TXNID: usize = 0;
-pub(crate) const SLOT_TID: usize = 8;
-pub(crate) const SLOT_PID: usize = 16;
-pub(crate) const SLOT_PAGES_USED: usize = 20;
-pub(crate) const SLOT_PAGES_RETIRED: usize = 24;
-
-/// `MDBX_LCK_SIGN` for POSIX pthread-mutex builds.
-const LCK_SIGN: u32 = 0x8017;
-
-/// Offsets of the fields that moved between lock-format generations
-/// (docs/lock-format.md), computed from `size_of::<pthread_mutex_t>()` with
-/// libmdbx's alignment rules (`pgops`, `wrt_lock`, `rdt_lock` and `rdt` start
-/// on 64-byte boundaries). Selected once when the lock file is opened.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct LockLayout {
-    pub format: LockFormat,
-    /// First 8 bytes of the lock file: `MDBX_MAGIC << 8 | version`.
-    pub magic: u64,
-    /// The `os_and_format` fingerprint at offset 8 (§15.3).
-    pub signature: u32,
-    pub pgops_size: usize,
-    pub wrt_lock: usize,
-    pub cached_oldest: usize,
-    /// `cached_oldest_retired`: v7 only.
-    pub cached_oldest_retired: Option<usize>,
-    pub eoos_timestamp: usize,
-    pub unsynced_pages: usize,
-    pub readers_check_timestamp: usize,
-    pub discarded_tail: usize,
-    pub readahead_anchor: usize,
-    pub mincore_begin: usize,
-    pub mincore_mask: usize,
-    pub rdt_lock: usize,
-    pub rdt_length: usize,
-    pub rdt_refresh_flag: usize,
-    /// Start of the reader table = size of the header.
-    pub rdt: usize,
-}
-
-impl LockLayout {
-    const fn new(format: LockFormat) -> LockLayout {
-        let v7 = matches!(format, LockFormat::V7);
-        let version: u64 = if v7 { 7 } else { 6 };
-        // `pgops`: 12 counters, `incoherence` + `reserved` (u32 each), then
-        // `gc_prof` = two gc_prof_stat_t and 5 u32 (v6) or 7 u32 (v7: plus
-        // `max_reader_lag`, `max_retained_pages`), padded to 8.
-        let gc_prof_u32s = if v7 { 7 } else { 5 };
-        let pgops_size = 8 * PGOPS_COUNTERS + 8 + align_up(2 * GC_PROF_STAT_SIZE + 4 * gc_prof_u32s, 8);
-        let wrt_lock = align_up(OFF_PGOPS + pgops_size, CACHELINE);
-        let cached_oldest = align_up(wrt_lock + MUTEX_SIZE, 8);
-        let (cached_oldest_retired, eoos_timestamp) =
-            if v7 { (Some(cached_oldest + 8), cached_oldest + 16) } else { (None, cached_oldest + 8) };
-        let unsynced_pages = eoos_timestamp + 8;
-        let readers_check_timestamp = unsynced_pages + 8;
-        let discarded_tail = readers_check_timestamp + 8;
-        let readahead_anchor = discarded_tail + 4;
-        let mincore_begin = readahead_anchor + 4;
-        let mincore_mask = align_up(mincore_begin + 16, 8);
-        let rdt_lock = align_up(mincore_mask + 32, CACHELINE);
-        let rdt_length = align_up(rdt_lock + MUTEX_SIZE, 4);
-        let rdt_refresh_flag = rdt_length + 4;
-        let rdt = align_up(rdt_refresh_flag + 4, CACHELINE);
-        let signature = LCK_SIGN
-            .wrapping_mul(27733)
-            .wrapping_add((SLOT_SIZE as u32).wrapping_mul(13))
-            .wrapping_add((SLOT_PAGES_USED as u32).wrapping_mul(251))
-            .wrapping_add((cached_oldest as u32).wrapping_mul(83))
-            .wrapping_add((rdt_length as u32).wrapping_mul(37))
-            .wrapping_add((rdt as u32).wrapping_mul(29));
-        LockLayout {
-            format,
-            magic: (MDBX_MAGIC << 8) | version,
-            signature,
-            pgops_size,
-            wrt_lock,
-            cached_oldest,
-            cached_oldest_retired,
-            eoos_timestamp,
-            unsynced_pages,
-            readers_check_timestamp,
-            discarded_tail,
-            readahead_anchor,
-            mincore_begin,
-            mincore_mask,
-            rdt_lock,
-            rdt_length,
-            rdt_refresh_flag,
-            rdt,
-        }
-    }
-
-    /// Size of the lock-file header (= offset of the reader table).
-    pub const fn header_size(&self) -> usize {
-        self.rdt
-    }
-
-    /// The layout whose magic is `magic`, if rdbx supports it.
-    pub fn for_magic(magic: u64) -> Option<&'static LockLayout> {
-        if magic >> 8 != MDBX_MAGIC {
-            return None;
-        }
-        LockFormat::from_version(magic & 0xFF).map(LockFormat::layout)
-    }
-}
-
-/// Lock format v6 (libmdbx 0.13.x).
-pub(crate) const LAYOUT_V6: LockLayout = LockLayout::new(LockFormat::V6);
-/// Lock format v7 (libmdbx 0.14.2+).
-pub(crate) const LAYOUT_V7: LockLayout = LockLayout::new(LockFormat::V7);
-
-/// Lock file layout generation rdbx creates by default (libmdbx 0.14.2 line).
-pub(crate) const LOCK_VERSION: u64 = 7;
-/// First 8 bytes of a v7 lock file.
-pub(crate) const LOCK_MAGIC: u64 = LAYOUT_V7.magic;
-/// The v7 `os_and_format` fingerprint (§15.3).
-pub(crate) const LOCK_FORMAT: u32 = LAYOUT_V7.signature;
-/// First 8 bytes of a v6 lock file.
-pub(crate) const LOCK_MAGIC_V6: u64 = LAYOUT_V6.magic;
-/// The v6 `os_and_format` fingerprint.
-pub(crate) const LOCK_FORMAT_V6: u32 = LAYOUT_V6.signature;
-/// The smallest header of any supported layout (the seize's "too short" test
-/// runs before the version is known).
-const MIN_HEADER_SIZE: usize = LAYOUT_V6.rdt;
-
-#[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
-const _: () = {
-    assert!(MUTEX_SIZE == 40);
-    assert!(OFF_PGOPS_WOPS == 120);
-    assert!(OFF_PGOPS + 8 * PGOPS_COUNTERS == 160);
-    // v7 (libmdbx 0.14.2+), offsets of `struct lck_t` on x86_64 glibc.
-    let l = &LAYOUT_V7;
-    assert!(l.magic == 0x59659DBDEF4C1107);
-    assert!(l.pgops_size == 248);
-    assert!(l.wrt_lock == 320);
-    assert!(l.cached_oldest == 360);
-    assert!(matches!(l.cached_oldest_retired, Some(368)));
-    assert!(l.eoos_timestamp == 376);
-    assert!(l.unsynced_pages == 384);
-    assert!(l.readers_check_timestamp == 392);
-    assert!(l.discarded_tail == 400);
-    assert!(l.readahead_anchor == 404);
-    assert!(l.mincore_begin == 408);
-    assert!(l.mincore_mask == 424);
-    assert!(l.rdt_lock == 512);
-    assert!(l.rdt_length == 552);
-    assert!(l.rdt_refresh_flag == 556);
-    assert!(l.rdt == 576);
-    assert!(l.signature == 0x3635569F);
-    // v6 (libmdbx 0.13.x): `pgops` 8 bytes shorter (no `max_reader_lag`,
-    // `max_retained_pages`; `wrt_lock` stays at 320 by alignment), no
-    // `cached_oldest_retired`, so everything after `cached_oldest` moves up
-    // 8 bytes and `rdt_lock` a whole cache line.
-    let l = &LAYOUT_V6;
-    assert!(l.magic == 0x59659DBDEF4C1106);
-    assert!(l.pgops_size == 240);
-    assert!(l.wrt_lock == 320);
-    assert!(l.cached_oldest == 360);
-    assert!(l.cached_oldest_retired.is_none());
-    assert!(l.eoos_timestamp == 368);
-    assert!(l.unsynced_pages == 376);
-    assert!(l.readers_check_timestamp == 384);
-    assert!(l.discarded_tail == 392);
-    assert!(l.readahead_anchor == 396);
-    assert!(l.mincore_begin == 400);
-    assert!(l.mincore_mask == 416);
-    assert!(l.rdt_lock == 448);
-    assert!(l.rdt_length == 488);
-    assert!(l.rdt_refresh_flag == 492);
-    assert!(l.rdt == 512);
-    assert!(l.signature == 0x3635461F);
-};
+// Counters
 
 /// Page-operation counters of the environment (libmdbx's `pgop_stat`), kept
 /// in the lock file and shared by every process that has the environment
@@ -424,75 +105,10 @@ impl PageOps {
     }
 }
 
-/// Default reader-table capacity request.
-pub(crate) const DEFAULT_READERS: u32 = 61;
-/// Upper bound of the reader-table capacity.
-pub(crate) const READERS_LIMIT: u32 = 32767;
-/// Canonical "no snapshot" txnid of a slot.
-pub(crate) const TXNID_NONE: u64 = u64::MAX;
-/// Slot `tid` of a parked read transaction (libmdbx `MDBX_TID_TXN_PARKED`).
-pub(crate) const TID_TXN_PARKED: u64 = u64::MAX;
-/// Slot `tid` of a parked read transaction a writer ousted (libmdbx
-/// `MDBX_TID_TXN_OUSTED`).
-pub(crate) const TID_TXN_OUSTED: u64 = u64::MAX - 1;
-/// Any slot txnid at or above this value means "no snapshot".
-pub(crate) const TXNID_INVALID_FROM: u64 = 0xFFFF_FFFF_0000_0000;
-/// Largest usable txnid (also `format::MAX_TXNID`: this module is compiled
-/// on its own by tests/lck.rs, so it keeps a copy, asserted equal in lib.rs).
-pub(crate) const MAX_TXNID: u64 = 0xFFFF_FFFE_FFFF_FFFF;
-/// `rdt_refresh_flag` value meaning "nothing changed since the last scan".
-pub(crate) const NOTHING_CHANGED: u32 = u32::from_be_bytes(*b"None");
-/// Minimal data-file size (3 metas of 256 bytes).
-const MIN_DXB_SIZE: u64 = 768;
-/// Bias subtracted from `meta_sync_txnid` for "written but not synced" metas
-/// in non-writemap lazy mode (§15.8).
-pub(crate) const LAZY_BIAS_FD: u32 = 0x5555_5555u32.wrapping_add(0x1FFF_FFFF);
-/// The same for a process writing with WRITEMAP (syncing with `msync`): a
-/// peer in the other mode then sees a value it does not expect and syncs the
-/// meta itself before relying on it, as libmdbx does.
-pub(crate) const LAZY_BIAS_MAP: u32 = 0x5555_5555u32.wrapping_sub(0x1FFF_FFFF);
-
-/// Environment mode flags recorded in `envmode` (§15.8).
-pub(crate) mod envmode {
-    pub const SAFE_NOSYNC: u32 = 0x10000;
-    pub const RDONLY: u32 = 0x20000;
-    pub const NOMETASYNC: u32 = 0x40000;
-    pub const WRITEMAP: u32 = 0x80000;
-    pub const UTTERLY_NOSYNC: u32 = SAFE_NOSYNC | 0x100000;
-    pub const NORDAHEAD: u32 = 0x800000;
-    pub const LIFORECLAIM: u32 = 0x4000000;
-    /// Flags that make up `envmode`.
-    pub const MASK: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC | LIFORECLAIM | NORDAHEAD | RDONLY | WRITEMAP;
-    /// "Lazy" durability flags.
-    pub const LAZY: u32 = SAFE_NOSYNC | UTTERLY_NOSYNC | NOMETASYNC;
-}
-
-/// Lock-file permissions derived from the data-file `mode` (§1.3):
-/// `(mode & 0o066) | 0o600`, plus group/other write where read was given.
-/// Idempotent, so an already converted mode may be passed again.
-pub(crate) fn lck_file_mode(mode: u32) -> u32 {
-    let mut m = (mode & 0o066) | 0o600;
-    if mode & 0o040 != 0 {
-        m |= 0o020;
-    }
-    if mode & 0o004 != 0 {
-        m |= 0o002;
-    }
-    m
-}
-
-/// Size of a freshly initialised lock file of layout `l` for `max_readers` slots.
-pub(crate) fn lck_size_for(l: &LockLayout, max_readers: u32) -> u64 {
-    let ps = os::page_size() as u64;
-    let raw = l.header_size() as u64 + u64::from(max_readers) * SLOT_SIZE as u64;
-    raw.div_ceil(ps) * ps
-}
-
-/// Reader capacity of a lock file of layout `l` and `size` bytes (clamped to
-/// [`READERS_LIMIT`]).
-pub(crate) fn max_readers_for(l: &LockLayout, size: u64) -> u32 {
-    let n = size.saturating_sub(l.header_size() as u64) / SLOT_SIZE as u64;
-    n.min(u64::from(READERS_LIMIT)) as u32
+/// Size of a freshly initialised lock file of layout `l` for `max_readers`
+/// slots on this system.
+fn lck_size(l: &LockLayout, max_readers: u32) -> u64 {
+    lck_size_for(l, max_readers, os::page_size())
 }
 
 // ---------------------------------------------------------------------------
@@ -568,10 +184,10 @@ impl Shared {
         self.region.u64_at(off)
     }
     fn slot_u64(&self, i: u32, field: usize) -> &AtomicU64 {
-        self.region.u64_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
+        self.region.u64_at(self.layout.slot_field(i, field))
     }
     fn slot_u32(&self, i: u32, field: usize) -> &AtomicU32 {
-        self.region.u32_at(self.layout.rdt + i as usize * SLOT_SIZE + field)
+        self.region.u32_at(self.layout.slot_field(i, field))
     }
     fn wrt_lock(&self) -> SharedMutex<'_> {
         self.region.mutex_at(self.layout.wrt_lock)
@@ -621,7 +237,7 @@ pub(crate) struct LockFile {
     pending_downgrade: AtomicBool,
     /// `envmode` of the lock-less stub.
     lockless_envmode: AtomicU32,
-    /// This process writes with WRITEMAP (chooses the lazy bias, §15.8).
+    /// This process writes with WRITEMAP (chooses the lazy bias; docs/lock-format.md, "Sync and mode fields").
     writemap: std::sync::atomic::AtomicBool,
     /// Removed from the registry after `Drop::drop` ran (field drop order).
     _registry: RegistryEntry,
@@ -644,7 +260,7 @@ fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
     Ok(d.len() < MIN_DXB_SIZE || l.len() < (MIN_HEADER_SIZE + SLOT_SIZE) as u64)
 }
 
-/// The §15.7 seize: returns whether we are exclusive.
+/// The seize (docs/lock-format.md, "File locks"): returns whether we are exclusive.
 fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
     let mut rounds = 0u32;
     loop {
@@ -698,27 +314,24 @@ fn stale_layout(lck: &File) -> io::Result<Option<&'static LockLayout>> {
 }
 
 impl LockFile {
-    /// Opens (creating with the permissions derived from `mode`, §1.3; `mode`
+    /// Opens (creating with the permissions derived from `mode`, docs/format.md, "Files"; `mode`
     /// 0 = the data file's mode) the lock file at `lck_path` and runs the
-    /// libmdbx seize protocol (§15.7) against the already-open data file `dxb`
+    /// libmdbx seize protocol (docs/lock-format.md, "File locks") against the already-open data file `dxb`
     /// (opened read-write unless `read_only`).
     ///
     /// * First opener: sizes the file to `round_up_4096(header + max_readers*32)`
     ///   (`max_readers` 0 = 61), zeroes it, writes magic, format,
     ///   `pgops.wops = 1`, initialises both mutexes; `exclusive = true`. The
     ///   layout is the one an unused lock file left behind carries (v6 stays
-    ///   v6), v7 otherwise; see [`LockFile::open_as`] to choose.
+    ///   v6), v7 otherwise; or the one `create` names.
     /// * Shared opener: joins the layout in use (v6 or v7), verifying size,
     ///   magic (foreign -> `Invalid`, unsupported version -> `VersionMismatch`)
     ///   and format signature (`VersionMismatch`).
     /// * Read-only environment whose lock file cannot be opened because of
     ///   `EROFS`/`EACCES`/`EPERM`: lock-less mode (whole-dxb READ lock only).
     /// * A second open of the same data file in this process -> `Busy`.
-    pub fn open(lck_path: &Path, dxb: &File, read_only: bool, max_readers: u32, mode: u32) -> Result<LockOpen> {
-        Self::open_as(lck_path, dxb, read_only, max_readers, mode, None)
-    }
-
-    /// [`LockFile::open`] with the layout a first opener creates: `Some(f)`
+    ///
+    /// The layout a first opener creates: `Some(f)`
     /// creates `f` whatever an unused lock file contained, `None` keeps the
     /// version of the unused lock file when it is v6 or v7 and creates v7 when
     /// it is empty or unreadable. A shared opener always joins the layout in
@@ -833,7 +446,7 @@ impl LockFile {
                 Some(f) => f.layout(),
                 None => tri!(stale_layout(&lck_file)).unwrap_or(&LAYOUT_V7),
             };
-            let size = lck_size_for(layout, requested);
+            let size = lck_size(layout, requested);
             tri!(os::file::set_len(&lck_file, size));
             (size, layout)
         } else {
@@ -860,7 +473,7 @@ impl LockFile {
         } else {
             let magic = region.u64_at(OFF_MAGIC).load(Ordering::Acquire);
             let Some(layout) = LockLayout::for_magic(magic) else {
-                let e = if magic >> 8 != MDBX_MAGIC {
+                let e = if !is_mdbx_magic(magic) {
                     Error::Invalid(format!("lock file {} has an invalid magic {magic:#018x}", path.display()))
                 } else {
                     Error::VersionMismatch(format!(
@@ -913,16 +526,12 @@ impl LockFile {
     }
 
     /// Whether this is the lock-less stub (read-only filesystem).
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn is_lockless(&self) -> bool {
         self.shared.is_none()
     }
 
-    /// Path of the lock file.
-    pub fn path(&self) -> &Path {
-        &self.lck_path
-    }
-
-    /// Applies the §15.8 `envmode` rule for a read-write opener that is not
+    /// Applies the `envmode` rule (docs/lock-format.md, "Sync and mode fields") for a read-write opener that is not
     /// the initialiser (call right after `open`, before using the data file):
     /// a recorded pure `RDONLY` is replaced (CAS) by `flags`; then with
     /// `accede` the recorded mode flags are adopted, otherwise a difference in
@@ -969,7 +578,7 @@ impl LockFile {
     }
 
     /// Called after meta recovery. If we initialised: stores `envmode`
-    /// (masked to the §15.8 flags), `meta_sync_txnid = low32(recent_txnid)`,
+    /// (masked to `envmode::MASK`), `meta_sync_txnid = low32(recent_txnid)`,
     /// `readers_check_timestamp`, then downgrades the locks (dxb: keep only
     /// byte `pid`; lck byte 0: READ). A no-op for shared openers (they swept
     /// dead readers in `open`). Idempotent.
@@ -997,7 +606,8 @@ impl LockFile {
         self.writemap.store(yes, Ordering::Relaxed);
     }
 
-    /// The recorded environment mode (§15.8).
+    /// The recorded environment mode (`envmode`).
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn envmode(&self) -> u32 {
         match &self.shared {
             Some(sh) => sh.u32(OFF_ENVMODE).load(Ordering::Acquire),
@@ -1095,6 +705,7 @@ impl LockFile {
 
     /// Unlocks the writer lock detached with [`WriterGuard::into_raw`]; must be
     /// called on the thread that locked it.
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn unlock_raw_writer(&self, raw: RawWriter) -> Result<()> {
         drop(raw);
         match &self.shared {
@@ -1129,7 +740,7 @@ impl LockFile {
 
     /// A reader slot for one read transaction. Reuses a slot this `LockFile`
     /// already registered when one is idle (lock-free); otherwise registers a
-    /// new slot under `rdt_lock` (§15.6 "Registering a slot"), taking the
+    /// new slot under `rdt_lock` (docs/lock-format.md, "Reader protocol"), taking the
     /// per-process pid lock on the first registration.
     pub fn acquire_reader(&self) -> Result<ReaderSlot<'_>> {
         let Some(sh) = &self.shared else {
@@ -1218,6 +829,7 @@ impl LockFile {
     }
 
     /// Returns a detached slot (see [`ReaderSlot::into_raw`]).
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn reader_from_raw(&self, raw: RawReaderSlot) -> ReaderSlot<'_> {
         ReaderSlot { lck: self, idx: raw.0 }
     }
@@ -1255,9 +867,9 @@ impl LockFile {
     }
 
     /// Oldest snapshot still needed: `min(steady_txnid, txnid of every live
-    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol of
-    /// §15.6 (stale slots below the previous cached value are kicked like
-    /// libmdbx does). It updates the shared cache: call only while holding
+    /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol
+    /// (docs/lock-format.md, "Reader protocol"; stale slots below the
+    /// previous cached value are kicked like libmdbx does). It updates the shared cache: call only while holding
     /// the writer lock (a libmdbx writer asserts that the cache never passes
     /// its own transaction).
     pub fn oldest_reader(&self, steady_txnid: u64) -> u64 {
@@ -1404,7 +1016,7 @@ impl LockFile {
     }
 
     /// The largest `snapshot_pages_used` over live slots holding a snapshot
-    /// (for the shrink rule §14.3 step 2).
+    /// (for step 2 of the shrink rule, docs/format.md, "Shrink").
     pub fn max_reader_pages_used(&self) -> u32 {
         self.max_reader_pages_used_upto(MAX_TXNID)
     }
@@ -1439,7 +1051,8 @@ impl LockFile {
 
     /// After a commit: `rdt_refresh_flag = 0`; `meta_sync_txnid = low32(txnid)`
     /// when the meta itself is on stable storage (`meta_synced`), else minus the
-    /// lazy bias, as libmdbx marks a meta it wrote without syncing (§15.8). A
+    /// lazy bias, as libmdbx marks a meta it wrote without syncing
+    /// (docs/lock-format.md, "Sync and mode fields"). A
     /// steady commit (its data synced) resets `unsynced_pages` and
     /// `eoos_timestamp`; its unsynced meta counts as one unsynced page.
     pub fn after_commit(&self, txnid: u64, steady: bool, meta_synced: bool) {
@@ -1499,6 +1112,8 @@ impl LockFile {
         }
     }
 
+    /// `meta_sync_txnid` of the lock region (0 in lock-less mode).
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn meta_sync_txnid(&self) -> u32 {
         self.shared.as_ref().map_or(0, |sh| sh.u32(OFF_META_SYNC_TXNID).load(Ordering::Acquire))
     }
@@ -1545,11 +1160,6 @@ impl LockFile {
         false
     }
 
-    /// `eoos_timestamp` of the lock region (0: in sync).
-    pub fn eoos_timestamp(&self) -> u64 {
-        self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.eoos_timestamp).load(Ordering::Relaxed))
-    }
-
     /// `cached_oldest_txnid` of the lock region (0 in lock-less mode).
     pub fn cached_oldest(&self) -> u64 {
         self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.cached_oldest).load(Ordering::SeqCst))
@@ -1582,7 +1192,7 @@ impl LockFile {
 
     // -- dead-reader sweep ---------------------------------------------------
 
-    /// Dead-reader sweep (§15.7); returns how many slots were cleared.
+    /// Dead-reader sweep (docs/lock-format.md, "File locks"); returns how many slots were cleared.
     pub fn sweep_dead_readers(&self) -> Result<u32> {
         if self.shared.is_none() {
             return Ok(0);
@@ -1650,7 +1260,7 @@ impl LockFile {
 }
 
 impl Drop for LockFile {
-    /// The §15.7 "Closing" protocol.
+    /// The closing protocol (docs/lock-format.md, "File locks").
     fn drop(&mut self) {
         if let Some(sh) = self.shared.take() {
             // Release our reader slots.
@@ -1707,12 +1317,14 @@ pub(crate) struct WriterGuard<'a> {
 impl WriterGuard<'_> {
     /// Whether the previous owner died holding the lock (`EOWNERDEAD`,
     /// recovered): its write transaction is to be treated as aborted.
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn owner_died(&self) -> bool {
         self.owner_died
     }
 
     /// Detaches the lock from the guard without unlocking; release it later on
     /// the same thread with [`LockFile::unlock_raw_writer`].
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn into_raw(self) -> RawWriter {
         std::mem::forget(self);
         RawWriter { _not_send: PhantomData }
@@ -1759,11 +1371,12 @@ impl ReaderSlot<'_> {
     }
 
     /// Slot number in the reader table (`u32::MAX` in lock-less mode).
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn index(&self) -> u32 {
         self.idx
     }
 
-    /// Starts a snapshot (§15.6 "Starting a read transaction" step 2):
+    /// Starts a snapshot (docs/lock-format.md, "Reader protocol"):
     /// `txnid = all-ones`; `snapshot_pages_used`; `snapshot_pages_retired`;
     /// then `txnid = T`; `rdt_refresh_flag = 1`.
     pub fn publish(&self, txnid: u64, pages_used: u32, pages_retired: u64) {
@@ -1789,7 +1402,7 @@ impl ReaderSlot<'_> {
         }
     }
 
-    /// `cached_oldest_txnid` of the lock region (for the §15.6 step-3 check).
+    /// `cached_oldest_txnid` of the lock region (for the reader's re-check, docs/lock-format.md, "Reader protocol").
     pub fn cached_oldest(&self) -> u64 {
         self.lck.cached_oldest()
     }
@@ -1887,6 +1500,7 @@ impl ReaderSlot<'_> {
     /// Detaches the slot (still busy, snapshot kept) so it can be stored
     /// without a borrow; re-attach with [`LockFile::reader_from_raw`] on the
     /// same `LockFile`, then drop it.
+    #[allow(dead_code)] // only tests/lck.rs calls it
     pub fn into_raw(self) -> RawReaderSlot {
         let raw = RawReaderSlot(self.idx);
         std::mem::forget(self);
@@ -1926,64 +1540,4 @@ pub(crate) struct ReaderInfo {
     pub txnid: Option<u64>,
     pub pages_used: u32,
     pub pages_retired: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn format_constant() {
-        assert_eq!(LOCK_FORMAT, 0x3635569F);
-        assert_eq!(LOCK_MAGIC, 0x59659DBDEF4C1107);
-        assert_eq!(LAYOUT_V7.header_size(), 576);
-        assert_eq!(LOCK_FORMAT_V6, 0x3635461F);
-        assert_eq!(LOCK_MAGIC_V6, 0x59659DBDEF4C1106);
-        assert_eq!(LAYOUT_V6.header_size(), 512);
-        assert_eq!(NOTHING_CHANGED, 0x4E6F6E65);
-        assert_eq!(8u32.wrapping_sub(LAZY_BIAS_FD), 0x8AAAAAB4);
-    }
-
-    #[test]
-    fn sizes() {
-        let v7 = &LAYOUT_V7;
-        assert_eq!(lck_size_for(v7, 61), 4096);
-        assert_eq!(max_readers_for(v7, 4096), 110);
-        assert_eq!(max_readers_for(v7, 0), 0);
-        assert_eq!(max_readers_for(v7, 1 << 30), READERS_LIMIT);
-        assert_eq!(lck_size_for(v7, 111), 8192);
-        let v6 = &LAYOUT_V6;
-        assert_eq!(lck_size_for(v6, 61), 4096);
-        assert_eq!(max_readers_for(v6, 4096), 112);
-        assert_eq!(lck_size_for(v6, 112), 4096);
-        assert_eq!(lck_size_for(v6, 113), 8192);
-    }
-
-    #[test]
-    fn lock_format_names() {
-        assert_eq!("6".parse::<LockFormat>(), Ok(LockFormat::V6));
-        assert_eq!("v7".parse::<LockFormat>(), Ok(LockFormat::V7));
-        assert_eq!(" V6 ".parse::<LockFormat>(), Ok(LockFormat::V6));
-        assert!("5".parse::<LockFormat>().is_err());
-        assert!("".parse::<LockFormat>().is_err());
-        assert_eq!(LockFormat::default(), LockFormat::V7);
-        assert_eq!(LockFormat::V6.to_string(), "v6 (libmdbx 0.13)");
-        for f in [LockFormat::V6, LockFormat::V7] {
-            assert_eq!(LockFormat::from_version(u64::from(f.version())), Some(f));
-            assert_eq!(LockLayout::for_magic(f.layout().magic).map(|l| l.format), Some(f));
-        }
-        assert!(LockLayout::for_magic((MDBX_MAGIC << 8) | 5).is_none());
-        assert!(LockLayout::for_magic(0x1234).is_none());
-    }
-
-    #[test]
-    fn lck_modes() {
-        assert_eq!(lck_file_mode(0o644), 0o666);
-        assert_eq!(lck_file_mode(0o664), 0o666);
-        assert_eq!(lck_file_mode(0o600), 0o600);
-        assert_eq!(lck_file_mode(0o640), 0o660);
-        for m in 0..0o1000 {
-            assert_eq!(lck_file_mode(lck_file_mode(m)), lck_file_mode(m));
-        }
-    }
 }

@@ -26,15 +26,16 @@
 //! ```
 //!
 //! Layout of the crate (one concern per module): `format` parses and builds the
-//! on-disk structures from byte slices (no I/O, no `unsafe`); `os` holds the only
-//! `unsafe` (memory map, file I/O, OFD locks, robust mutexes); `lck` is the shared
-//! lock file; `io` is the seam for page writes and syncs; `env` opens files and
-//! chooses metas; `txn` holds read/write transactions (`txn/`: page life
-//! cycle, spilling, nested transactions, commit, the write cursor); `gc`
-//! allocates pages from the GC and writes its records; `btree` searches and
-//! edits trees, reading pages only through `btree::pages::Pages` and
-//! writing them only through the `btree::writer::TreeWriter` trait, which
-//! the write transaction implements (`txn/tree_writer.rs`).
+//! on-disk structures of both files from byte slices (no I/O, no `unsafe`;
+//! docs/format.md, docs/lock-format.md); `os` holds the only `unsafe` (memory
+//! map, file I/O, OFD locks, robust mutexes); `lck` runs the shared lock file;
+//! `io` is the seam for page writes and syncs; `env` opens files and chooses
+//! metas; `txn` holds read/write transactions (`txn/`: page life cycle,
+//! spilling, nested transactions, commit, the write cursor); `gc` allocates
+//! pages from the GC and writes its records; `btree` searches and edits
+//! trees, reading pages only through `btree::pages::Pages` and writing them
+//! only through the `btree::writer::TreeWriter` trait, which the write
+//! transaction implements (`txn/tree_writer.rs`).
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -47,6 +48,10 @@ mod diff;
 mod env;
 mod error;
 mod flags;
+// Raw parsers and editors of the on-disk structures, public for the
+// workspace's tools, tests and fuzzers only: not part of the API, no
+// stability promise.
+#[doc(hidden)]
 pub mod format;
 mod gc;
 pub mod inspect;
@@ -67,13 +72,10 @@ pub use diff::{diff_tables, DiffCounts, DiffKind, DiffOptions, DiffRecord, ORDER
 pub use env::{Durability, Env, EnvBuilder, EnvInfo, Geometry};
 pub use error::{Error, Reason, Result};
 pub use flags::{DbFlags, PutFlags};
+pub use format::lock::LockFormat;
 pub use io::IoFaults;
 pub use iter::{Iter, KeyRange, ReadTxn};
-pub use lck::{LockFormat, PageOps};
+pub use lck::PageOps;
 pub use readers::{GcInfo, ReaderInfo, Retainer, SlowReader, SlowReaderAction, SlowReaderFn};
 pub use space::{GcRecord, SpaceReport, TableSpace};
 pub use txn::{Db, NestedTxn, RoTxn, RwCursor, RwTxn, Stat, TxnInfo};
-
-// The lock-file module keeps copies of format constants (it is also compiled
-// alone by tests/lck.rs): they must agree.
-const _: () = assert!(lck::MAX_TXNID == format::MAX_TXNID);

@@ -1,6 +1,6 @@
 //! The rest of the data model (issue 3): bounds, multi-value pages, replace,
 //! is_dirty, sequences, canary, and the information calls — checked against the
-//! results the behaviour spec records for libmdbx.
+//! results libmdbx gives for the same calls.
 
 use rdbx::{DbFlags, Env, Error, PutFlags};
 
@@ -59,7 +59,7 @@ fn bounds_like_libmdbx() {
     assert_eq!(ub(&mut c, "a", Some("3")).as_deref(), Some("c:1"));
     assert_eq!(ub(&mut c, "e", Some("6")), None);
     assert_eq!(ub(&mut c, "b", None).as_deref(), Some("c:1"));
-    // dup navigation (behaviour spec B.10 table)
+    // dup navigation (libmdbx's cursor operations on a DUPSORT table)
     assert_eq!(s(c.first().unwrap()).as_deref(), Some("a:1"));
     assert_eq!(s(c.next().unwrap()).as_deref(), Some("a:2"));
     assert_eq!(s(c.next_dup().unwrap()).as_deref(), Some("a:3"));

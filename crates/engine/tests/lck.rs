@@ -9,6 +9,12 @@
 
 #[path = "../src/error.rs"]
 mod error;
+#[path = "../src/flags.rs"]
+mod flags;
+// `format` is public in the engine, where clippy spares its exported names.
+#[allow(clippy::wrong_self_convention)]
+#[path = "../src/format/mod.rs"]
+mod format;
 #[path = "../src/lck.rs"]
 mod lck;
 #[path = "../src/os/mod.rs"]
@@ -22,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use error::Error;
+use format::lock::{LAYOUT_V6, LAYOUT_V7};
 use lck::{LockFile, LockFormat, LockOpen};
 
 const CHILD_ENV: &str = "RDBX_LCK_TEST_CHILD";
@@ -43,7 +50,7 @@ fn open_dxb(path: &Path) -> File {
 }
 
 fn open_lck(dxb: &File, lck: &Path) -> LockOpen {
-    LockFile::open(lck, dxb, false, 61, 0o644).unwrap()
+    LockFile::open_as(lck, dxb, false, 61, 0o644, None).unwrap()
 }
 
 fn read_file(path: &Path) -> Vec<u8> {
@@ -139,16 +146,16 @@ fn spawn_child_as(mode: &str, dir: &Path, create: LockFormat) -> (Child, BufRead
 
 #[test]
 fn format_constant() {
-    assert_eq!(lck::LOCK_FORMAT, 0x3635569F);
-    assert_eq!(lck::LOCK_MAGIC, 0x59659DBDEF4C1107);
+    assert_eq!(LAYOUT_V7.signature, 0x3635569F);
+    assert_eq!(LAYOUT_V7.magic, 0x59659DBDEF4C1107);
     let f = 0x8017u32 * 27733 + 32 * 13 + 20 * 251 + 360 * 83 + 552 * 37 + 576 * 29;
     assert_eq!(f, 0x3635569F);
 }
 
 #[test]
 fn format_constant_v6() {
-    assert_eq!(lck::LOCK_FORMAT_V6, 0x3635461F);
-    assert_eq!(lck::LOCK_MAGIC_V6, 0x59659DBDEF4C1106);
+    assert_eq!(LAYOUT_V6.signature, 0x3635461F);
+    assert_eq!(LAYOUT_V6.magic, 0x59659DBDEF4C1106);
     // libmdbx 0.13: cached_oldest 360, rdt_length 488, rdt 512.
     let f = 0x8017u32 * 27733 + 32 * 13 + 20 * 251 + 360 * 83 + 488 * 37 + 512 * 29;
     assert_eq!(f, 0x3635461F);
@@ -216,8 +223,8 @@ fn stale_lock_file_keeps_its_version() {
     assert!(open.exclusive);
     assert_eq!(open.lck.format(), Some(LockFormat::V6));
     let b = read_file(&lck_path);
-    assert_eq!(u64_at(&b, 0), lck::LOCK_MAGIC_V6);
-    assert_eq!(u32_at(&b, 8), lck::LOCK_FORMAT_V6);
+    assert_eq!(u64_at(&b, 0), LAYOUT_V6.magic);
+    assert_eq!(u32_at(&b, 8), LAYOUT_V6.signature);
     assert!(b[512..].iter().all(|&x| x == 0));
     drop(open);
 
@@ -225,11 +232,11 @@ fn stale_lock_file_keeps_its_version() {
     std::fs::write(&lck_path, &stale).unwrap();
     let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, Some(LockFormat::V7)).unwrap();
     assert_eq!(open.lck.format(), Some(LockFormat::V7));
-    assert_eq!(u64_at(&read_file(&lck_path), 0), lck::LOCK_MAGIC);
+    assert_eq!(u64_at(&read_file(&lck_path), 0), LAYOUT_V7.magic);
     drop(open);
 
     // A stale v7 file stays v7; an empty or foreign one becomes v7.
-    for first in [lck::LOCK_MAGIC.to_le_bytes(), 0x1234u64.to_le_bytes()] {
+    for first in [LAYOUT_V7.magic.to_le_bytes(), 0x1234u64.to_le_bytes()] {
         let mut f = stale.clone();
         f[..8].copy_from_slice(&first);
         std::fs::write(&lck_path, &f).unwrap();
@@ -342,7 +349,7 @@ fn create_layout() {
 fn bigger_reader_table() {
     let (_dir, dxb_path, lck_path) = make_env();
     let dxb = open_dxb(&dxb_path);
-    let open = LockFile::open(&lck_path, &dxb, false, 200, 0o600).unwrap();
+    let open = LockFile::open_as(&lck_path, &dxb, false, 200, 0o600, None).unwrap();
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 8192);
     assert_eq!(open.lck.max_readers(), (8192 - 576) / 32);
 }
@@ -354,7 +361,7 @@ fn second_open_in_process_is_busy() {
     let open = open_lck(&dxb, &lck_path);
     open.lck.finish_open(0, 3).unwrap();
     let dxb2 = open_dxb(&dxb_path);
-    match LockFile::open(&lck_path, &dxb2, false, 61, 0o644) {
+    match LockFile::open_as(&lck_path, &dxb2, false, 61, 0o644, None) {
         Err(Error::Busy(msg)) => assert!(msg.contains("already open in this process"), "{msg}"),
         other => panic!("expected Busy, got {other:?}"),
     }
@@ -422,7 +429,7 @@ fn reader_slots_publish_clear_and_pool() {
     assert_eq!(rs[0].pages_used, 100);
     assert_eq!(rs[0].pages_retired, 5);
     assert_eq!(rs[0].tid, os::thread_self());
-    // The raw bytes of the slot (§15.5).
+    // The raw bytes of the slot (docs/lock-format.md, "Reader slot").
     let b = read_file(&lck_path);
     let off = 576 + 32 * rs[0].slot as usize;
     assert_eq!(u64_at(&b, off), 7);
@@ -584,7 +591,7 @@ fn live_process_slot_is_kept_and_last_closer_truncates() {
     // We were not the last user: the lock file keeps its content.
     assert_eq!(std::fs::metadata(&lck_path).unwrap().len(), 4096);
     let b = read_file(&lck_path);
-    assert_eq!(u64_at(&b, 0), lck::LOCK_MAGIC);
+    assert_eq!(u64_at(&b, 0), LAYOUT_V7.magic);
     // Our slot was released (pid 0).
     let n = u32_at(&b, 552) as usize;
     for i in 0..n {
@@ -649,27 +656,27 @@ fn shared_open_verifies_header() {
 
     let put = |off: u64, bytes: &[u8]| os::file::pwrite_all(&raw, &[bytes], off).unwrap();
     put(0, &0x59659DBDEF4C1106u64.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
+    assert!(matches!(LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None), Err(Error::VersionMismatch(_))));
     put(0, &0x1234u64.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::Invalid(_))));
+    assert!(matches!(LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None), Err(Error::Invalid(_))));
     put(0, &orig[..8]);
     put(8, &0x3635461Fu32.to_le_bytes());
-    assert!(matches!(LockFile::open(&lck_path, &dxb, false, 61, 0o644), Err(Error::VersionMismatch(_))));
+    assert!(matches!(LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None), Err(Error::VersionMismatch(_))));
     // A v6 magic over a v7 layout: the v6 signature does not match.
     put(0, &0x59659DBDEF4C1106u64.to_le_bytes());
     put(8, &orig[8..12]);
-    match LockFile::open(&lck_path, &dxb, false, 61, 0o644) {
+    match LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None) {
         Err(Error::VersionMismatch(m)) => assert!(m.contains("signature"), "{m}"),
         other => panic!("expected VersionMismatch, got {other:?}"),
     }
     // An unsupported version.
     put(0, &0x59659DBDEF4C1108u64.to_le_bytes());
-    match LockFile::open(&lck_path, &dxb, false, 61, 0o644) {
+    match LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None) {
         Err(Error::VersionMismatch(m)) => assert!(m.contains("version 8"), "{m}"),
         other => panic!("expected VersionMismatch, got {other:?}"),
     }
     put(0, &orig[..8]);
-    let open = LockFile::open(&lck_path, &dxb, false, 61, 0o644).unwrap();
+    let open = LockFile::open_as(&lck_path, &dxb, false, 61, 0o644, None).unwrap();
     assert!(!open.exclusive);
     drop(open);
 
@@ -688,7 +695,7 @@ fn exclusive_opener_reinitialises_garbage() {
     assert!(open.exclusive);
     let b = read_file(&lck_path);
     assert_eq!(b.len(), 4096);
-    assert_eq!(u64_at(&b, 0), lck::LOCK_MAGIC);
+    assert_eq!(u64_at(&b, 0), LAYOUT_V7.magic);
     assert!(b[576..].iter().all(|&x| x == 0));
     open.lck.finish_open(0, 3).unwrap();
     drop(open.lck.acquire_reader().unwrap());
@@ -721,8 +728,8 @@ fn lockless_fallback_for_read_only() {
     }
     let (_dir, dxb_path, _) = make_env();
     let dxb = File::open(&dxb_path).unwrap();
-    assert!(LockFile::open(lck_path, &dxb, false, 61, 0o644).is_err());
-    let open = LockFile::open(lck_path, &dxb, true, 61, 0o644).unwrap();
+    assert!(LockFile::open_as(lck_path, &dxb, false, 61, 0o644, None).is_err());
+    let open = LockFile::open_as(lck_path, &dxb, true, 61, 0o644, None).unwrap();
     assert!(open.lck.is_lockless());
     open.lck.finish_open(0x20000, 3).unwrap();
     assert_eq!(open.lck.envmode(), 0x20000);

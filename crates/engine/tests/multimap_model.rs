@@ -340,7 +340,7 @@ fn open_env(ps: usize, dir: &Path, spill: bool) -> rdbx::Result<Env> {
     if spill { b.dirty_page_limit(1) } else { b }.open(dir)
 }
 
-/// Largest value of the DUP_SORT table (format doc §5.5).
+/// Largest value of the DUP_SORT table (docs/format.md, "Size limits").
 fn max_val(ps: usize) -> usize {
     (((ps - 20 - 10) / 2 - 2) & !1) - 8
 }

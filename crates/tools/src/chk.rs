@@ -331,7 +331,11 @@ fn print_report(a: &ChkArgs, env: &rdbx::Env, r: &CheckReport, elapsed: f64) {
             let _ = writeln!(o, " - Peek the meta-pages...");
             let kmax = env.max_key_size(rdbx::DbFlags::empty());
             let kmin = env.max_key_size(rdbx::DbFlags::DUP_SORT);
-            let _ = writeln!(o, "      pagesize {} ({} system), max keysize {kmin}..{kmax}", r.page_size, 4096);
+            let _ = writeln!(
+                o,
+                "      pagesize {} ({} system), max keysize {kmin}..{kmax}",
+                r.page_size, r.system_page_size
+            );
             let _ = writeln!(o, "      mapsize {} ({})", r.geo_now * ps, common::human(r.geo_now * ps));
             if r.geo_lower != r.geo_upper {
                 let _ = writeln!(

@@ -1,5 +1,5 @@
 //! `rdbx-tools chk`: clean databases (libmdbx-made golden files, rdbx-made
-//! databases) and the corruption cases of behaviour spec A.10, applied to a
+//! databases) and a catalogue of hand-made corruption cases, applied to a
 //! copy of the golden `g1` database by locating pages structurally.
 
 mod common;

@@ -1,16 +1,16 @@
 //! Read cursors: a stack of (page, index) from the root to a leaf. Pages have no
 //! sibling links, so moving past the end of a leaf climbs until an index can move
-//! and descends again (format doc §5.6).
+//! and descends again (docs/format.md, "Searching").
 //!
 //! On a DUPSORT table the cursor holds a second, inner cursor over the values of
 //! the current key: over the key's sub-page (an inline miniature leaf) or over
-//! its nested tree, whose keys are the values (format doc §11).
+//! its nested tree, whose keys are the values (docs/format.md, "Multimap values").
 
 use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::btree::pages::Pages;
 use crate::error::{Error, Result};
-use crate::format::node::{self, N_DUP, N_TREE};
-use crate::format::page::Page;
+use crate::format::node::{self, N_BIG, N_DUP, N_TREE};
+use crate::format::page::{flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{PAGEHDRSZ, P_INVALID};
 
@@ -96,7 +96,7 @@ impl<'t> Cursor<'t> {
     #[inline]
     fn current_pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
-        if l.page.is_dupfix() || l.page.flags() & 0x40 != 0 {
+        if l.page.is_dupfix() || l.page.is_subpage() {
             // A page of values (nested tree leaf or sub-page): keys only.
             return Ok((key_at(l.page, l.idx, l.pgno)?, &[]));
         }
@@ -111,6 +111,22 @@ impl<'t> Cursor<'t> {
         }
         let v = node_value(&self.pages, &n, l.pgno, l.page.txnid())?;
         Ok((n.key, v))
+    }
+
+    /// The record at `idx` of a table without multi-value keys: the common
+    /// leaf is parsed here, inlined into `next`/`prev` (a call returning the
+    /// pair through memory cost a store-forwarding stall per record); pages
+    /// of values and large values take the general path.
+    #[inline(always)]
+    fn plain_pair(&self, page: Page<'t>, idx: usize, pgno: u32) -> Result<Pair<'t>> {
+        if page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
+            return self.current_pair();
+        }
+        let n = node::node(page, idx, pgno)?;
+        if n.flags & (N_DUP | N_BIG) == 0 {
+            return Ok((n.key, n.data));
+        }
+        self.current_pair()
     }
 
     /// Sets up the inner cursor for the node under the cursor (DUPSORT tables).
@@ -273,9 +289,11 @@ impl<'t> Cursor<'t> {
         // multi-value keys.
         if self.dup_cmp.is_none() {
             if let Some(l) = &mut self.stack[self.depth - 1] {
-                if l.idx + 1 < l.page.num_entries() {
-                    l.idx += 1;
-                    return self.current_pair().map(Some);
+                let idx = l.idx + 1;
+                if idx < l.page.num_entries() {
+                    l.idx = idx;
+                    let (page, pgno) = (l.page, l.pgno);
+                    return self.plain_pair(page, idx, pgno).map(Some);
                 }
             }
         }
@@ -295,6 +313,15 @@ impl<'t> Cursor<'t> {
         // After running off the end the position is still the last record, so
         // stepping back from it gives its predecessor (as libmdbx does).
         self.eof = false;
+        if self.dup_cmp.is_none() {
+            if let Some(l) = &mut self.stack[self.depth - 1] {
+                if l.idx > 0 && l.idx <= l.page.num_entries() {
+                    l.idx -= 1;
+                    let (page, idx, pgno) = (l.page, l.idx, l.pgno);
+                    return self.plain_pair(page, idx, pgno).map(Some);
+                }
+            }
+        }
         if self.step_dup(false)? || self.step(false)? {
             self.current_pair().map(Some)
         } else {

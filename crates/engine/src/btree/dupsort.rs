@@ -1,5 +1,5 @@
 //! Multimaps (DUPSORT tables): a key's values live in one of three forms
-//! (format doc §11): a plain node (one value), a sub-page inside the node (a
+//! (docs/format.md, "Multimap values"): a plain node (one value), a sub-page inside the node (a
 //! miniature leaf, packed items for DUPFIXED), or a nested tree whose keys are
 //! the values. A sub-page grows until libmdbx's size limit and then becomes a
 //! nested tree; deleting values shrinks sub-pages but never converts back, as
@@ -25,7 +25,7 @@ enum Repr {
     Nested(Tree),
 }
 
-/// Flags of nested trees of a table with `flags` (format doc §10.3).
+/// Flags of nested trees of a table with `flags` (docs/format.md, "Nested-tree flags").
 fn nested_flags(flags: DbFlags) -> u16 {
     let f = flags.bits();
     ((f & 0x10) | ((f & 0x20) >> 2) | ((f & 0x40) >> 5)) as u16
@@ -104,8 +104,8 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
         let k = sp.dupfix_ksize() as usize;
         let items = sp.buf.get(PAGEHDRSZ..PAGEHDRSZ + n * k).ok_or_else(|| Error::corrupted(host, "bad sub-page"))?;
         buf = vec![0u8; PAGEHDRSZ + items.len() + extra];
-        fpage::init_page(&mut buf, host, 0x62, 0);
-        put_u16(&mut buf, 8, k as u16);
+        fpage::init_page(&mut buf, host, pflags::SUBPAGE_DUPFIX, 0);
+        fpage::set_dupfix_ksize(&mut buf, k as u16);
         buf[PAGEHDRSZ..PAGEHDRSZ + items.len()].copy_from_slice(items);
         (lower, upper) = (2 * n, 2 * n + extra);
     } else {
@@ -113,8 +113,8 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
         let area = sp.buf.get(PAGEHDRSZ + old_upper..).ok_or_else(|| Error::corrupted(host, "bad sub-page bounds"))?;
         let size = PAGEHDRSZ + 2 * n + extra + area.len();
         buf = vec![0u8; size];
-        fpage::init_page(&mut buf, host, 0x42, 0);
-        put_u16(&mut buf, 8, 0xFFFF);
+        fpage::init_page(&mut buf, host, pflags::SUBPAGE_LEAF, 0);
+        fpage::set_dupfix_ksize(&mut buf, 0xFFFF);
         (lower, upper) = (2 * n, size - PAGEHDRSZ - area.len());
         buf[PAGEHDRSZ + upper..].copy_from_slice(area);
         check_subpage_nodes(sp, host)?;
@@ -123,8 +123,8 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
             put_u16(&mut buf, PAGEHDRSZ + 2 * j, (e - old_upper + upper) as u16);
         }
     }
-    put_u16(&mut buf, 12, lower as u16);
-    put_u16(&mut buf, 14, upper as u16);
+    fpage::set_lower(&mut buf, lower);
+    fpage::set_upper(&mut buf, upper);
     Ok(buf)
 }
 
@@ -170,7 +170,7 @@ fn subpage_squeeze(buf: &mut Vec<u8>) {
         }
     }
     buf.truncate(buf.len() - gap);
-    put_u16(buf, 14, lower as u16);
+    fpage::set_upper(buf, lower);
 }
 
 /// A sub-page holding `vals` (sorted), exactly sized.
@@ -181,8 +181,8 @@ fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
         PAGEHDRSZ + vals.iter().map(|v| 2 + NODESIZE + even_ceil(v.len())).sum::<usize>()
     };
     let mut buf = vec![0u8; size];
-    fpage::init_page(&mut buf, host, if dupfix { 0x62 } else { 0x42 }, 0);
-    put_u16(&mut buf, 8, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
+    fpage::init_page(&mut buf, host, if dupfix { pflags::SUBPAGE_DUPFIX } else { pflags::SUBPAGE_LEAF }, 0);
+    fpage::set_dupfix_ksize(&mut buf, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
     for (i, v) in vals.iter().enumerate() {
         write::p_insert_sized(&mut buf, i, v, 0, 0, &[]);
     }
@@ -240,7 +240,7 @@ fn nested_insert<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val
         let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
         let pg = w.new_page(if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
         if dupfix {
-            put_u16(w.dirty_mut(pg), 8, val.len() as u16);
+            fpage::set_dupfix_ksize(w.dirty_mut(pg), val.len() as u16);
         }
         write::p_insert(w.dirty_mut(pg), 0, val, 0, 0, &[])?;
         *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: w.txnid(), ..*nt };
@@ -647,7 +647,7 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
             put_u16(leaf, at, (e - delta) as u16);
         }
     }
-    put_u16(leaf, 14, (lupper - delta) as u16);
+    fpage::set_upper(leaf, lupper - delta);
     // This node: header, key, sub-page header and entries move down.
     leaf.copy_within(p..s + front, p - delta);
     let (p, s) = (p - delta, s - delta);
@@ -661,7 +661,7 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
             put_u16(sub, at, (e + add) as u16);
         }
     }
-    put_u16(sub, 14, (upper + add) as u16);
+    fpage::set_upper(sub, upper + add);
     debug_assert_eq!(Page { buf: sub }.upper() - lower, if dupfix { add } else { upper - lower + add });
     fpage::set_pgno(sub, host);
     write::p_insert_sized(sub, pos, val, 0, 0, &[]);
@@ -976,7 +976,7 @@ mod tests {
             let e = Page { buf: &exact }.entry(j);
             put_u16(&mut spare, PAGEHDRSZ + 2 * j, (e + 10) as u16);
         }
-        put_u16(&mut spare, 14, (Page { buf: &exact }.upper() + 10) as u16);
+        fpage::set_upper(&mut spare, Page { buf: &exact }.upper() + 10);
         assert_eq!(subpage_copy(Page { buf: &spare }, 0, 3).unwrap(), exact);
     }
 

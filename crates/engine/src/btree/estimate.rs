@@ -1,5 +1,5 @@
-//! Range estimation from the pages on two root-to-leaf paths only, as libmdbx
-//! does (behaviour spec B.11): no walk over the range itself.
+//! Range estimation from the pages on two root-to-leaf paths only, as libmdbx's
+//! `mdbx_estimate_range` does: no walk over the range itself.
 //!
 //! Every entry at level `l` stands for a subtree of about `W_l` records: a leaf
 //! entry for exactly one, an entry of a page above the leaves for

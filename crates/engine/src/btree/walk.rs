@@ -87,8 +87,9 @@ pub(crate) struct Counts {
 pub(crate) enum Src<'t> {
     /// A transaction's pages (dirty ones first).
     Txn(Pages<'t>),
-    /// The bytes of the data file (no further than the file reaches) and the
-    /// snapshot's first unallocated page.
+    /// The bytes of the data file from page `NUM_METAS` on (the metas, which
+    /// commits rewrite in place, are never borrowed), no further than the
+    /// file reaches, and the snapshot's first unallocated page.
     File { bytes: &'t [u8], ps: usize, limit: u32 },
 }
 
@@ -137,7 +138,10 @@ impl<'t> Src<'t> {
         let (off, len) = (pgno as usize * ps, n as usize * ps);
         match self {
             Src::Txn(p) => p.map.bytes(off, len).ok_or(RefWhy::BeyondFile),
-            Src::File { bytes, .. } => bytes.get(off..off + len).ok_or(RefWhy::BeyondFile),
+            Src::File { bytes, .. } => {
+                let off = off - NUM_METAS as usize * ps;
+                bytes.get(off..off + len).ok_or(RefWhy::BeyondFile)
+            }
         }
     }
 }
@@ -458,7 +462,7 @@ impl<'t> Walk<'t> {
         let mut levels = vec![Level {
             kind: spec.kind,
             height: t.height as usize,
-            want_leaf: if spec.kind == Kind::Nested && dupfixed { 0x22 } else { pflags::LEAF },
+            want_leaf: if spec.kind == Kind::Nested && dupfixed { pflags::DUPFIX_LEAF } else { pflags::LEAF },
             counts: Counts::default(),
         }];
         let mut stack =
@@ -609,12 +613,12 @@ impl<'t> Walk<'t> {
                         }
                         N_DUP => {
                             let sp = Page { buf: nd.data };
-                            let want = if dupfixed { 0x62 } else { 0x42 };
+                            let want = if dupfixed { pflags::SUBPAGE_DUPFIX } else { pflags::SUBPAGE_LEAF };
                             if let Err(e) = check_subpage(sp, pgno) {
                                 v.fault(f(What::SubPage { i, why: reason(&e) }))?;
                                 continue;
                             }
-                            if sp.flags() & !0x10 != want {
+                            if sp.kind() != want {
                                 v.fault(f(What::SubPageType { i, flags: sp.flags(), want }))?;
                                 continue;
                             }
@@ -648,7 +652,7 @@ impl<'t> Walk<'t> {
                             levels.push(Level {
                                 kind: Kind::Nested,
                                 height: nt.height as usize,
-                                want_leaf: if dupfixed { 0x22 } else { pflags::LEAF },
+                                want_leaf: if dupfixed { pflags::DUPFIX_LEAF } else { pflags::LEAF },
                                 counts: Counts::default(),
                             });
                             stack.push(Frame::Leave { ev, tree: nt });

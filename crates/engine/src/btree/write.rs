@@ -319,7 +319,7 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     // WRITEMAP, is the map's own page: nothing to write back at commit).
     let fill = |buf: &mut [u8], range: std::ops::Range<usize>| -> Result<()> {
         if let Some(k) = dupfix_k {
-            crate::format::put_u16(buf, 8, k as u16);
+            fpage::set_dupfix_ksize(buf, k as u16);
         }
         let first = range.start;
         for (at, j) in range.enumerate() {

@@ -62,6 +62,27 @@ pub(crate) struct EnvInner {
     // Declared last: dropped after the map and files above are released.
     pub lck: LockFile,
 }
+/// The header and body of meta page `i` as they are now in `map` (`None` if
+/// the page lies outside the map): the one way the engine reads a meta out
+/// of the map. A commit may be rewriting the meta right now (another process
+/// too), so it is never borrowed: it is copied with volatile reads until two
+/// copies agree, as libmdbx reads metas; a torn copy that persists fails
+/// validation (its two txnid fields differ). The caller makes sure the page
+/// lies inside the file.
+pub(crate) fn read_meta_page(map: &Mmap, i: usize, ps: usize) -> Option<[u8; META_OFF + META_LEN]> {
+    let mut copy = [0u8; META_OFF + META_LEN];
+    let mut again = [0u8; META_OFF + META_LEN];
+    for _ in 0..8 {
+        if !map.copy_volatile(i * ps, &mut copy) || !map.copy_volatile(i * ps, &mut again) {
+            return None;
+        }
+        if copy == again {
+            break;
+        }
+    }
+    Some(copy)
+}
+
 /// OS page size used to round sizes.
 fn os_page() -> usize {
     crate::os::page_size()
@@ -71,7 +92,7 @@ fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
-/// Resolves (data path, lock path, is_new) per format doc §1.2.
+/// Resolves (data path, lock path, is_new) (docs/format.md, "Files").
 fn resolve_paths(path: &Path, no_sub_dir: bool) -> Result<(PathBuf, PathBuf)> {
     let dir_mode = match std::fs::metadata(path) {
         Ok(m) => m.is_dir(),
@@ -112,14 +133,15 @@ impl EnvInner {
             .open(&data_path)
             .map_err(|e| with_path(e, &data_path))?;
         let file = Arc::new(file);
-        let lck_mode = (b.mode & 0o066) | 0o600 | ((b.mode & 0o044) >> 1);
+        let lck_mode = crate::format::lock::lck_file_mode(b.mode);
         let lo = LockFile::open_as(&lck_path, &file, b.read_only, b.max_readers, lck_mode, b.lock_format)?;
         let lo_exclusive = lo.exclusive;
         let lck = lo.lck;
         let writemap = b.write_map && !b.read_only;
         let envmode = b.durability.envmode() | if writemap { crate::lck::envmode::WRITEMAP } else { 0 };
         if !lo.exclusive && !b.read_only {
-            // Processes sharing an environment must agree on its sync mode (§15.8).
+            // Processes sharing an environment must agree on its sync mode
+            // (docs/lock-format.md, "Sync and mode fields").
             lck.check_envmode(envmode, false)?;
         }
         let io: Box<dyn PageIo> = match &b.faults {
@@ -165,7 +187,7 @@ impl EnvInner {
             });
         }
         let mut t = troika(states);
-        // Crash recovery by the exclusive opener (format doc §8.4): weak
+        // Crash recovery by the exclusive opener (docs/format.md, "Commit and recovery"): weak
         // metas written before a reboot are purged, every one of them, newest
         // first, until the head is the steady meta (as libmdbx loops): after
         // a power loss no unsynced commit can be trusted.
@@ -260,20 +282,7 @@ impl EnvInner {
         let mut metas: Vec<Meta> = Vec::with_capacity(3);
         let mut states = [(0u64, false); 3];
         for (i, state) in states.iter_mut().enumerate() {
-            // A commit may be rewriting this meta right now (another process
-            // too): copy it until two copies agree, as libmdbx reads metas;
-            // a torn copy that persists fails validation below (its two
-            // txnid fields differ).
-            let mut copy = [0u8; META_OFF + META_LEN];
-            let mut again = [0u8; META_OFF + META_LEN];
-            for _ in 0..8 {
-                if !map.copy_volatile(i * ps, &mut copy) || !map.copy_volatile(i * ps, &mut again) {
-                    return Err(Error::corrupted(i as u32, "meta outside the map"));
-                }
-                if copy == again {
-                    break;
-                }
-            }
+            let copy = read_meta_page(map, i, ps).ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
             let m = Meta::read(&copy, i as u32)?;
             if m.validate(&copy, i as u32, None).is_ok() {
                 *state = (m.txnid(), m.is_steady());
@@ -498,7 +507,7 @@ fn unfinished_creation(file: &File, size: u64) -> Result<bool> {
     Ok(true)
 }
 
-/// Writes the three initial metas of a new database (format doc §8.7), in one
+/// Writes the three initial metas of a new database (docs/format.md, "Creating a file"), in one
 /// write so that a crash leaves none or all of them; then sets the size.
 fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
     let ps = g.page_size.unwrap_or_else(crate::os::page_size);

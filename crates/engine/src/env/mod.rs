@@ -18,7 +18,7 @@ use crate::txn::{RoTxn, RwTxn, Table};
 mod inner;
 
 use inner::durable_steady_txnid;
-pub(crate) use inner::{EnvInner, Snapshot};
+pub(crate) use inner::{read_meta_page, EnvInner, Snapshot};
 
 /// How commits reach the disk (libmdbx's sync modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -155,7 +155,7 @@ impl EnvBuilder {
     }
     /// Reader table capacity requested when this process creates the lock file.
     pub fn max_readers(mut self, n: u32) -> Self {
-        self.max_readers = n.clamp(1, 32767);
+        self.max_readers = n.clamp(1, crate::format::lock::READERS_LIMIT);
         self
     }
     /// `true`: the path is the data file itself and the lock file is `PATH-lck`.
@@ -489,6 +489,8 @@ impl Env {
             loose: Vec::new(),
             reclaimed: Vec::new(),
             consumed: Vec::new(),
+            run_next: 0,
+            runs_scanned: 0,
             detent: None,
             gc_exhausted: false,
             in_reclaim: false,

@@ -1,5 +1,5 @@
 //! Key and value size limits as libmdbx computes them for a page size
-//! (format doc §5.5, behaviour spec B.16).
+//! (docs/format.md, "Size limits").
 
 use super::{even_ceil, NODESIZE, PAGEHDRSZ};
 use crate::flags::DbFlags;

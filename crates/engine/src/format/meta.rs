@@ -1,4 +1,4 @@
-//! Meta pages (format doc §8): the 224-byte meta body at page offset 20, the
+//! Meta pages (docs/format.md, "Meta pages"): the 224-byte meta body at page offset 20, the
 //! packed page counts of the geometry, and the choice of the current meta
 //! ("troika").
 //!
@@ -169,7 +169,7 @@ impl Meta {
         self.sign > SIGN_WEAK && self.txnid() >= 1
     }
 
-    /// Full validation of meta `i` (format doc §8.2, checklist §20.1). `file_pages`
+    /// Full validation of meta `i` (docs/format.md, "Meta validation"). `file_pages`
     /// is the data file size in pages (None when unknown).
     pub fn validate(&self, page_hdr: &[u8], i: u32, file_pages: Option<u64>) -> Result<()> {
         if self.magic >> 8 != MAGIC {
@@ -275,7 +275,7 @@ pub fn unfinished_creation(head: &[u8]) -> Option<usize> {
     None
 }
 
-/// Selections among the three metas ("troika", §8.3).
+/// Selections among the three metas ("troika"; docs/format.md, "Choosing the meta").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Troika {
     /// The head: newest meta (weak or steady).
@@ -339,7 +339,7 @@ pub fn troika(m: [(u64, bool); 3]) -> Troika {
     Troika { recent, prefer_steady, tail }
 }
 
-/// Decodes a packed 16-bit page count (§8.5).
+/// Decodes a packed 16-bit page count (docs/format.md, "Packed page counts").
 pub fn pv2pages(pv: u16) -> u32 {
     if pv & 0x8001 != 0x8001 {
         return pv as u32;
@@ -352,7 +352,7 @@ pub fn pv2pages(pv: u16) -> u32 {
     32768 + ((m + 1) << (e + 8))
 }
 
-/// Encodes a page count as a packed 16-bit value, rounding up (§8.5).
+/// Encodes a page count as a packed 16-bit value, rounding up (docs/format.md, "Packed page counts").
 pub fn pages2pv(pages: u32) -> u16 {
     if pages < 32769 || (pages < 65536 && pages & 1 == 0) {
         return pages as u16;

@@ -1,8 +1,11 @@
-//! The on-disk structures of the MDBX data file (format v3), parsed and built from
-//! byte slices. Pure code: no I/O and no `unsafe`. All integers are little-endian
-//! and read unaligned. See `docs/design.md` and the byte tables on each type.
+//! The on-disk structures of the MDBX files, parsed and built from byte
+//! slices: the data file (format v3; docs/format.md) and, in [`lock`], the
+//! layout of the lock file (formats v6 and v7; docs/lock-format.md). Pure
+//! code: no I/O and no `unsafe`. All integers are little-endian and read
+//! unaligned. The byte tables are on each type.
 
 pub mod limits;
+pub mod lock;
 pub mod meta;
 pub mod node;
 pub mod page;

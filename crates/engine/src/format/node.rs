@@ -1,4 +1,4 @@
-//! Nodes of branch and leaf pages (format doc §5.2, §5.3).
+//! Nodes of branch and leaf pages (docs/format.md, "Nodes").
 //!
 //! | offset | size | leaf node | branch node |
 //! |---|---|---|---|
@@ -52,7 +52,7 @@ impl<'a> Node<'a> {
 
 /// Parses node `i` of a branch or leaf page, checking that it lies inside the page.
 /// `pgno` is only used to name the page in errors.
-#[inline]
+#[inline(always)]
 pub fn node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<Node<'a>> {
     let buf = page.buf;
     let off = PAGEHDRSZ + page.entry(i);
@@ -183,7 +183,7 @@ pub fn value_range(buf: &[u8], i: usize) -> (usize, usize) {
 }
 
 /// Inserts item `item` at index `i` of a DUPFIX page (packed fixed-size items,
-/// format doc §7). The caller has checked that `item.len() <= room`.
+/// docs/format.md, "DUPFIX pages"). The caller has checked that `item.len() <= room`.
 pub fn dupfix_insert(buf: &mut [u8], i: usize, item: &[u8]) {
     let page = Page { buf };
     let k = page.dupfix_ksize() as usize;

@@ -1,4 +1,4 @@
-//! The 20-byte page header and whole-page views (format doc §3, §4).
+//! The 20-byte page header and whole-page views (docs/format.md, "Page header", "Page kinds").
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
@@ -28,9 +28,38 @@ pub mod flags {
     pub const DUPFIX: u16 = 0x20;
     /// Sub-page inside a leaf node.
     pub const SUBP: u16 = 0x40;
+    /// Left on sub-pages by old libmdbx versions (`P_LEGACY_DIRTY`); readers
+    /// ignore it.
+    pub const LEGACY_DIRTY: u16 = 0x10;
+
+    /// Leaf of packed fixed-size items: the leaves of the nested trees of
+    /// DUPFIXED tables.
+    pub const DUPFIX_LEAF: u16 = LEAF | DUPFIX;
+    /// Sub-page of node items (the values of a DUPSORT key, inline).
+    pub const SUBPAGE_LEAF: u16 = LEAF | SUBP;
+    /// Sub-page of packed fixed-size items (the values of a DUPFIXED key,
+    /// inline).
+    pub const SUBPAGE_DUPFIX: u16 = LEAF | DUPFIX | SUBP;
+    /// The page kinds that carry a B-tree page header with a txnid written
+    /// by a transaction: branch, leaf, DUPFIX leaf and large.
+    pub const TREE_KINDS: [u16; 4] = [BRANCH, LEAF, DUPFIX_LEAF, LARGE];
+
+    /// A name for the page kind `f` (as the integrity check reports it).
+    pub fn kind_name(f: u16) -> &'static str {
+        match f {
+            BRANCH => "branch",
+            LEAF => "leaf",
+            DUPFIX_LEAF => "dupfix-leaf",
+            LARGE => "large",
+            META => "meta",
+            _ => "unknown",
+        }
+    }
 }
 
 const _: () = assert!(PAGEHDRSZ == 20);
+// The combinations libmdbx writes (docs/format.md, "Page kinds").
+const _: () = assert!(flags::DUPFIX_LEAF == 0x22 && flags::SUBPAGE_LEAF == 0x42 && flags::SUBPAGE_DUPFIX == 0x62);
 
 /// Read-only view of one page (or a sub-page: then `buf` is the node value).
 #[derive(Clone, Copy)]
@@ -100,6 +129,17 @@ impl<'a> Page<'a> {
     pub fn is_dupfix(&self) -> bool {
         self.flags() & flags::DUPFIX != 0
     }
+    /// Whether this is a sub-page (the value of an N_DUP node).
+    #[inline]
+    pub fn is_subpage(&self) -> bool {
+        self.flags() & flags::SUBP != 0
+    }
+    /// The flags without [`flags::LEGACY_DIRTY`], which old libmdbx
+    /// versions left on sub-pages.
+    #[inline]
+    pub fn kind(&self) -> u16 {
+        self.flags() & !flags::LEGACY_DIRTY
+    }
     /// Offset (relative to offset 20) of node `i`.
     #[inline]
     pub fn entry(&self, i: usize) -> usize {
@@ -111,7 +151,7 @@ impl<'a> Page<'a> {
     pub fn check_tree_page(&self, pgno: u32, front_txnid: u64) -> Result<()> {
         let ps = self.buf.len();
         let f = self.flags();
-        if !matches!(f, flags::BRANCH | flags::LEAF | 0x22) {
+        if !matches!(f, flags::BRANCH | flags::LEAF | flags::DUPFIX_LEAF) {
             return Err(Error::corrupted(pgno, "unexpected page type flags"));
         }
         if self.pgno() != pgno {
@@ -159,10 +199,39 @@ pub fn init_large(buf: &mut [u8], pgno: u32, count: u32, txnid: u64) {
     put_u32(buf, 16, pgno);
 }
 
+// Header editors: the only writers of header fields outside `init_page`
+// and `init_large`, so the offsets of the table above live in this file.
+
 /// Sets the header txnid.
 #[inline]
 pub fn set_txnid(buf: &mut [u8], txnid: u64) {
     put_u64(buf, 0, txnid);
+}
+
+/// Sets the item size of a DUPFIX page (`0xFFFF` marks a sub-page of nodes,
+/// as libmdbx writes it).
+#[inline]
+pub fn set_dupfix_ksize(buf: &mut [u8], ksize: u16) {
+    put_u16(buf, 8, ksize);
+}
+
+/// Sets the `lower` field (end of the entries array, relative to offset 20;
+/// truncated to 16 bits as the field is).
+#[inline]
+pub fn set_lower(buf: &mut [u8], lower: usize) {
+    put_u16(buf, 12, lower as u16);
+}
+
+/// Sets the `upper` field (start of the node area, relative to offset 20).
+#[inline]
+pub fn set_upper(buf: &mut [u8], upper: usize) {
+    put_u16(buf, 14, upper as u16);
+}
+
+/// Sets the page count of a large chunk's head page.
+#[inline]
+pub fn set_large_count(buf: &mut [u8], count: u32) {
+    put_u32(buf, 12, count);
 }
 
 /// Sets the header page number.

@@ -1,4 +1,4 @@
-//! The 48-byte tree descriptor (format doc §9): in the meta (GC and main trees),
+//! The 48-byte tree descriptor (docs/format.md, "Tree record"): in the meta (GC and main trees),
 //! as the value of named-table records, and of nested DUPSORT trees.
 //!
 //! | off | size | field |

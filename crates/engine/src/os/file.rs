@@ -118,18 +118,6 @@ pub(crate) fn fdatasync(file: &File) -> io::Result<()> {
     }
 }
 
-/// `fsync(2)` (data and metadata), retrying `EINTR`.
-pub(crate) fn fsync(file: &File) -> io::Result<()> {
-    loop {
-        // SAFETY: plain syscall on a descriptor that is valid while `file` lives.
-        let rc = unsafe { libc::fsync(file.as_raw_fd()) };
-        match super::cvt(rc) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r.map(|_| ()),
-        }
-    }
-}
-
 /// Current size of the file in bytes (`fstat`).
 pub(crate) fn file_size(file: &File) -> io::Result<u64> {
     Ok(file.metadata()?.len())
@@ -181,7 +169,6 @@ mod tests {
         let mut over = [0u8; 20];
         assert_eq!(pread_exact(&f, &mut over, 5100).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         fdatasync(&f).unwrap();
-        fsync(&f).unwrap();
         set_len(&f, 8192).unwrap();
         assert_eq!(file_size(&f).unwrap(), 8192);
         pwrite_all(&f, &[], 0).unwrap();

@@ -123,11 +123,6 @@ impl Mmap {
         self.len
     }
 
-    /// Whether the mapping is empty (never: `map` refuses 0 bytes).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Bytes `[off, off + len)` of the mapping, or `None` if the range is not
     /// entirely inside the mapping (or overflows).
     ///
@@ -136,9 +131,8 @@ impl Mmap {
     /// modifies while the returned borrow lives — committed MVCC pages, which
     /// are never rewritten while a reader slot holds their snapshot (the
     /// libmdbx reader protocol guarantees this across processes). Meta pages
-    /// are rewritten in place by every commit: read them with
-    /// [`Mmap::copy_volatile`]. (Two whole-file walks still borrow them:
-    /// the checker's and the as-is copy's; both validate what they read.)
+    /// are rewritten in place by every commit: never borrow them, read them
+    /// with [`Mmap::copy_volatile`] (`env::read_meta_page`).
     pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
         let end = off.checked_add(len)?;
         if end > self.len {
@@ -183,36 +177,6 @@ impl Mmap {
     /// Base address of the mapping (for diagnostics / pointer arithmetic only).
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
-    }
-
-    /// Hints the kernel that access is random (`MADV_RANDOM`: no read-ahead).
-    pub fn advise_random(&self) {
-        self.advise(libc::MADV_RANDOM);
-    }
-
-    /// Hints the kernel that the whole mapping will be needed soon.
-    pub fn advise_willneed(&self, off: usize, len: usize) {
-        let ps = super::page_size();
-        let start = off / ps * ps;
-        let Some(end) = off.checked_add(len).map(|e| e.min(self.len)) else {
-            return;
-        };
-        if start >= end {
-            return;
-        }
-        // SAFETY: [start, end) is inside our mapping and page aligned at the
-        // start; madvise(WILLNEED) does not change memory contents.
-        unsafe {
-            libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED);
-        }
-    }
-
-    fn advise(&self, advice: libc::c_int) {
-        // SAFETY: the range is exactly our live mapping; the advice values used
-        // here (RANDOM) are hints that do not change memory contents.
-        unsafe {
-            libc::madvise(self.ptr.as_ptr().cast(), self.len, advice);
-        }
     }
 }
 
@@ -293,16 +257,6 @@ impl SharedRegion {
     pub fn map(file: &File, len: usize) -> io::Result<SharedRegion> {
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)?;
         Ok(SharedRegion { ptr, len })
-    }
-
-    /// Length of the mapping in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the region is empty (never: `map` refuses 0 bytes).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     fn check(&self, off: usize, size: usize, align: usize) -> *mut u8 {
@@ -425,7 +379,6 @@ mod tests {
         assert!(!m.copy_volatile((1 << 20) - 1, &mut out));
         assert!(m.bytes(usize::MAX, 2).is_none());
         assert_eq!(m.bytes(1 << 20, 0), Some(&[][..]));
-        m.advise_random();
         assert!(Mmap::map(&f, 0).is_err());
     }
 

@@ -1,5 +1,5 @@
-//! The operating-system layer: the only place (with a few documented exceptions
-//! in `lck`) that contains `unsafe`.
+//! The operating-system layer: the only place in the engine that contains
+//! `unsafe`.
 //!
 //! * [`mmap`]: read-only mapping of the data file ([`mmap::Mmap`]) and the
 //!   read-write shared mapping of the lock file ([`mmap::SharedRegion`]) with safe
@@ -9,12 +9,7 @@
 //! * [`mutex`]: glibc robust process-shared pthread mutexes living in the lock
 //!   file mapping.
 //!
-//! Target: Linux (x86_64 glibc is the verified layout; see `lck`).
-
-// This layer is API surface for the environment, transactions, tools and
-// tests (accessors for every lock-file field, detach/attach helpers, hints);
-// not every item has a caller in every build.
-#![allow(dead_code)]
+//! Target: Linux (x86_64 glibc is the verified layout; see `format::lock`).
 
 pub(crate) mod file;
 pub(crate) mod memory;

@@ -1,5 +1,5 @@
 //! glibc robust, process-shared pthread mutexes living in the lock-file mapping
-//! (`wrt_lock` and `rdt_lock`, §15.4).
+//! (`wrt_lock` and `rdt_lock`; docs/lock-format.md, "Mutexes").
 //!
 //! On x86_64 glibc a `pthread_mutex_t` is 40 bytes:
 //!

@@ -5,7 +5,7 @@
 //! descriptors, e.g. [`File::try_clone`]), not to the process; they conflict
 //! with classic POSIX locks and with OFD locks held through *other* open file
 //! descriptions, including ones in the same process. libmdbx uses exactly these
-//! locks (§15.7), so rdbx's locks interoperate with it.
+//! locks (docs/lock-format.md, "File locks"), so rdbx's locks interoperate with it.
 
 use std::fs::File;
 use std::io;

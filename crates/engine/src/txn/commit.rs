@@ -10,7 +10,7 @@ use crate::format::meta::{pv2pages, META_OFF, SIGN_STEADY, SIGN_WEAK};
 use crate::gc::{os_unit, round_up_pages, save_gc};
 use crate::txn::{Db, RwTxn};
 
-/// Commits the transaction (format doc §8.4, checklist §20.3).
+/// Commits the transaction (docs/format.md, "Commit and recovery").
 pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
@@ -127,7 +127,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The shrink rule of format doc §14.3: the new `now`, if the file should shrink.
+/// The shrink rule (docs/format.md, "Shrink"): the new `now`, if the file should shrink.
 fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
     let step = pv2pages(geo.shrink_pv) as u64;
     if step == 0 {

@@ -358,6 +358,11 @@ pub struct RwTxn<'env> {
     pub(crate) reclaimed: Vec<u32>,
     /// Keys of the GC records consumed by this transaction.
     pub(crate) consumed: Vec<u64>,
+    /// The page after the last one allocated: the next allocation continues
+    /// that run if it can (commit locality, `gc::alloc`; 0 = none).
+    pub(crate) run_next: u32,
+    /// `reclaimed.len()` when a scan last found no run worth starting.
+    pub(crate) runs_scanned: usize,
     pub(crate) detent: Option<u64>,
     pub(crate) gc_exhausted: bool,
     pub(crate) in_reclaim: bool,
