@@ -2,9 +2,13 @@
 //! merging and borrowing between siblings, large values, and clearing a tree.
 //!
 //! Every edit first finds the root-to-leaf path read-only, then copies the path
-//! on write ("touch", see `gc`), edits the leaf, and propagates splits upward or
+//! on write ("touch"), edits the leaf, and propagates splits upward or
 //! underflow fixes upward. Pages are rebuilt through the node functions of
 //! `format::node`, which keep the node area contiguous as libmdbx does.
+//!
+//! The edits see their transaction only as a [`TreeWriter`] (pages, the page
+//! life cycle, limits, the table being edited), generic and statically
+//! dispatched; `btree/mem.rs` runs them on pages in memory in unit tests.
 
 use std::borrow::Cow;
 
