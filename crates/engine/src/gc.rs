@@ -6,6 +6,7 @@
 //! life cycle is `txn::pages`, the commit `txn::commit`.
 
 use crate::btree::write::{self, Val};
+use crate::btree::writer::TreeWriter;
 use crate::error::{Error, Result};
 use crate::flags::PutFlags;
 use crate::format::meta::META_OFF;
@@ -457,8 +458,77 @@ fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
     pnl.strict(limit).map_err(|why| Error::corrupted(at, why))
 }
 
+/// The free-page lists of a write transaction, borrowed together.
+pub(crate) struct FreeLists<'a> {
+    /// Pages of the base snapshot freed by the transaction.
+    pub retired: &'a mut Vec<u32>,
+    /// Pages the transaction allocated and freed again.
+    pub loose: &'a mut Vec<u32>,
+    /// Pages taken from consumed GC records and not used (descending).
+    pub reclaimed: &'a mut Vec<u32>,
+    /// The high-water mark of allocated pages.
+    pub first_unallocated: &'a mut u32,
+}
+
+/// What writing the GC records needs besides tree edits: the transaction's
+/// free-page lists, the keys of the GC records it consumed, and a way to
+/// reclaim more. `RwTxn` implements it (below); the unit tests implement it
+/// for the in-memory writer of `btree/mem.rs`.
+pub(crate) trait GcWriter: TreeWriter {
+    /// The handle of the GC tree.
+    fn gc_db(&self) -> Self::Db;
+    /// The free-page lists.
+    fn lists(&mut self) -> FreeLists<'_>;
+    /// Keys of the GC records consumed by this transaction.
+    fn consumed(&self) -> &[u64];
+    /// Whether the update writes no records under spare keys any more.
+    fn no_spare(&self) -> bool;
+    /// From now on, no records under spare keys (see [`save_gc`]).
+    fn set_no_spare(&mut self);
+    /// Reclaims GC records until `want` pages are at hand or nothing more
+    /// may be reclaimed; loose pages join the reclaimed ones. Returns
+    /// whether it reclaimed anything. Runs only between tree operations.
+    fn top_up(&mut self, want: usize) -> Result<bool>;
+}
+
+impl GcWriter for RwTxn<'_> {
+    fn gc_db(&self) -> Db {
+        Db::GC
+    }
+    fn lists(&mut self) -> FreeLists<'_> {
+        FreeLists {
+            retired: &mut self.retired,
+            loose: &mut self.loose,
+            reclaimed: &mut self.reclaimed,
+            first_unallocated: &mut self.geo.first_unallocated,
+        }
+    }
+    fn consumed(&self) -> &[u64] {
+        &self.consumed
+    }
+    fn no_spare(&self) -> bool {
+        self.no_spare
+    }
+    fn set_no_spare(&mut self) {
+        self.no_spare = true;
+    }
+    fn top_up(&mut self, want: usize) -> Result<bool> {
+        top_up(self, want)
+    }
+}
+
 /// Writes this transaction's GC records and returns the txnid the new meta
-/// carries.
+/// carries (see [`write_gc`]).
+pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
+    txn.saving_gc = true;
+    let (last_key, retired) = write_gc(txn)?;
+    txn.retired_count = txn.retired_count.saturating_add(retired as u64);
+    Ok(last_key)
+}
+
+/// Writes the GC records of the transaction; returns the last key used
+/// under its own id (the txnid the new meta carries) and how many retired
+/// pages they list.
 ///
 /// Retired pages go under the transaction's own id `T`; unused reclaimed pages
 /// go back under the keys of the records consumed in this transaction (they
@@ -475,24 +545,31 @@ fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
 /// with unused trailing slots (allowed by the format), so small changes of the
 /// lists do not move records. Pages the loop needs come from the unused
 /// reclaimed pages, then the tail.
-pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
-    txn.saving_gc = true;
-    let mut left: Vec<u32> = std::mem::take(&mut txn.reclaimed);
-    left.append(&mut txn.loose);
-    left.sort_unstable_by(|a, b| b.cmp(a));
-    left.dedup();
-    refund(txn, &mut left);
-    txn.reclaimed = left;
-    let ps = txn.env.page_size;
+pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<(u64, usize)> {
+    let gc = w.gc_db();
+    {
+        let l = w.lists();
+        let mut left: Vec<u32> = std::mem::take(l.reclaimed);
+        left.append(l.loose);
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        left.dedup();
+        refund(l.first_unallocated, &mut left);
+        *l.reclaimed = left;
+    }
+    let limits = w.limits();
+    let ps = limits.page_size;
     // Pages per one-page record, and per record kept inline in a GC leaf.
     let page_cap = (ps - crate::format::PAGEHDRSZ) / 4 - 1;
-    let inline_cap = ((txn.env.limits.leaf_nodemax - crate::format::NODESIZE - 8) / 4).saturating_sub(1).min(page_cap);
-    let t = txn.txnid;
+    let inline_cap = ((limits.leaf_nodemax - crate::format::NODESIZE - 8) / 4).saturating_sub(1).min(page_cap);
+    let t = w.txnid();
     let mut layout: Vec<(u64, usize, usize)> = Vec::new(); // (key, bytes, pages it holds)
     let mut stable = false;
     for _ in 0..64 {
-        let spare = spare_keys(txn);
-        let plan = plan_gc(txn, t, &spare, page_cap, inline_cap, &layout);
+        let spare = spare_keys(w);
+        let plan = {
+            let l = w.lists();
+            plan_gc(l.reclaimed, l.retired, t, &spare, page_cap, inline_cap, &layout)
+        };
         if plan.iter().map(|p| (p.0, p.1)).eq(layout.iter().map(|p| (p.0, p.1))) {
             layout = plan;
             stable = true;
@@ -503,53 +580,57 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
         // (never from inside one), before falling back to the file's tail.
         let edits = layout.iter().filter(|p| !plan.iter().any(|q| q.0 == p.0)).count()
             + plan.iter().filter(|p| !layout.iter().any(|q| q.0 == p.0 && q.1 == p.1)).count();
-        if txn.reclaimed.len() < gc_edit_pages(txn, edits) && top_up(txn, gc_edit_pages(txn, edits))? {
+        let want = gc_edit_pages(w, edits);
+        if w.lists().reclaimed.len() < want && w.top_up(want)? {
             // plan_gc moved what the spare keys could not hold to the
             // retired list; with more spare keys, plan again.
             continue;
         }
         for &(k, _, _) in &layout {
             if !plan.iter().any(|p| p.0 == k) {
-                write::del(txn, Db::GC, &k.to_le_bytes(), None)?;
+                write::del(w, gc, &k.to_le_bytes(), None)?;
             }
         }
         for &(k, bytes, _) in &plan {
             if !layout.iter().any(|p| p.0 == k && p.1 == bytes) {
-                write::put(txn, Db::GC, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::empty(), 0)?;
+                write::put(w, gc, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::empty(), 0)?;
             }
         }
         layout = plan;
         // Pages freed while saving were never visible to anyone: reusable
         // at once if a spare key can hold them, else retired.
-        let freed = std::mem::take(&mut txn.loose);
+        let l = w.lists();
+        let freed = std::mem::take(l.loose);
         if spare.is_empty() {
-            txn.retired.extend(freed);
+            l.retired.extend(freed);
         } else {
-            txn.reclaimed.extend(freed);
-            txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
-            if txn.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !top_up(txn, 1)? {
+            l.reclaimed.extend(freed);
+            l.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+            if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !w.top_up(1)? {
                 // Creating a record used up the last reclaimed page and the
                 // GC has nothing more to reclaim. Deleting the record could
                 // free a page again and so flap; taking one from the tail
                 // would grow the file (or fail on a full one). Instead, stop
                 // writing pages back under spare keys: from now on they join
                 // this transaction's own record, reusable by the next one.
-                txn.no_spare = true;
+                w.set_no_spare();
             }
         }
     }
     if !stable {
         return Err(Error::Problem("GC update did not converge".into()));
     }
-    txn.retired.sort_unstable_by(|a, b| b.cmp(a));
-    let n = txn.retired.len();
-    txn.retired.dedup();
-    if txn.retired.len() != n {
-        return Err(Error::Problem("a page was retired twice".into()));
-    }
+    let (retired, reclaimed) = {
+        let l = w.lists();
+        l.retired.sort_unstable_by(|a, b| b.cmp(a));
+        let n = l.retired.len();
+        l.retired.dedup();
+        if l.retired.len() != n {
+            return Err(Error::Problem("a page was retired twice".into()));
+        }
+        (std::mem::take(l.retired), std::mem::take(l.reclaimed))
+    };
     // Fill the records: the largest page numbers go to the largest keys.
-    let retired = std::mem::take(&mut txn.retired);
-    let reclaimed = std::mem::take(&mut txn.reclaimed);
     let mut last_key = t;
     for (lists, own) in [(&retired, true), (&reclaimed, false)] {
         let mut recs: Vec<&(u64, usize, usize)> = layout.iter().filter(|p| (p.0 >= t) == own).collect();
@@ -558,7 +639,7 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
         for &&(k, bytes, count) in &recs {
             let bytes_v = crate::format::pnl::encode(&lists[at..at + count], bytes);
             at += count;
-            write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&bytes_v), PutFlags::empty(), 0)?;
+            write::put(w, gc, &k.to_le_bytes(), Val::Bytes(&bytes_v), PutFlags::empty(), 0)?;
             if own {
                 last_key = last_key.max(k);
             }
@@ -567,20 +648,20 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
             return Err(Error::Problem("GC records do not hold every free page".into()));
         }
     }
-    if !txn.loose.is_empty() || !txn.retired.is_empty() || !txn.reclaimed.is_empty() {
+    let l = w.lists();
+    if !l.loose.is_empty() || !l.retired.is_empty() || !l.reclaimed.is_empty() {
         return Err(Error::Problem("GC changed while its records were filled".into()));
     }
-    txn.retired_count = txn.retired_count.saturating_add(n as u64);
-    Ok(last_key)
+    Ok((last_key, retired.len()))
 }
 
 /// The keys of the GC records this transaction consumed, newest first: the
 /// GC update writes unused reclaimed pages back under them.
-fn spare_keys(txn: &RwTxn<'_>) -> Vec<u64> {
-    if txn.no_spare {
+fn spare_keys<W: GcWriter + ?Sized>(w: &W) -> Vec<u64> {
+    if w.no_spare() {
         return Vec::new();
     }
-    let mut spare = txn.consumed.clone();
+    let mut spare = w.consumed().to_vec();
     spare.sort_unstable_by(|a, b| b.cmp(a));
     spare.dedup();
     spare
@@ -589,8 +670,8 @@ fn spare_keys(txn: &RwTxn<'_>) -> Vec<u64> {
 /// An upper bound of the pages `edits` puts or deletes on the GC tree may
 /// allocate: a copied root-to-leaf path and a split at every level plus a
 /// new root, for the first; later edits find the path dirty already.
-fn gc_edit_pages(txn: &RwTxn<'_>, edits: usize) -> usize {
-    let height = txn.tables[0].as_ref().map_or(1, |t| t.tree.height as usize);
+fn gc_edit_pages<W: GcWriter + ?Sized>(w: &W, edits: usize) -> usize {
+    let height = w.table(w.gc_db()).map_or(1, |t| t.tree.height as usize);
     2 * (height + 2) + 2 * edits
 }
 
@@ -637,8 +718,11 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
 /// while their pages fit, and leftover records are not dropped while there are
 /// pages to put in them, so the layout settles instead of flapping between
 /// creating a record (which uses a page) and deleting it (which frees one).
+/// Reclaimed pages beyond what the spare keys can hold move to `retired`
+/// (they wait one transaction longer).
 fn plan_gc(
-    txn: &mut RwTxn<'_>,
+    reclaimed: &mut Vec<u32>,
+    retired: &mut Vec<u32>,
     t: u64,
     spare: &[u64],
     page_cap: usize,
@@ -656,11 +740,11 @@ fn plan_gc(
     let mut plan = Vec::new();
     // Leftovers over the capacity of the spare keys wait one transaction longer.
     let room = spare.len() * page_cap;
-    if txn.reclaimed.len() > room {
-        let extra = txn.reclaimed.split_off(room);
-        txn.retired.extend(extra);
+    if reclaimed.len() > room {
+        let extra = reclaimed.split_off(room);
+        retired.extend(extra);
     }
-    let l = txn.reclaimed.len();
+    let l = reclaimed.len();
     let had = prev.iter().filter(|p| p.0 < t).count();
     let want = if l == 0 {
         0
@@ -677,7 +761,7 @@ fn plan_gc(
         plan.push((k, size(k, n), n));
         rest -= n;
     }
-    let r = txn.retired.len();
+    let r = retired.len();
     if r > 0 {
         let k = if r <= inline_cap { 1 } else { r.div_ceil(page_cap) };
         let mut rest = r;
@@ -691,15 +775,376 @@ fn plan_gc(
     plan
 }
 
-/// Gives free pages at the end of the file back to the unallocated tail.
-/// `left` is sorted descending.
-fn refund(txn: &mut RwTxn<'_>, left: &mut Vec<u32>) {
+/// Gives free pages at the end of the file back to the unallocated tail
+/// (`first_unallocated`). `left` is sorted descending.
+fn refund(first_unallocated: &mut u32, left: &mut Vec<u32>) {
     let mut cut = 0;
-    while cut < left.len() && left[cut] + 1 == txn.geo.first_unallocated {
-        txn.geo.first_unallocated -= 1;
+    while cut < left.len() && left[cut] + 1 == *first_unallocated {
+        *first_unallocated -= 1;
         cut += 1;
     }
     left.drain(..cut);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::btree::mem::{MemWriter, Rng};
+    use crate::btree::walk::Kind;
+    use crate::flags::DbFlags;
+    use crate::format::{NODESIZE, PAGEHDRSZ};
+
+    impl GcWriter for MemWriter {
+        fn gc_db(&self) -> usize {
+            0
+        }
+        fn lists(&mut self) -> FreeLists<'_> {
+            FreeLists {
+                retired: &mut self.retired,
+                loose: &mut self.loose,
+                reclaimed: &mut self.reclaimed,
+                first_unallocated: &mut self.next,
+            }
+        }
+        fn consumed(&self) -> &[u64] {
+            &self.consumed
+        }
+        fn no_spare(&self) -> bool {
+            self.no_spare
+        }
+        fn set_no_spare(&mut self) {
+            self.no_spare = true;
+        }
+        fn top_up(&mut self, want: usize) -> Result<bool> {
+            let mut any = false;
+            while self.reclaimed.len() < want && reclaim(self)? {
+                any = true;
+            }
+            self.reclaimed.append(&mut self.loose);
+            self.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+            Ok(any)
+        }
+    }
+
+    /// The GC records of `w`: key and pages.
+    fn records(w: &MemWriter) -> BTreeMap<u64, Vec<u32>> {
+        w.records(0)
+            .into_iter()
+            .map(|(k, v)| (u64::from_le_bytes(k.try_into().expect("8-byte key")), parse_pnl(&v, w.next, 0).unwrap()))
+            .collect()
+    }
+
+    /// Value sizes of the GC records.
+    fn record_sizes(w: &MemWriter) -> BTreeMap<u64, usize> {
+        w.records(0).into_iter().map(|(k, v)| (u64::from_le_bytes(k.try_into().unwrap()), v.len())).collect()
+    }
+
+    /// Consumes the newest GC record up to `w.detent` not consumed yet, as
+    /// `reclaim_one` does.
+    fn reclaim(w: &mut MemWriter) -> Result<bool> {
+        let found = records(w).into_iter().rev().find(|(k, _)| *k <= w.detent && !w.consumed.contains(k));
+        let Some((k, pages)) = found else { return Ok(false) };
+        w.reclaimed.extend(pages);
+        w.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        write::del(w, 0, &k.to_le_bytes(), None)?;
+        w.consumed.push(k);
+        Ok(true)
+    }
+
+    /// Capacities of one-page and inline records for page size `ps`.
+    fn caps(ps: usize) -> (usize, usize) {
+        let page_cap = (ps - PAGEHDRSZ) / 4 - 1;
+        let leaf_nodemax = crate::format::limits::Limits::new(ps).leaf_nodemax;
+        (page_cap, ((leaf_nodemax - NODESIZE - 8) / 4).saturating_sub(1).min(page_cap))
+    }
+
+    /// Ends a transaction whose GC records were written: the pages they list
+    /// leave the store (retired pages were readable until now). The next
+    /// transaction's id follows the last key used (as the meta carries it).
+    fn commit(w: &mut MemWriter, last: u64) {
+        assert!(w.retired.is_empty() && w.loose.is_empty() && w.reclaimed.is_empty(), "lists left over");
+        for pages in records(w).values() {
+            for p in pages {
+                w.store.remove(p);
+            }
+        }
+        w.consumed.clear();
+        w.no_spare = false;
+        w.txnid = last;
+        w.commit();
+    }
+
+    /// Every page below the tail is in a tree or in exactly one GC record,
+    /// and every tree (the GC's included) is sound.
+    fn check(w: &MemWriter) {
+        w.check_with_free(records(w).into_values().flatten());
+    }
+
+    /// Writes the GC records and checks what they hold: every page retired
+    /// before under the transaction's own keys `t..=last`, which are
+    /// consecutive, count exactly the retired pages and have only the two
+    /// size classes; records under older keys only under consumed keys.
+    fn save(w: &mut MemWriter) -> (u64, usize) {
+        let t = w.txnid;
+        let before: BTreeSet<u64> = records(w).into_keys().collect();
+        let retired: BTreeSet<u32> = w.retired.iter().copied().collect();
+        let (last, n) = write_gc(w).expect("GC update");
+        let recs = records(w);
+        let own: Vec<u64> = recs.keys().copied().filter(|&k| k >= t).collect();
+        assert_eq!(own, (t..t + own.len() as u64).collect::<Vec<_>>(), "own keys are consecutive from t");
+        assert_eq!(last, own.last().copied().unwrap_or(t));
+        let under_own: BTreeSet<u32> = own.iter().flat_map(|k| recs[k].iter().copied()).collect();
+        assert_eq!(under_own.len(), n, "the count of retired pages");
+        assert!(retired.is_subset(&under_own), "a retired page is not under the transaction's own keys");
+        for k in recs.keys().filter(|&&k| k < t && !before.contains(&k)) {
+            assert!(w.consumed.contains(k), "record {k} under a key that was not consumed");
+        }
+        let (page_cap, inline_cap) = caps(w.limits().page_size);
+        for (k, len) in record_sizes(w) {
+            if k >= t || !before.contains(&k) {
+                assert!(len == 4 * (page_cap + 1) || len == 4 * (inline_cap + 1), "record {k}: {len} bytes");
+            }
+        }
+        (last, n)
+    }
+
+    fn setup(ps: usize) -> (MemWriter, usize) {
+        let mut w = MemWriter::new(ps);
+        let db = w.add_table(Kind::Table, DbFlags::empty());
+        (w, db)
+    }
+
+    fn put(w: &mut MemWriter, db: usize, k: u64, len: usize) {
+        let v = vec![k as u8; len];
+        write::put(w, db, &k.to_be_bytes(), Val::Bytes(&v), PutFlags::empty(), 0).unwrap();
+    }
+
+    #[test]
+    fn plan_covers_the_lists() {
+        let (page_cap, inline_cap) = (10, 3);
+        let (ib, pb) = (4 * (inline_cap + 1), 4 * (page_cap + 1));
+        let plan = |rec: &[u32], ret: &[u32], spare: &[u64], prev: &[(u64, usize, usize)]| {
+            let (mut a, mut b) = (rec.to_vec(), ret.to_vec());
+            let p = plan_gc(&mut a, &mut b, 100, spare, page_cap, inline_cap, prev);
+            (p, a, b)
+        };
+        // Nothing to save: no records.
+        assert_eq!(plan(&[], &[], &[], &[]).0, vec![]);
+        // One retired page: one inline record under t.
+        assert_eq!(plan(&[], &[7], &[], &[]).0, vec![(100, ib, 1)]);
+        // Just past inline: a one-page record; past a page: several.
+        assert_eq!(plan(&[], &[1, 2, 3, 4], &[], &[]).0, vec![(100, pb, 4)]);
+        let many: Vec<u32> = (1..=25).collect();
+        assert_eq!(plan(&[], &many, &[], &[]).0, vec![(100, pb, 10), (101, pb, 10), (102, pb, 5)]);
+        // Unused reclaimed pages go back under the spare keys, newest first.
+        assert_eq!(plan(&[9, 8], &[], &[50, 40], &[]).0, vec![(50, ib, 2)]);
+        // More than the spare keys hold: the rest joins the retired pages.
+        let lots: Vec<u32> = (1..=13).rev().collect();
+        let (p, rec, ret) = plan(&lots, &[], &[50], &[]);
+        assert_eq!(p, vec![(50, pb, 10), (100, ib, 3)]);
+        assert_eq!((rec.len(), ret), (10, vec![3, 2, 1]));
+        // A record keeps its size class while its pages fit (no flapping).
+        assert_eq!(plan(&[], &[1], &[], &[(100, pb, 4)]).0, vec![(100, pb, 1)]);
+        // A spare record is not dropped while it has pages to hold.
+        assert_eq!(plan(&[3, 2], &[], &[50, 40], &[(50, ib, 1), (40, ib, 1)]).0, vec![(50, ib, 1), (40, ib, 1)]);
+    }
+
+    /// Random lists: the plan lists every page exactly once, within each
+    /// record's capacity, under consecutive own keys and distinct spare keys.
+    #[test]
+    fn plan_is_exact_on_random_lists() {
+        let mut rng = Rng::new(5);
+        let (page_cap, inline_cap) = (58, 24);
+        for _ in 0..2000 {
+            let n_rec = rng.below(200) as usize;
+            let n_ret = rng.below(300) as usize;
+            let mut pages: Vec<u32> = (3..3 + (n_rec + n_ret) as u32).collect();
+            let mut rec: Vec<u32> = pages.drain(..n_rec).rev().collect();
+            let mut ret = pages;
+            let spare: Vec<u64> = (0..rng.below(4)).map(|i| 90 - 3 * i).collect();
+            let prev = if rng.below(2) == 0 {
+                let (mut a, mut b) = (rec.clone(), ret.clone());
+                a.truncate(rng.below(a.len() as u64 + 1) as usize);
+                plan_gc(&mut a, &mut b, 100, &spare, page_cap, inline_cap, &[])
+            } else {
+                Vec::new()
+            };
+            let all: BTreeSet<u32> = rec.iter().chain(&ret).copied().collect();
+            let plan = plan_gc(&mut rec, &mut ret, 100, &spare, page_cap, inline_cap, &prev);
+            let after: BTreeSet<u32> = rec.iter().chain(&ret).copied().collect();
+            assert_eq!(after.len(), rec.len() + ret.len());
+            assert_eq!(all, after, "pages lost or made up");
+            let own: Vec<_> = plan.iter().filter(|p| p.0 >= 100).collect();
+            let old: Vec<_> = plan.iter().filter(|p| p.0 < 100).collect();
+            assert_eq!(own.iter().map(|p| p.2).sum::<usize>(), ret.len());
+            assert_eq!(old.iter().map(|p| p.2).sum::<usize>(), rec.len());
+            assert!(own.iter().enumerate().all(|(i, p)| p.0 == 100 + i as u64));
+            let keys: BTreeSet<u64> = old.iter().map(|p| p.0).collect();
+            assert_eq!(keys.len(), old.len());
+            assert!(keys.iter().all(|k| spare.contains(k)));
+            for &&(_, bytes, n) in plan.iter().collect::<Vec<_>>().iter() {
+                assert!(n >= 1 && 4 * (n + 1) <= bytes, "{n} pages in {bytes} bytes");
+                assert!(bytes == 4 * (page_cap + 1) || bytes == 4 * (inline_cap + 1));
+            }
+        }
+    }
+
+    #[test]
+    fn empty_update_writes_nothing() {
+        let (mut w, _) = setup(512);
+        let next = w.next;
+        let t = w.txnid;
+        assert_eq!(save(&mut w), (t, 0));
+        assert!(records(&w).is_empty());
+        assert_eq!(w.next, next, "no page was allocated");
+        commit(&mut w, t);
+        check(&w);
+    }
+
+    /// One page retired: one inline record under `t` with exactly that page.
+    #[test]
+    fn one_retired_page() {
+        let (mut w, db) = setup(512);
+        put(&mut w, db, 1, 10);
+        let (last, n) = save(&mut w);
+        assert_eq!(n, 0);
+        commit(&mut w, last);
+        let leaf = w.tables[db].tree.root;
+        put(&mut w, db, 1, 11);
+        assert_eq!(w.retired, vec![leaf]);
+        let t = w.txnid;
+        assert_eq!(save(&mut w), (t, 1));
+        assert_eq!(records(&w), BTreeMap::from([(t, vec![leaf])]));
+        commit(&mut w, t);
+        check(&w);
+    }
+
+    /// Pages freed in the transaction that allocated them, at the end of
+    /// the file, go back to the unallocated tail instead of the GC.
+    #[test]
+    fn loose_pages_at_the_tail_are_refunded() {
+        let (mut w, db) = setup(512);
+        put(&mut w, db, 1, 10);
+        let (last, _) = save(&mut w);
+        commit(&mut w, last);
+        let next = w.next;
+        put(&mut w, db, 2, 3000); // a large value of 6 pages at the tail
+        assert!(w.next > next + 1);
+        assert!(write::del(&mut w, db, &2u64.to_be_bytes(), None).unwrap());
+        assert!(!w.loose.is_empty());
+        let (last, _) = save(&mut w);
+        // The chunk went back to the tail; the new pages are the copy of the
+        // leaf (the old one is retired) and the GC's first leaf.
+        assert_eq!(w.next, next + 2);
+        commit(&mut w, last);
+        check(&w);
+    }
+
+    /// More retired pages than one page of a record holds: records of one
+    /// page each under `t, t+1, …`, and the last key is reported.
+    #[test]
+    fn long_lists_take_several_one_page_records() {
+        for (ps, n, len) in [(256, 2000, 40), (512, 3000, 40), (4096, 1100, 5000)] {
+            let (mut w, db) = setup(ps);
+            for k in 0..n {
+                put(&mut w, db, k, len);
+            }
+            let (last, _) = save(&mut w);
+            commit(&mut w, last);
+            let pages = w.table_pages(db).len();
+            let (page_cap, _) = caps(ps);
+            assert!(pages > 2 * page_cap, "page size {ps}: only {pages} pages");
+            write::clear(&mut w, db).unwrap();
+            let t = w.txnid;
+            let (last, retired) = save(&mut w);
+            assert_eq!(retired, pages);
+            assert_eq!(last, t + pages.div_ceil(page_cap) as u64 - 1);
+            commit(&mut w, last);
+            check(&w);
+        }
+    }
+
+    /// The update's own edits use up the last reclaimed page while a record
+    /// under a consumed key exists and nothing more can be reclaimed: the
+    /// update stops writing records under consumed keys (`no_spare`), deletes
+    /// the one it reserved, whose page it allocated itself, and that page
+    /// joins the retired ones. Nothing is lost, and the update converges.
+    #[test]
+    fn last_reclaimed_page_used_up_stops_spare_records() {
+        let (mut w, big) = setup(256);
+        let small = w.add_table(Kind::Table, DbFlags::empty());
+        for k in 0..4000 {
+            put(&mut w, big, k, 100);
+        }
+        for k in 0..50 {
+            put(&mut w, small, k, 100);
+        }
+        let (last, _) = save(&mut w);
+        commit(&mut w, last);
+        let (page_cap, inline_cap) = caps(256);
+        let small_pages = w.table_pages(small).len();
+        assert!(small_pages > inline_cap, "{small_pages} pages");
+        // One record of more pages than an inline record holds.
+        write::clear(&mut w, small).unwrap();
+        let (last, _) = save(&mut w);
+        commit(&mut w, last);
+        assert_eq!(records(&w).len(), 1);
+        // Consume it, then let nothing more be reclaimed; retire far more
+        // pages than the reclaimed ones, so the update's records need them all.
+        w.detent = w.txnid - 1;
+        assert!(w.top_up(1).unwrap());
+        assert!(w.reclaimed.len() > inline_cap);
+        w.detent = 0;
+        write::clear(&mut w, big).unwrap();
+        assert!(w.retired.len() > 2 * page_cap);
+        let t = w.txnid;
+        let (last, _) = save(&mut w);
+        assert!(w.no_spare, "the update kept writing records under consumed keys");
+        assert!(records(&w).keys().all(|&k| k >= t), "a record under a consumed key is left");
+        commit(&mut w, last);
+        check(&w);
+    }
+
+    /// Random transactions that reclaim GC records, edit a table and write
+    /// their GC records at small page sizes, where the GC tree itself
+    /// splits and merges while it is updated: every update reaches its
+    /// fixed point, and no page is lost or listed twice.
+    #[test]
+    fn random_transactions_reach_a_fixed_point() {
+        for (seed, ps) in [(1u64, 256usize), (2, 512), (3, 1024)] {
+            let (mut w, db) = setup(ps);
+            let mut rng = Rng::new(seed);
+            let mut model = BTreeSet::new();
+            let mut spare_used = 0;
+            let mut gc_height = 0;
+            for _ in 0..120 {
+                w.detent = w.txnid - 1;
+                let want = rng.below(40) as usize;
+                w.top_up(want).unwrap();
+                for _ in 0..rng.below(80) {
+                    let k = rng.below(400);
+                    if rng.below(2) == 0 && model.remove(&k) {
+                        assert!(write::del(&mut w, db, &k.to_be_bytes(), None).unwrap());
+                    } else {
+                        let len = if rng.below(30) == 0 { 700 } else { 1 + rng.below(30) as usize };
+                        put(&mut w, db, k, len);
+                        model.insert(k);
+                    }
+                }
+                let t = w.txnid;
+                let (last, _) = save(&mut w);
+                spare_used += records(&w).keys().filter(|&&k| k < t && w.consumed.contains(&k)).count();
+                commit(&mut w, last);
+                check(&w);
+                assert_eq!(w.tables[db].tree.items, model.len() as u64);
+                gc_height = gc_height.max(w.tables[0].tree.height);
+            }
+            assert!(spare_used > 0, "page size {ps}: no record went back under a consumed key");
+            assert!(gc_height > 1, "page size {ps}: the GC tree never grew past one leaf");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,9 @@
 //! metas; `txn` holds read/write transactions (`txn/`: page life cycle,
 //! spilling, nested transactions, commit, the write cursor); `gc` allocates
 //! pages from the GC and writes its records; `btree` searches and edits
-//! trees, reading pages only through `btree::pages::Pages`.
+//! trees, reading pages only through `btree::pages::Pages` and writing them
+//! only through the `btree::writer::TreeWriter` trait, which the write
+//! transaction implements (`txn/tree_writer.rs`).
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

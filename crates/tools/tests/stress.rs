@@ -208,7 +208,7 @@ fn race_env(dir: &Path) -> rdbx::Env {
 
 /// `Env::open` by a second process fails with "the data file is shorter than
 /// the pages its newest meta uses (truncated?)" while another process grows
-/// the file: open reads the file size before the metas (env.rs, `let mut
+/// the file: open reads the file size before the metas (env/inner.rs, `let mut
 /// size = file::file_size(..)` then `read_metas`), so a growth plus commit in
 /// between looks like truncation. A non-exclusive opener should re-read the
 /// size (or take it after the metas) before calling the file truncated.

@@ -6,6 +6,7 @@
 //! libmdbx does.
 
 use super::write::{self, find_path, insert_at, is_rightmost, rebalance, touch_path, Path};
+use super::writer::{TreeWriter, View};
 use super::{key_at, Cmp};
 use crate::error::{Error, Result};
 use crate::flags::{DbFlags, PutFlags};
@@ -13,8 +14,6 @@ use crate::format::node::{self, N_DUP, N_TREE};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::{even_ceil, put_u16, u16_at, u32_at, NODESIZE, PAGEHDRSZ, P_INVALID};
-use crate::txn::page_ops;
-use crate::txn::{Db, RwTxn, View};
 
 /// How the values of a key are stored. A sub-page is not decoded: puts and
 /// deletes edit its bytes (`subpage_copy`), so the cost of a change is one
@@ -37,12 +36,12 @@ fn dup_cmp(t: &View) -> Cmp {
 }
 
 /// libmdbx's largest sub-page: `((leaf_nodemax - 8) * 65535 + 32767) >> 16`.
-fn subpage_limit(txn: &RwTxn<'_>) -> usize {
-    ((txn.env.limits.leaf_nodemax - NODESIZE) * 65535 + 32767) >> 16
+fn subpage_limit<W: TreeWriter + ?Sized>(w: &W) -> usize {
+    ((w.limits().leaf_nodemax - NODESIZE) * 65535 + 32767) >> 16
 }
 
-fn read_repr(txn: &RwTxn<'_>, t: &View, lpg: u32, idx: usize) -> Result<Repr> {
-    let pages = txn.pages();
+fn read_repr<W: TreeWriter + ?Sized>(w: &W, t: &View, lpg: u32, idx: usize) -> Result<Repr> {
+    let pages = w.pages();
     let leaf = Page { buf: pages.get(lpg)? };
     let n = node::node(leaf, idx, lpg)?;
     Ok(match n.flags {
@@ -192,101 +191,101 @@ fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
 
 /// Node content (header size, flags, bytes) for a key holding `vals`: a plain
 /// node, a sub-page, or a new nested tree. Adds nested-tree pages to `tree`.
-fn content_for(
-    txn: &mut RwTxn<'_>,
+fn content_for<W: TreeWriter + ?Sized>(
+    w: &mut W,
     t: &View,
     tree: &mut Tree,
     key: &[u8],
     vals: &[Vec<u8>],
     host: u32,
 ) -> Result<(u32, u8, Vec<u8>)> {
-    let lim = txn.env.limits;
+    let lim = w.limits();
     if vals.len() == 1 && lim.fits_inline(key.len(), vals[0].len()) {
         return Ok((vals[0].len() as u32, 0, vals[0].clone()));
     }
     let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
     if vals.len() > 1 {
         let sp = build_subpage(vals, dupfix, host);
-        if sp.len() <= subpage_limit(txn) && NODESIZE + even_ceil(key.len() + sp.len()) <= lim.leaf_nodemax {
+        if sp.len() <= subpage_limit(w) && NODESIZE + even_ceil(key.len() + sp.len()) <= lim.leaf_nodemax {
             return Ok((sp.len() as u32, N_DUP, sp));
         }
     }
-    let nt = nested_build(txn, t, vals)?;
+    let nt = nested_build(w, t, vals)?;
     tree.inc_branch(nt.branch_pages, host)?;
     tree.inc_leaf(nt.leaf_pages, host)?;
     Ok((TREE_SIZE as u32, N_DUP | N_TREE, nt.to_bytes().to_vec()))
 }
 
-fn nested_empty(txn: &RwTxn<'_>, t: &View, vlen: usize) -> Tree {
+fn nested_empty<W: TreeWriter + ?Sized>(w: &W, t: &View, vlen: usize) -> Tree {
     let mut nt = Tree::empty(nested_flags(t.flags));
     if t.flags.contains(DbFlags::DUP_FIXED) {
         nt.dupfix_size = vlen as u32;
     }
-    nt.mod_txnid = txn.txnid;
+    nt.mod_txnid = w.txnid();
     nt
 }
 
-fn nested_build(txn: &mut RwTxn<'_>, t: &View, vals: &[Vec<u8>]) -> Result<Tree> {
-    let mut nt = nested_empty(txn, t, vals[0].len());
+fn nested_build<W: TreeWriter + ?Sized>(w: &mut W, t: &View, vals: &[Vec<u8>]) -> Result<Tree> {
+    let mut nt = nested_empty(w, t, vals[0].len());
     for v in vals {
-        nested_insert(txn, t, &mut nt, v)?;
+        nested_insert(w, t, &mut nt, v)?;
     }
     Ok(nt)
 }
 
 /// Inserts `val` into a nested tree; false if present.
-fn nested_insert(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
+fn nested_insert<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
     let cmp = dup_cmp(t);
     if nt.root == P_INVALID {
         let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
-        let pg = page_ops::new_page(txn, if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
+        let pg = w.new_page(if dupfix { pflags::LEAF | pflags::DUPFIX } else { pflags::LEAF })?;
         if dupfix {
-            fpage::set_dupfix_ksize(txn.dirty_mut(pg), val.len() as u16);
+            fpage::set_dupfix_ksize(w.dirty_mut(pg), val.len() as u16);
         }
-        write::p_insert(txn.dirty_mut(pg), 0, val, 0, 0, &[])?;
-        *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: txn.txnid, ..*nt };
+        write::p_insert(w.dirty_mut(pg), 0, val, 0, 0, &[])?;
+        *nt = Tree { root: pg, height: 1, leaf_pages: 1, branch_pages: 0, items: 1, mod_txnid: w.txnid(), ..*nt };
         return Ok(true);
     }
     let mut path = Path::new();
-    let exact = find_path(txn, nt, val, cmp, &mut path)?;
+    let exact = find_path(w, nt, val, cmp, &mut path)?;
     if exact {
         return Ok(false);
     }
-    let rightmost = is_rightmost(txn, &path)?;
-    touch_path(txn, nt, &mut path)?;
+    let rightmost = is_rightmost(w, &path)?;
+    touch_path(w, nt, &mut path)?;
     let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
     nt.inc_items(1, path.e[leaf].0)?;
-    insert_at(txn, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
-    nt.mod_txnid = txn.txnid;
+    insert_at(w, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
+    nt.mod_txnid = w.txnid();
     Ok(true)
 }
 
 /// Deletes `val` from a nested tree; false if absent.
-fn nested_delete(txn: &mut RwTxn<'_>, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
+fn nested_delete<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
     if nt.root == P_INVALID {
         return Ok(false);
     }
     let mut path = Path::new();
-    let exact = find_path(txn, nt, val, dup_cmp(t), &mut path)?;
+    let exact = find_path(w, nt, val, dup_cmp(t), &mut path)?;
     if !exact {
         return Ok(false);
     }
     nt.dec_items(1, path.e[path.leaf()].0)?;
-    touch_path(txn, nt, &mut path)?;
+    touch_path(w, nt, &mut path)?;
     let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
-    write::p_remove(txn.dirty_mut(path.e[leaf].0), idx);
-    rebalance(txn, nt, &mut path, leaf)?;
-    nt.mod_txnid = txn.txnid;
+    write::p_remove(w.dirty_mut(path.e[leaf].0), idx);
+    rebalance(w, nt, &mut path, leaf)?;
+    nt.mod_txnid = w.txnid();
     Ok(true)
 }
 
-fn nested_last(txn: &RwTxn<'_>, t: &View, nt: &Tree) -> Result<Option<Vec<u8>>> {
-    let mut c = super::cursor::Cursor::new(txn.pages(), nt.root, nt.height, dup_cmp(t));
+fn nested_last<W: TreeWriter + ?Sized>(w: &W, t: &View, nt: &Tree) -> Result<Option<Vec<u8>>> {
+    let mut c = super::cursor::Cursor::new(w.pages(), nt.root, nt.height, dup_cmp(t));
     Ok(c.last()?.map(|p| p.0.to_vec()))
 }
 
-fn check_value(txn: &RwTxn<'_>, t: &View, tree: &Tree, val: &[u8]) -> Result<()> {
-    let max = txn.env.limits.max_value(t.flags);
+fn check_value<W: TreeWriter + ?Sized>(w: &W, t: &View, tree: &Tree, val: &[u8]) -> Result<()> {
+    let max = w.limits().max_value(t.flags);
     if val.len() > max {
         return Err(Error::BadValSize(format!("multimap value of {} bytes exceeds the maximum of {max}", val.len())));
     }
@@ -309,30 +308,36 @@ fn check_value(txn: &RwTxn<'_>, t: &View, tree: &Tree, val: &[u8]) -> Result<()>
 }
 
 /// Writes `nt` back into the (dirty) host node at `path`'s leaf.
-fn store_nested(txn: &mut RwTxn<'_>, path: &Path, nt: &Tree) {
+fn store_nested<W: TreeWriter + ?Sized>(w: &mut W, path: &Path, nt: &Tree) {
     let (lpg, idx) = path.e[path.leaf()];
-    let (off, _) = node::value_range(txn.dirty_ref(lpg), idx);
-    nt.write(&mut txn.dirty_mut(lpg)[off..off + TREE_SIZE]);
+    let (off, _) = node::value_range(w.dirty_ref(lpg), idx);
+    nt.write(&mut w.dirty_mut(lpg)[off..off + TREE_SIZE]);
 }
 
 /// Replaces the node at `path`'s leaf with new content for the same key.
-fn replace_node(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &Path, key: &[u8], c: (u32, u8, Vec<u8>)) -> Result<()> {
+fn replace_node<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &Path,
+    key: &[u8],
+    c: (u32, u8, Vec<u8>),
+) -> Result<()> {
     let (lpg, idx) = path.e[path.leaf()];
-    write::p_remove(txn.dirty_mut(lpg), idx);
-    insert_at(txn, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
+    write::p_remove(w.dirty_mut(lpg), idx);
+    insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
 }
 
 /// Frees a key's values (its nested tree pages); returns how many values it had.
-fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr, host: u32) -> Result<u64> {
+fn drop_values<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, r: &Repr, host: u32) -> Result<u64> {
     Ok(match r {
         Repr::Plain(_) => 1,
         Repr::Sub(n) => *n as u64,
         Repr::Nested(nt) => {
             let mut runs = Vec::new();
             let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-            write::collect_pages(txn, nt, super::walk::Kind::Nested, flags, Some(host), &mut runs)?;
+            write::collect_pages(w, nt, super::walk::Kind::Nested, flags, Some(host), &mut runs)?;
             for (pg, n) in runs {
-                page_ops::free(txn, pg, n);
+                w.free(pg, n);
             }
             tree.dec_branch(nt.branch_pages, host)?;
             tree.dec_leaf(nt.leaf_pages, host)?;
@@ -342,28 +347,28 @@ fn drop_values(txn: &mut RwTxn<'_>, tree: &mut Tree, r: &Repr, host: u32) -> Res
 }
 
 /// Adds `val` to the values of `key`.
-pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
-    let t = txn.table(db)?;
+pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+    let t = w.table(db)?;
     let mut tree = t.tree;
-    check_value(txn, &t, &tree, val)?;
+    check_value(w, &t, &tree, val)?;
     let dcmp = dup_cmp(&t);
     let one = [val.to_vec()];
     if tree.root == P_INVALID {
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
-        let pg = page_ops::new_page(txn, pflags::LEAF)?;
-        let c = content_for(txn, &t, &mut tree, key, &one, pg)?;
-        node::insert(txn.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
+        let pg = w.new_page(pflags::LEAF)?;
+        let c = content_for(w, &t, &mut tree, key, &one, pg)?;
+        node::insert(w.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
         tree.inc_leaf(1, pg)?;
         tree = Tree { root: pg, height: 1, items: 1, ..tree };
-        return done(txn, db, tree, &t, val);
+        return done(w, db, tree, &t, val);
     }
     let mut path = Path::new();
-    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
+    let exact = find_path(w, &tree, key, t.cmp, &mut path)?;
     let (lpg, idx) = path.e[path.leaf()];
     if t.cmp == Cmp::Int {
-        let k0 = key_at(Page { buf: txn.pages().get(lpg)? }, 0, lpg)?.len();
+        let k0 = key_at(Page { buf: w.pages().get(lpg)? }, 0, lpg)?.len();
         if k0 != key.len() {
             return Err(Error::BadValSize(format!("INTEGER_KEY table uses {k0}-byte keys, got {}", key.len())));
         }
@@ -373,39 +378,39 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
             return Err(Error::NotFound);
         }
         if flags.contains(PutFlags::APPEND) {
-            let n = Page { buf: txn.pages().get(lpg)? }.num_entries();
-            if idx != n || !is_rightmost(txn, &path)? {
+            let n = Page { buf: w.pages().get(lpg)? }.num_entries();
+            if idx != n || !is_rightmost(w, &path)? {
                 return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
             }
         }
-        let rightmost = is_rightmost(txn, &path)?;
-        touch_path(txn, &mut tree, &mut path)?;
+        let rightmost = is_rightmost(w, &path)?;
+        touch_path(w, &mut tree, &mut path)?;
         let lpg = path.e[path.leaf()].0;
         tree.inc_items(1, lpg)?;
-        let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
-        insert_at(txn, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
-        return done(txn, db, tree, &t, val);
+        let c = content_for(w, &t, &mut tree, key, &one, lpg)?;
+        insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
+        return done(w, db, tree, &t, val);
     }
     if flags.contains(PutFlags::NO_OVERWRITE) {
         return Err(Error::KeyExist);
     }
     if flags.contains(PutFlags::APPEND) {
         // The key exists: APPEND is only right when it is the last key.
-        let n = Page { buf: txn.pages().get(lpg)? }.num_entries();
-        if idx + 1 != n || !is_rightmost(txn, &path)? {
+        let n = Page { buf: w.pages().get(lpg)? }.num_entries();
+        if idx + 1 != n || !is_rightmost(w, &path)? {
             return Err(Error::KeyMismatch("APPEND with a key less than the last key"));
         }
     }
-    let repr = read_repr(txn, &t, lpg, idx)?;
+    let repr = read_repr(w, &t, lpg, idx)?;
     if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
-        touch_path(txn, &mut tree, &mut path)?;
+        touch_path(w, &mut tree, &mut path)?;
         let lpg = path.e[path.leaf()].0;
-        let n = drop_values(txn, &mut tree, &repr, lpg)?;
+        let n = drop_values(w, &mut tree, &repr, lpg)?;
         tree.dec_items(n, lpg)?;
         tree.inc_items(1, lpg)?;
-        let c = content_for(txn, &t, &mut tree, key, &one, lpg)?;
-        replace_node(txn, &mut tree, &path, key, c)?;
-        return done(txn, db, tree, &t, val);
+        let c = content_for(w, &t, &mut tree, key, &one, lpg)?;
+        replace_node(w, &mut tree, &path, key, c)?;
+        return done(w, db, tree, &t, val);
     }
     let exists_or_append = |found: std::result::Result<usize, usize>, n: usize| -> Result<Option<usize>> {
         match found {
@@ -432,12 +437,12 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
             let Some(pos) = exists_or_append(found, 1)? else { return Ok(()) };
             let mut vals = vec![old];
             vals.insert(pos, val.to_vec());
-            rebuild(txn, &t, &mut tree, &mut path, key, &vals)?;
+            rebuild(w, &t, &mut tree, &mut path, key, &vals)?;
             true
         }
-        Repr::Sub(_) => add_to_subpage(txn, &t, &mut tree, &mut path, key, val, &exists_or_append)?,
+        Repr::Sub(_) => add_to_subpage(w, &t, &mut tree, &mut path, key, val, &exists_or_append)?,
         Repr::Nested(mut nt) => {
-            if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
+            if super::get(&w.pages(), nt.root, nt.height, val, dcmp)?.is_some() {
                 return if flags.contains(PutFlags::NO_DUP_DATA) {
                     Err(Error::KeyExist)
                 } else if flags.contains(PutFlags::APPEND_DUP) {
@@ -447,17 +452,17 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
                 };
             }
             if flags.contains(PutFlags::APPEND_DUP) {
-                if let Some(last) = nested_last(txn, &t, &nt)? {
+                if let Some(last) = nested_last(w, &t, &nt)? {
                     if dcmp.cmp(val, &last).is_le() {
                         return Err(Error::KeyMismatch("APPEND_DUP with a value less than the last value"));
                     }
                 }
             }
-            touch_path(txn, &mut tree, &mut path)?;
+            touch_path(w, &mut tree, &mut path)?;
             let old = nt;
-            nested_insert(txn, &t, &mut nt, val)?;
+            nested_insert(w, &t, &mut nt, val)?;
             tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
-            store_nested(txn, &path, &nt);
+            store_nested(w, &path, &nt);
             true
         }
     };
@@ -465,7 +470,7 @@ pub(crate) fn put(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: &[u8], flags: Pu
         return Ok(());
     }
     tree.inc_items(1, path.e[path.leaf()].0)?;
-    done(txn, db, tree, &t, val)
+    done(w, db, tree, &t, val)
 }
 
 /// Where a new value goes among a key's `n` sorted values, given the search
@@ -475,18 +480,18 @@ type Position<'a> = dyn Fn(std::result::Result<usize, usize>, usize) -> Result<O
 
 /// Replaces the node of `key` with one holding `vals` (a sub-page or, past the
 /// limit, a nested tree).
-fn rebuild(
-    txn: &mut RwTxn<'_>,
+fn rebuild<W: TreeWriter + ?Sized>(
+    w: &mut W,
     t: &View,
     tree: &mut Tree,
     path: &mut Path,
     key: &[u8],
     vals: &[Vec<u8>],
 ) -> Result<()> {
-    touch_path(txn, tree, path)?;
+    touch_path(w, tree, path)?;
     let lpg = path.e[path.leaf()].0;
-    let c = content_for(txn, t, tree, key, vals, lpg)?;
-    replace_node(txn, tree, path, key, c)
+    let c = content_for(w, t, tree, key, vals, lpg)?;
+    replace_node(w, tree, path, key, c)
 }
 
 /// Adds `val` to a key whose values are in a sub-page: a copy of the sub-page
@@ -494,8 +499,8 @@ fn rebuild(
 /// sub-page would pass libmdbx's limit. Returns false when the value was
 /// already there.
 #[allow(clippy::too_many_arguments)]
-fn add_to_subpage(
-    txn: &mut RwTxn<'_>,
+fn add_to_subpage<W: TreeWriter + ?Sized>(
+    w: &mut W,
     t: &View,
     tree: &mut Tree,
     path: &mut Path,
@@ -505,9 +510,9 @@ fn add_to_subpage(
 ) -> Result<bool> {
     let (lpg, idx) = path.e[path.leaf()];
     let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
-    let (limit, nodemax) = (subpage_limit(txn), txn.env.limits.leaf_nodemax);
+    let (limit, nodemax) = (subpage_limit(w), w.limits().leaf_nodemax);
     let grown = {
-        let pages = txn.pages();
+        let pages = w.pages();
         let sp = subpage(&pages, lpg, idx)?;
         let n = sp.num_entries();
         let (i, exact) = super::search_leaf(sp, val, dup_cmp(t), lpg)?;
@@ -515,9 +520,9 @@ fn add_to_subpage(
         let add = item_size(dupfix, val.len());
         let leaf = pages.get(lpg)?;
         if let Some(g) = in_place_growth(leaf, idx, sp, add, limit, nodemax) {
-            touch_path(txn, tree, path)?;
+            touch_path(w, tree, path)?;
             let lpg = path.e[path.leaf()].0;
-            insert_in_place(txn.dirty_mut(lpg), lpg, idx, pos, val, g);
+            insert_in_place(w.dirty_mut(lpg), lpg, idx, pos, val, g);
             return Ok(true);
         }
         let compact = PAGEHDRSZ
@@ -539,11 +544,11 @@ fn add_to_subpage(
     };
     match grown {
         Ok(mut sp) => {
-            touch_path(txn, tree, path)?;
+            touch_path(w, tree, path)?;
             fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
-            replace_node(txn, tree, path, key, (sp.len() as u32, N_DUP, sp))?;
+            replace_node(w, tree, path, key, (sp.len() as u32, N_DUP, sp))?;
         }
-        Err(vals) => rebuild(txn, t, tree, path, key, &vals)?,
+        Err(vals) => rebuild(w, t, tree, path, key, &vals)?,
     }
     Ok(true)
 }
@@ -690,41 +695,41 @@ fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
     write::p_remove(sub, pos);
 }
 
-fn done(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
+fn done<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
     if t.flags.contains(DbFlags::DUP_FIXED) && tree.dupfix_size == 0 {
         tree.dupfix_size = val.len() as u32;
     }
-    write::finish(txn, db, tree);
+    write::finish(w, db, tree);
     Ok(())
 }
 
 /// Deletes one value (`Some`) or all values (`None`) of `key`.
-pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
-    let t = txn.table(db)?;
+pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+    let t = w.table(db)?;
     let mut tree = t.tree;
     if tree.root == P_INVALID {
         return Ok(false);
     }
     let dcmp = dup_cmp(&t);
     let mut path = Path::new();
-    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
+    let exact = find_path(w, &tree, key, t.cmp, &mut path)?;
     if !exact {
         return Ok(false);
     }
     let (lpg, idx) = path.e[path.leaf()];
-    let repr = read_repr(txn, &t, lpg, idx)?;
-    let remove_node = |txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path| -> Result<()> {
+    let repr = read_repr(w, &t, lpg, idx)?;
+    let remove_node = |w: &mut W, tree: &mut Tree, path: &mut Path| -> Result<()> {
         let (lpg, idx) = path.e[path.leaf()];
-        write::p_remove(txn.dirty_mut(lpg), idx);
+        write::p_remove(w.dirty_mut(lpg), idx);
         let leaf = path.leaf();
-        rebalance(txn, tree, path, leaf)
+        rebalance(w, tree, path, leaf)
     };
     let Some(val) = val else {
-        touch_path(txn, &mut tree, &mut path)?;
-        let n = drop_values(txn, &mut tree, &repr, path.e[path.leaf()].0)?;
+        touch_path(w, &mut tree, &mut path)?;
+        let n = drop_values(w, &mut tree, &repr, path.e[path.leaf()].0)?;
         tree.dec_items(n, path.e[path.leaf()].0)?;
-        remove_node(txn, &mut tree, &mut path)?;
-        write::finish(txn, db, tree);
+        remove_node(w, &mut tree, &mut path)?;
+        write::finish(w, db, tree);
         return Ok(true);
     };
     // One value goes; counted before the tree changes (an emptied tree is
@@ -735,12 +740,12 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
                 return Ok(false);
             }
             tree.dec_items(1, lpg)?;
-            touch_path(txn, &mut tree, &mut path)?;
-            remove_node(txn, &mut tree, &mut path)?;
+            touch_path(w, &mut tree, &mut path)?;
+            remove_node(w, &mut tree, &mut path)?;
         }
         Repr::Sub(n) => {
             let shrunk = {
-                let pages = txn.pages();
+                let pages = w.pages();
                 let sp = subpage(&pages, lpg, idx)?;
                 let (pos, exact) = super::search_leaf(sp, val, dcmp, lpg)?;
                 if !exact {
@@ -748,10 +753,10 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
                 }
                 tree.dec_items(1, lpg)?;
                 if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
-                    touch_path(txn, &mut tree, &mut path)?;
+                    touch_path(w, &mut tree, &mut path)?;
                     let lpg = path.e[path.leaf()].0;
-                    remove_in_place(txn.dirty_mut(lpg), lpg, idx, pos);
-                    write::finish(txn, db, tree);
+                    remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+                    write::finish(w, db, tree);
                     return Ok(true);
                 }
                 let mut buf = subpage_copy(sp, 0, lpg)?;
@@ -759,35 +764,35 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
                 subpage_squeeze(&mut buf);
                 buf
             };
-            touch_path(txn, &mut tree, &mut path)?;
+            touch_path(w, &mut tree, &mut path)?;
             if n == 1 {
-                remove_node(txn, &mut tree, &mut path)?;
+                remove_node(w, &mut tree, &mut path)?;
             } else {
                 let mut sp = shrunk;
                 fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
-                replace_node(txn, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
+                replace_node(w, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
                 // A smaller node may leave the leaf underfull.
                 let leaf = path.leaf();
-                rebalance(txn, &mut tree, &mut path, leaf)?;
+                rebalance(w, &mut tree, &mut path, leaf)?;
             }
         }
         Repr::Nested(mut nt) => {
-            if super::get(&txn.pages(), nt.root, nt.height, val, dcmp)?.is_none() {
+            if super::get(&w.pages(), nt.root, nt.height, val, dcmp)?.is_none() {
                 return Ok(false);
             }
             tree.dec_items(1, lpg)?;
-            touch_path(txn, &mut tree, &mut path)?;
+            touch_path(w, &mut tree, &mut path)?;
             let old = nt;
-            nested_delete(txn, &t, &mut nt, val)?;
+            nested_delete(w, &t, &mut nt, val)?;
             tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
             if nt.root == P_INVALID {
-                remove_node(txn, &mut tree, &mut path)?;
+                remove_node(w, &mut tree, &mut path)?;
             } else {
-                store_nested(txn, &path, &nt);
+                store_nested(w, &path, &nt);
             }
         }
     }
-    write::finish(txn, db, tree);
+    write::finish(w, db, tree);
     Ok(true)
 }
 

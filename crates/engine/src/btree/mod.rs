@@ -5,10 +5,13 @@
 pub mod cursor;
 pub(crate) mod dupsort;
 pub(crate) mod estimate;
+#[cfg(test)]
+pub(crate) mod mem;
 pub(crate) mod pages;
 pub(crate) mod verify;
 pub(crate) mod walk;
 pub(crate) mod write;
+pub(crate) mod writer;
 
 use std::cmp::Ordering;
 

@@ -2,13 +2,18 @@
 //! merging and borrowing between siblings, large values, and clearing a tree.
 //!
 //! Every edit first finds the root-to-leaf path read-only, then copies the path
-//! on write ("touch", see `gc`), edits the leaf, and propagates splits upward or
+//! on write ("touch"), edits the leaf, and propagates splits upward or
 //! underflow fixes upward. Pages are rebuilt through the node functions of
 //! `format::node`, which keep the node area contiguous as libmdbx does.
+//!
+//! The edits see their transaction only as a [`TreeWriter`] (pages, the page
+//! life cycle, limits, the table being edited), generic and statically
+//! dispatched; `btree/mem.rs` runs them on pages in memory in unit tests.
 
 use std::borrow::Cow;
 
 use super::walk::{self, Kind, NodeEv, PageEv, Spec, Visitor, Walk};
+use super::writer::{check_value_size, Counted, TreeWriter};
 use super::{child_at, key_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::flags::{DbFlags, PutFlags};
@@ -16,8 +21,6 @@ use crate::format::node::{self, N_BIG};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::Tree;
 use crate::format::{even_ceil, put_u32, NODESIZE, PAGEHDRSZ, P_INVALID};
-use crate::txn::page_ops;
-use crate::txn::{Db, RwTxn};
 
 /// A value to store.
 pub(crate) enum Val<'a> {
@@ -144,13 +147,13 @@ fn need(buf: &[u8], key: &[u8], data: &[u8]) -> usize {
 
 /// Descends from the root recording the path; `pick` chooses the entry of
 /// each page (`Ok((index, exact))`; `exact` only matters at the leaf).
-fn walk_path(
-    txn: &RwTxn<'_>,
+fn walk_path<W: TreeWriter + ?Sized>(
+    w: &W,
     tree: &Tree,
     path: &mut Path,
     mut pick: impl FnMut(Page<'_>, u32) -> Result<(usize, bool)>,
 ) -> Result<bool> {
-    let pages = txn.pages();
+    let pages = w.pages();
     path.len = 0;
     let mut pgno = tree.root;
     let mut from = tree.root;
@@ -179,8 +182,14 @@ fn walk_path(
 }
 
 /// Descends to the leaf for `key`, recording the path; whether `key` is there.
-pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
-    walk_path(txn, tree, path, |page, pgno| {
+pub(crate) fn find_path<W: TreeWriter + ?Sized>(
+    w: &W,
+    tree: &Tree,
+    key: &[u8],
+    cmp: Cmp,
+    path: &mut Path,
+) -> Result<bool> {
+    walk_path(w, tree, path, |page, pgno| {
         if page.is_leaf() {
             search_leaf(page, key, cmp, pgno)
         } else {
@@ -192,8 +201,8 @@ pub(crate) fn find_path(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path
 /// The path to the end of the tree, for APPEND: the last entry of every page,
 /// without binary searches. `Err(KeyMismatch)` when `key` is less than the
 /// last key; `exact` when it equals it.
-fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
-    walk_path(txn, tree, path, |page, pgno| {
+fn find_path_append<W: TreeWriter + ?Sized>(w: &W, tree: &Tree, key: &[u8], cmp: Cmp, path: &mut Path) -> Result<bool> {
+    walk_path(w, tree, path, |page, pgno| {
         let n = page.num_entries();
         if !page.is_leaf() {
             return Ok((n - 1, false));
@@ -207,21 +216,21 @@ fn find_path_append(txn: &RwTxn<'_>, tree: &Tree, key: &[u8], cmp: Cmp, path: &m
 }
 
 /// Copies every page of the path on write and links the copies.
-pub(crate) fn touch_path(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path) -> Result<()> {
+pub(crate) fn touch_path<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
         let old = path.e[level].0;
-        let new = page_ops::touch(txn, old)?;
+        let new = w.touch(old)?;
         if new != old {
             if level == 0 {
                 tree.root = new;
             } else {
                 let (ppg, pidx) = path.e[level - 1];
-                node::set_child(txn.dirty_mut(ppg), pidx, new);
+                node::set_child(w.dirty_mut(ppg), pidx, new);
             }
             path.e[level].0 = new;
         }
     }
-    tree.mod_txnid = txn.txnid;
+    tree.mod_txnid = w.txnid();
     Ok(())
 }
 
@@ -231,8 +240,8 @@ fn room(buf: &[u8]) -> usize {
 
 /// Inserts a node at `idx` of the page at `level`, splitting as needed.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn insert_at(
-    txn: &mut RwTxn<'_>,
+pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
+    w: &mut W,
     tree: &mut Tree,
     path: &Path,
     level: usize,
@@ -244,7 +253,7 @@ pub(crate) fn insert_at(
     rightmost: bool,
 ) -> Result<()> {
     let pgno = path.e[level].0;
-    let buf = txn.dirty_mut(pgno);
+    let buf = w.dirty_mut(pgno);
     if need(buf, key, data) <= room(buf) {
         p_insert(buf, idx, key, hdr, flags, data)?;
         return Ok(());
@@ -255,10 +264,10 @@ pub(crate) fn insert_at(
     // Split. Entries move as raw byte ranges of the old page (no decoding);
     // element `j` of the combined sequence is the new entry at `idx`, else
     // old entry `j` or `j - 1`.
-    let ps = txn.env.page_size;
+    let ps = w.limits().page_size;
     let cap = ps - PAGEHDRSZ;
     // A pooled copy of the old page, given back after the split.
-    let old = txn.pool.copy_of(&txn.dirty.get(&pgno).expect("page is dirty")[..ps]);
+    let old = w.copy_dirty(pgno);
     let op = Page { buf: &old };
     let n = op.num_entries();
     let total = n + 1;
@@ -307,8 +316,8 @@ pub(crate) fn insert_at(
     };
     let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
     let page_flags = op.flags();
-    txn.ops.split += 1;
-    let right = page_ops::new_page(txn, page_flags)?;
+    w.count(Counted::Split);
+    let right = w.new_page(page_flags)?;
     // Both halves are built in place from the copy `old`: the right one in
     // its new page, the left one over the old page itself (which, with
     // WRITEMAP, is the map's own page: nothing to write back at commit).
@@ -333,20 +342,20 @@ pub(crate) fn insert_at(
         }
         Ok(())
     };
-    fill(txn.dirty_mut(right), sp..total)?;
-    let left = txn.dirty_mut(pgno);
+    fill(w.dirty_mut(right), sp..total)?;
+    let left = w.dirty_mut(pgno);
     left.fill(0);
     fpage::init_page(left, pgno, page_flags, op.txnid());
     fill(left, 0..sp)?;
-    txn.pool.recycle(old, ps);
+    w.recycle(old);
     if is_branch {
         tree.inc_branch(1, pgno)?;
     } else {
         tree.inc_leaf(1, pgno)?;
     }
     if level == 0 {
-        let root = page_ops::new_page(txn, pflags::BRANCH)?;
-        let buf = txn.dirty_mut(root);
+        let root = w.new_page(pflags::BRANCH)?;
+        let buf = w.dirty_mut(root);
         p_insert(buf, 0, &[], pgno, 0, &[])?;
         p_insert(buf, 1, &sep, right, 0, &[])?;
         tree.root = root;
@@ -356,14 +365,14 @@ pub(crate) fn insert_at(
     }
     let (_, pidx) = path.e[level - 1];
     let parent_rightmost = rightmost;
-    insert_at(txn, tree, path, level - 1, pidx + 1, &sep, right, 0, &[], parent_rightmost)
+    insert_at(w, tree, path, level - 1, pidx + 1, &sep, right, 0, &[], parent_rightmost)
 }
 
 /// Whether the path follows the last entry of every branch.
-pub(crate) fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
+pub(crate) fn is_rightmost<W: TreeWriter + ?Sized>(w: &W, path: &Path) -> Result<bool> {
     for l in 0..path.leaf() {
         let (pg, i) = path.e[l];
-        if i + 1 != (Page { buf: txn.pages().get(pg)? }).num_entries() {
+        if i + 1 != (Page { buf: w.pages().get(pg)? }).num_entries() {
             return Ok(false);
         }
     }
@@ -371,9 +380,9 @@ pub(crate) fn is_rightmost(txn: &RwTxn<'_>, path: &Path) -> Result<bool> {
 }
 
 /// Frees the large chunk at `pgno` (reading its page count).
-pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Result<()> {
+pub(crate) fn free_large<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, pgno: u32) -> Result<()> {
     let n = {
-        let pages = txn.pages();
+        let pages = w.pages();
         let head = pages.get(pgno)?;
         let p = Page { buf: head };
         if p.flags() != pflags::LARGE || p.large_count() == 0 {
@@ -381,24 +390,24 @@ pub(crate) fn free_large(txn: &mut RwTxn<'_>, tree: &mut Tree, pgno: u32) -> Res
         }
         p.large_count()
     };
-    if pgno as u64 + n as u64 > txn.geo.first_unallocated as u64 {
+    if pgno as u64 + n as u64 > w.pages().valid as u64 {
         return Err(Error::corrupted(pgno, "large chunk outside the allocated pages"));
     }
     tree.dec_large(n, pgno)?;
-    page_ops::free(txn, pgno, n as usize);
+    w.free(pgno, n as usize);
     Ok(())
 }
 
 /// Stores a value: inline bytes in `data`, or a new large chunk.
-fn make_value<'v>(
-    txn: &mut RwTxn<'_>,
+fn make_value<'v, W: TreeWriter + ?Sized>(
+    w: &mut W,
     tree: &mut Tree,
     klen: usize,
     val: &Val<'v>,
     nflags: u8,
 ) -> Result<(u32, u8, Cow<'v, [u8]>)> {
     let len = val.len();
-    if txn.env.limits.fits_inline(klen, len) {
+    if w.limits().fits_inline(klen, len) {
         // Inline bytes are copied straight from the caller's slice.
         let data = match val {
             Val::Bytes(b) => Cow::Borrowed(*b),
@@ -406,27 +415,27 @@ fn make_value<'v>(
         };
         return Ok((len as u32, nflags, data));
     }
-    let n = txn.env.limits.large_pages(len);
-    let pgno = page_ops::new_large(txn, n)?;
-    val.copy_to(&mut txn.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
+    let n = w.limits().large_pages(len);
+    let pgno = w.new_large(n)?;
+    val.copy_to(&mut w.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
     tree.inc_large(n as u32, pgno)?;
     Ok((len as u32, nflags | N_BIG, Cow::Owned(pgno.to_le_bytes().to_vec())))
 }
 
 /// Put (upsert by default). `nflags` are node flags (N_TREE for table records).
-pub(crate) fn put(
-    txn: &mut RwTxn<'_>,
-    db: Db,
+pub(crate) fn put<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    db: W::Db,
     key: &[u8],
     val: Val<'_>,
     flags: PutFlags,
     nflags: u8,
 ) -> Result<ValLoc> {
-    let t = txn.table(db)?;
-    txn.env.check_value(&t, val.len())?;
+    let t = w.table(db)?;
+    check_value_size(&w.limits(), t.flags, val.len())?;
     if t.flags.contains(DbFlags::DUP_SORT) {
         return match val {
-            Val::Bytes(v) => super::dupsort::put(txn, db, key, v, flags).map(|_| ValLoc { pgno: 0, off: 0, len: 0 }),
+            Val::Bytes(v) => super::dupsort::put(w, db, key, v, flags).map(|_| ValLoc { pgno: 0, off: 0, len: 0 }),
             Val::Reserve(_) => {
                 Err(Error::Incompatible("RESERVE is not available on multimap (DUP_SORT) tables".into()))
             }
@@ -434,8 +443,8 @@ pub(crate) fn put(
     }
     let cmp = t.cmp;
     let mut tree = t.tree;
-    if let (Some(lpg), Val::Bytes(v), true) = (txn.append_leaf(db), &val, flags == PutFlags::APPEND && nflags == 0) {
-        if append_fast(txn, db, &mut tree, cmp, lpg, key, v)? {
+    if let (Some(lpg), Val::Bytes(v), true) = (w.append_leaf(db), &val, flags == PutFlags::APPEND && nflags == 0) {
+        if append_fast(w, db, &mut tree, cmp, lpg, key, v)? {
             return Ok(ValLoc { pgno: 0, off: 0, len: 0 });
         }
     }
@@ -444,27 +453,27 @@ pub(crate) fn put(
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
-        let pg = page_ops::new_page(txn, pflags::LEAF)?;
-        let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
-        p_insert(txn.dirty_mut(pg), 0, key, hdr, fl, &data)?;
+        let pg = w.new_page(pflags::LEAF)?;
+        let (hdr, fl, data) = make_value(w, &mut tree, key.len(), &val, nflags)?;
+        p_insert(w.dirty_mut(pg), 0, key, hdr, fl, &data)?;
         tree.root = pg;
         tree.height = 1;
         tree.leaf_pages = 1;
         tree.items = 1;
-        tree.mod_txnid = txn.txnid;
-        finish(txn, db, tree);
-        return if reserve { locate(txn, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
+        tree.mod_txnid = w.txnid();
+        finish(w, db, tree);
+        return if reserve { locate(w, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
     }
     let mut path = Path::new();
     let exact = if flags.contains(PutFlags::APPEND) {
-        find_path_append(txn, &tree, key, cmp, &mut path)?
+        find_path_append(w, &tree, key, cmp, &mut path)?
     } else {
-        find_path(txn, &tree, key, cmp, &mut path)?
+        find_path(w, &tree, key, cmp, &mut path)?
     };
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
     {
-        let lp = Page { buf: txn.pages().get(lpg)? };
+        let lp = Page { buf: w.pages().get(lpg)? };
         if cmp == Cmp::Int {
             let k0 = key_at(lp, 0, lpg)?;
             if k0.len() != key.len() {
@@ -482,58 +491,59 @@ pub(crate) fn put(
     if !exact && flags.contains(PutFlags::CURRENT) {
         return Err(Error::NotFound);
     }
-    let rightmost = !exact && (flags.contains(PutFlags::APPEND) || is_rightmost(txn, &path)?);
-    touch_path(txn, &mut tree, &mut path)?;
+    let rightmost = !exact && (flags.contains(PutFlags::APPEND) || is_rightmost(w, &path)?);
+    touch_path(w, &mut tree, &mut path)?;
     let lpg = path.e[leaf].0;
     if exact {
         let (oflags, odata_len, big_pgno) = {
-            let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
+            let n = node::node(Page { buf: w.dirty_ref(lpg) }, idx, lpg)?;
             (n.flags, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
         };
         if nflags == 0 && oflags & !N_BIG != 0 {
             return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
         }
-        let new_inline = txn.env.limits.fits_inline(key.len(), val.len());
+        let new_inline = w.limits().fits_inline(key.len(), val.len());
         // Same-size inline value: overwrite in place.
         if oflags & N_BIG == 0 && new_inline && odata_len == val.len() && oflags == nflags {
-            let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
-            val.copy_to(&mut txn.dirty_mut(lpg)[off..off + len]);
-            finish(txn, db, tree);
+            let (off, len) = node::value_range(w.dirty_ref(lpg), idx);
+            val.copy_to(&mut w.dirty_mut(lpg)[off..off + len]);
+            finish(w, db, tree);
             return Ok(ValLoc { pgno: lpg, off, len });
         }
-        // Large value of the same page count in a chunk this txn wrote: in place.
-        if oflags & N_BIG != 0 && !new_inline && txn.page_is_dirty(big_pgno) {
-            let n_old = Page { buf: txn.dirty_ref(big_pgno) }.large_count() as usize;
-            if n_old == txn.env.limits.large_pages(val.len()) {
+        // Large value of the same page count in a chunk this w wrote: in place.
+        if oflags & N_BIG != 0 && !new_inline && w.page_is_dirty(big_pgno) {
+            let n_old = Page { buf: w.dirty_ref(big_pgno) }.large_count() as usize;
+            if n_old == w.limits().large_pages(val.len()) {
                 let len = val.len();
-                val.copy_to(&mut txn.dirty_mut_full(big_pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
-                let off = PAGEHDRSZ + Page { buf: txn.dirty_ref(lpg) }.entry(idx);
-                put_u32(txn.dirty_mut(lpg), off, len as u32);
-                finish(txn, db, tree);
+                val.copy_to(&mut w.dirty_mut_full(big_pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
+                let off = PAGEHDRSZ + Page { buf: w.dirty_ref(lpg) }.entry(idx);
+                put_u32(w.dirty_mut(lpg), off, len as u32);
+                finish(w, db, tree);
                 return Ok(ValLoc { pgno: big_pgno, off: PAGEHDRSZ, len });
             }
         }
         if oflags & N_BIG != 0 {
-            free_large(txn, &mut tree, big_pgno)?;
+            free_large(w, &mut tree, big_pgno)?;
         }
         // The record is replaced: a count without it is corruption.
         tree.dec_items(1, lpg)?;
         tree.inc_items(1, lpg)?;
-        p_remove(txn.dirty_mut(lpg), idx);
+        p_remove(w.dirty_mut(lpg), idx);
     }
-    let (hdr, fl, data) = make_value(txn, &mut tree, key.len(), &val, nflags)?;
+    let (hdr, fl, data) = make_value(w, &mut tree, key.len(), &val, nflags)?;
     let leaves = tree.leaf_pages;
     if !exact {
         tree.inc_items(1, lpg)?;
     }
-    insert_at(txn, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
-    finish(txn, db, tree);
+    insert_at(w, &mut tree, &path, leaf, idx, key, hdr, fl, &data, rightmost)?;
     if flags == PutFlags::APPEND && nflags == 0 && !exact && tree.leaf_pages == leaves {
         // No split: the leaf is still the rightmost one, and dirty.
-        txn.table_mut(db)?.append_leaf = Some(lpg);
+        finish_append(w, db, tree, lpg)?;
+    } else {
+        finish(w, db, tree);
     }
     if reserve {
-        locate(txn, db, key)
+        locate(w, db, key)
     } else {
         Ok(ValLoc { pgno: 0, off: 0, len: 0 })
     }
@@ -544,19 +554,19 @@ pub(crate) fn put(
 /// dirty-page lookup and a key comparison per put. Returns false, having
 /// changed nothing, when the slow path must decide (a value not inline, a key
 /// not greater than the last key, a full leaf).
-fn append_fast(
-    txn: &mut RwTxn<'_>,
-    db: Db,
+fn append_fast<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    db: W::Db,
     tree: &mut Tree,
     cmp: Cmp,
     lpg: u32,
     key: &[u8],
     val: &[u8],
 ) -> Result<bool> {
-    if !txn.env.limits.fits_inline(key.len(), val.len()) || !txn.page_is_dirty(lpg) {
+    if !w.limits().fits_inline(key.len(), val.len()) || !w.page_is_dirty(lpg) {
         return Ok(false);
     }
-    let buf = txn.dirty_ref(lpg);
+    let buf = w.dirty_ref(lpg);
     let page = Page { buf };
     let n = page.num_entries();
     if n == 0 || page.is_dupfix() || need(buf, key, val) > room(buf) {
@@ -567,56 +577,61 @@ fn append_fast(
         return Ok(false);
     }
     tree.inc_items(1, lpg)?;
-    p_insert(txn.dirty_mut(lpg), n, key, val.len() as u32, 0, val)?;
-    finish(txn, db, *tree);
-    txn.table_mut(db)?.append_leaf = Some(lpg);
+    p_insert(w.dirty_mut(lpg), n, key, val.len() as u32, 0, val)?;
+    finish_append(w, db, *tree, lpg)?;
     Ok(true)
 }
 
-pub(crate) fn finish(txn: &mut RwTxn<'_>, db: Db, mut tree: Tree) {
-    tree.mod_txnid = txn.txnid;
-    if let Ok(t) = txn.table_mut(db) {
-        t.tree = tree;
-        t.dirty = true;
-    }
+/// Stores the edited tree of `db` (which forgets its APPEND hint).
+pub(crate) fn finish<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree) {
+    tree.mod_txnid = w.txnid();
+    // Fails only for a handle the edit has already used successfully.
+    let _ = w.set_tree(db, tree, None);
+}
+
+/// [`finish`] after an APPEND put that left `lpg` the rightmost leaf: the
+/// next APPEND of the transaction may insert there directly.
+fn finish_append<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, lpg: u32) -> Result<()> {
+    tree.mod_txnid = w.txnid();
+    w.set_tree(db, tree, Some(lpg))
 }
 
 /// Finds where the value of `key` lives (after a RESERVE put).
-fn locate(txn: &RwTxn<'_>, db: Db, key: &[u8]) -> Result<ValLoc> {
-    let t = txn.table(db)?;
+fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Result<ValLoc> {
+    let t = w.table(db)?;
     let mut path = Path::new();
-    let exact = find_path(txn, &t.tree, key, t.cmp, &mut path)?;
+    let exact = find_path(w, &t.tree, key, t.cmp, &mut path)?;
     if !exact {
         return Err(Error::Problem("reserved value vanished".into()));
     }
     let (lpg, idx) = path.e[path.leaf()];
-    let n = node::node(Page { buf: txn.dirty_ref(lpg) }, idx, lpg)?;
+    let n = node::node(Page { buf: w.dirty_ref(lpg) }, idx, lpg)?;
     if n.flags & N_BIG != 0 {
         return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });
     }
-    let (off, len) = node::value_range(txn.dirty_ref(lpg), idx);
+    let (off, len) = node::value_range(w.dirty_ref(lpg), idx);
     Ok(ValLoc { pgno: lpg, off, len })
 }
 
 /// Deletes `key` (only if its value equals `val`, when given).
-pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
-    let t = txn.table(db)?;
+pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+    let t = w.table(db)?;
     if t.flags.contains(DbFlags::DUP_SORT) {
-        return super::dupsort::del(txn, db, key, val);
+        return super::dupsort::del(w, db, key, val);
     }
     let mut tree = t.tree;
     if tree.root == P_INVALID {
         return Ok(false);
     }
     let mut path = Path::new();
-    let exact = find_path(txn, &tree, key, t.cmp, &mut path)?;
+    let exact = find_path(w, &tree, key, t.cmp, &mut path)?;
     if !exact {
         return Ok(false);
     }
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
     let big = {
-        let pages = txn.pages();
+        let pages = w.pages();
         let lp = Page { buf: pages.get(lpg)? };
         let n = node::node(lp, idx, lpg)?;
         if let Some(v) = val {
@@ -631,13 +646,13 @@ pub(crate) fn del(txn: &mut RwTxn<'_>, db: Db, key: &[u8], val: Option<&[u8]>) -
         }
     };
     tree.dec_items(1, lpg)?;
-    touch_path(txn, &mut tree, &mut path)?;
+    touch_path(w, &mut tree, &mut path)?;
     if let Some(b) = big {
-        free_large(txn, &mut tree, b)?;
+        free_large(w, &mut tree, b)?;
     }
-    p_remove(txn.dirty_mut(path.e[leaf].0), idx);
-    rebalance(txn, &mut tree, &mut path, leaf)?;
-    finish(txn, db, tree);
+    p_remove(w.dirty_mut(path.e[leaf].0), idx);
+    rebalance(w, &mut tree, &mut path, leaf)?;
+    finish(w, db, tree);
     Ok(true)
 }
 
@@ -646,19 +661,24 @@ fn used(buf: &[u8]) -> usize {
 }
 
 /// Restores the invariants after a removal from the page at `level`.
-pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, mut level: usize) -> Result<()> {
-    let ps = txn.env.page_size;
+pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &mut Path,
+    mut level: usize,
+) -> Result<()> {
+    let ps = w.limits().page_size;
     let cap = ps - PAGEHDRSZ;
     loop {
         let pgno = path.e[level].0;
         let (n, is_branch, fill) = {
-            let b = txn.dirty_ref(pgno);
+            let b = w.dirty_ref(pgno);
             let p = Page { buf: b };
             (p.num_entries(), p.is_branch(), used(b))
         };
         if level == 0 {
             if !is_branch && n == 0 {
-                page_ops::free(txn, pgno, 1);
+                w.free(pgno, 1);
                 *tree = Tree {
                     root: P_INVALID,
                     height: 0,
@@ -669,8 +689,8 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
                     ..*tree
                 };
             } else if is_branch && n == 1 {
-                let child = child_at(Page { buf: txn.dirty_ref(pgno) }, 0, pgno)?;
-                page_ops::free(txn, pgno, 1);
+                let child = child_at(Page { buf: w.dirty_ref(pgno) }, 0, pgno)?;
+                w.free(pgno, 1);
                 tree.root = child;
                 tree.dec_height(pgno)?;
                 tree.dec_branch(1, pgno)?;
@@ -682,7 +702,7 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             return Ok(());
         }
         let (ppg, pidx) = path.e[level - 1];
-        let pn = Page { buf: txn.dirty_ref(ppg) }.num_entries();
+        let pn = Page { buf: w.dirty_ref(ppg) }.num_entries();
         let sidx = if pidx + 1 < pn {
             pidx + 1
         } else if pidx > 0 {
@@ -692,14 +712,14 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             level -= 1;
             continue;
         };
-        let spg_old = child_at(Page { buf: txn.dirty_ref(ppg) }, sidx, ppg)?;
-        let spg = page_ops::touch(txn, spg_old)?;
+        let spg_old = child_at(Page { buf: w.dirty_ref(ppg) }, sidx, ppg)?;
+        let spg = w.touch(spg_old)?;
         if spg != spg_old {
-            node::set_child(txn.dirty_mut(ppg), sidx, spg);
+            node::set_child(w.dirty_mut(ppg), sidx, spg);
         }
         {
-            let sp = Page { buf: txn.dirty_ref(spg) };
-            sp.check_tree_page(spg, txn.txnid)?;
+            let sp = Page { buf: w.dirty_ref(spg) };
+            sp.check_tree_page(spg, w.txnid())?;
             if sp.is_branch() != is_branch {
                 return Err(Error::corrupted(spg, "sibling pages of different kinds"));
             }
@@ -708,27 +728,27 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             }
         }
         let (left, right, ridx) = if sidx > pidx { (pgno, spg, sidx) } else { (spg, pgno, pidx) };
-        let sep = key_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?.to_vec();
+        let sep = key_at(Page { buf: w.dirty_ref(ppg) }, ridx, ppg)?.to_vec();
         let extra = if is_branch { even_ceil(sep.len()) } else { 0 };
-        if used(txn.dirty_ref(left)) + used(txn.dirty_ref(right)) + extra <= cap {
+        if used(w.dirty_ref(left)) + used(w.dirty_ref(right)) + extra <= cap {
             // Merge right into left.
-            let mut rn = read_nodes(txn.dirty_ref(right), right)?;
+            let mut rn = read_nodes(w.dirty_ref(right), right)?;
             if is_branch {
                 rn[0].key = sep;
             }
-            let base = Page { buf: txn.dirty_ref(left) }.num_entries();
-            let lb = txn.dirty_mut(left);
+            let base = Page { buf: w.dirty_ref(left) }.num_entries();
+            let lb = w.dirty_mut(left);
             for (i, nd) in rn.iter().enumerate() {
                 p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data)?;
             }
-            page_ops::free(txn, right, 1);
-            txn.ops.merge += 1;
+            w.free(right, 1);
+            w.count(Counted::Merge);
             if is_branch {
                 tree.dec_branch(1, right)?;
             } else {
                 tree.dec_leaf(1, right)?;
             }
-            p_remove(txn.dirty_mut(ppg), ridx);
+            p_remove(w.dirty_mut(ppg), ridx);
             level -= 1;
             continue;
         }
@@ -736,48 +756,48 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
             return Ok(());
         }
         // Borrow one node from the sibling (which then still has enough).
-        let sib_n = Page { buf: txn.dirty_ref(spg) }.num_entries();
+        let sib_n = Page { buf: w.dirty_ref(spg) }.num_entries();
         if sib_n <= if is_branch { 2 } else { 1 } {
             return Err(Error::Problem("cannot rebalance: neither merge nor borrow fits".into()));
         }
         let new_sep;
         if sidx > pidx {
             // From the right sibling's front to our end.
-            let mut moved = read_nodes(txn.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
-            p_remove(txn.dirty_mut(right), 0);
+            let mut moved = read_nodes(w.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
+            p_remove(w.dirty_mut(right), 0);
             if is_branch {
                 moved.key = sep;
-                let first = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
-                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
-                p_remove(txn.dirty_mut(right), 0);
-                p_insert(txn.dirty_mut(right), 0, &[], c0, 0, &[])?;
+                let first = key_at(Page { buf: w.dirty_ref(right) }, 0, right)?.to_vec();
+                let c0 = child_at(Page { buf: w.dirty_ref(right) }, 0, right)?;
+                p_remove(w.dirty_mut(right), 0);
+                p_insert(w.dirty_mut(right), 0, &[], c0, 0, &[])?;
                 new_sep = first;
             } else {
-                new_sep = key_at(Page { buf: txn.dirty_ref(right) }, 0, right)?.to_vec();
+                new_sep = key_at(Page { buf: w.dirty_ref(right) }, 0, right)?.to_vec();
             }
-            let at = Page { buf: txn.dirty_ref(left) }.num_entries();
-            p_insert(txn.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data)?;
+            let at = Page { buf: w.dirty_ref(left) }.num_entries();
+            p_insert(w.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data)?;
         } else {
             // From the left sibling's end to our front.
-            let ln = Page { buf: txn.dirty_ref(left) }.num_entries();
-            let mut moved = read_nodes(txn.dirty_ref(left), left)?.pop().expect("sibling has nodes");
-            p_remove(txn.dirty_mut(left), ln - 1);
+            let ln = Page { buf: w.dirty_ref(left) }.num_entries();
+            let mut moved = read_nodes(w.dirty_ref(left), left)?.pop().expect("sibling has nodes");
+            p_remove(w.dirty_mut(left), ln - 1);
             if is_branch {
-                let c0 = child_at(Page { buf: txn.dirty_ref(right) }, 0, right)?;
-                p_remove(txn.dirty_mut(right), 0);
-                p_insert(txn.dirty_mut(right), 0, &sep, c0, 0, &[])?;
+                let c0 = child_at(Page { buf: w.dirty_ref(right) }, 0, right)?;
+                p_remove(w.dirty_mut(right), 0);
+                p_insert(w.dirty_mut(right), 0, &sep, c0, 0, &[])?;
                 new_sep = std::mem::take(&mut moved.key);
             } else {
                 new_sep = moved.key.clone();
             }
-            p_insert(txn.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data)?;
+            p_insert(w.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data)?;
         }
         // Replace the separator in the parent (may split the parent).
-        let child = child_at(Page { buf: txn.dirty_ref(ppg) }, ridx, ppg)?;
-        p_remove(txn.dirty_mut(ppg), ridx);
+        let child = child_at(Page { buf: w.dirty_ref(ppg) }, ridx, ppg)?;
+        p_remove(w.dirty_mut(ppg), ridx);
         let mut ppath = *path;
         ppath.len = level;
-        return insert_at(txn, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
+        return insert_at(w, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
     }
 }
 
@@ -786,8 +806,8 @@ pub(crate) fn rebalance(txn: &mut RwTxn<'_>, tree: &mut Tree, path: &mut Path, m
 /// (`walk`): the first fault is `Corrupted`, before anything was freed.
 /// `kind` and `flags` are the tree's (for a nested tree: its host table's
 /// flags); `host` is the page holding the descriptor.
-pub(crate) fn collect_pages(
-    txn: &RwTxn<'_>,
+pub(crate) fn collect_pages<W: TreeWriter + ?Sized>(
+    w: &W,
     tree: &Tree,
     kind: Kind,
     flags: DbFlags,
@@ -805,23 +825,19 @@ pub(crate) fn collect_pages(
             Ok(())
         }
     }
-    let pages = txn.pages();
+    let pages = w.pages();
     let spec = Spec { kind, flags, tree: *tree, front: pages.front, host };
     walk::walk_txn(pages, &spec, &mut Collect(out)).map(|_| ())
 }
 
 /// Frees every page of `db` and empties it.
-pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
-    let t = txn.table(db)?;
+pub(crate) fn clear<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db) -> Result<()> {
+    let t = w.table(db)?;
     let mut runs = Vec::new();
-    let kind = match db.dbi {
-        0 => Kind::Gc,
-        1 => Kind::Main,
-        _ => Kind::Table,
-    };
-    collect_pages(txn, &t.tree, kind, t.flags, None, &mut runs)?;
+    let kind = w.kind(db);
+    collect_pages(w, &t.tree, kind, t.flags, None, &mut runs)?;
     for (pg, n) in runs {
-        page_ops::free(txn, pg, n);
+        w.free(pg, n);
     }
     let tree = Tree {
         root: P_INVALID,
@@ -833,6 +849,6 @@ pub(crate) fn clear(txn: &mut RwTxn<'_>, db: Db) -> Result<()> {
         sequence: 0,
         ..t.tree
     };
-    finish(txn, db, tree);
+    finish(w, db, tree);
     Ok(())
 }

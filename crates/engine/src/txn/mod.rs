@@ -13,12 +13,14 @@
 //! * `write_cursor`: the cursor that writes.
 
 pub(crate) use crate::btree::pages::Pages;
+pub(crate) use crate::btree::writer::View;
 pub(crate) use crate::pool::{Dirty, PgnoHasher, PgnoSet};
 
 pub(crate) mod commit;
 mod nested;
 pub(crate) mod page_ops;
 pub(crate) mod spill;
+mod tree_writer;
 mod write_cursor;
 
 pub(crate) use nested::Frame;
@@ -218,14 +220,6 @@ pub(crate) struct Table {
     pub append_leaf: Option<u32>,
     /// Generation of the handle slot this state belongs to (see `Db`).
     pub gen: u32,
-}
-
-/// The parts of a table a lookup needs (copied out without allocating).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct View {
-    pub tree: Tree,
-    pub flags: DbFlags,
-    pub cmp: Cmp,
 }
 
 impl Table {
