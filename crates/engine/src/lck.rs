@@ -869,9 +869,11 @@ impl LockFile {
     /// Oldest snapshot still needed: `min(steady_txnid, txnid of every live
     /// slot)` with the `rdt_refresh_flag`/`cached_oldest_txnid` protocol
     /// (docs/lock-format.md, "Reader protocol"; stale slots below the
-    /// previous cached value are kicked like libmdbx does). It updates the shared cache: call only while holding
-    /// the writer lock (a libmdbx writer asserts that the cache never passes
-    /// its own transaction).
+    /// previous cached value are kicked like libmdbx does).
+    ///
+    /// It updates the shared cache: call only while holding the writer lock
+    /// (a libmdbx writer asserts that the cache never passes its own
+    /// transaction).
     pub fn oldest_reader(&self, steady_txnid: u64) -> u64 {
         self.oldest_reader_ex(steady_txnid, None).0
     }
