@@ -1,5 +1,6 @@
 //! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|intget|intscan|put|multi|multidel|load] [PAGE_SIZE]`
-//! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000).
+//! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
+//! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 /// xorshift64: the next pseudo-random number after `x`.
@@ -18,8 +19,10 @@ fn main() -> rdbx::Result<()> {
         .write_map(std::env::var_os("RDBX_HOT_WRITEMAP").is_some())
         .max_dbs(2)
         .durability(Durability::SafeNoSync)
-        .geometry(Geometry { page_size, ..Default::default() })
+        .geometry(Geometry { page_size, size_upper: Some(4 << 30), ..Default::default() })
         .open(&dir)?;
+    // Operations of the intget/intscan modes (`RDBX_HOT_OPS`; for callgrind).
+    let ops: Option<u64> = std::env::var("RDBX_HOT_OPS").ok().and_then(|v| v.parse().ok());
     let n: u64 = std::env::var("RDBX_HOT_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let t0 = std::time::Instant::now();
     let mut txn = env.begin_rw_txn()?;
@@ -58,11 +61,11 @@ fn main() -> rdbx::Result<()> {
             let t1 = std::time::Instant::now();
             if what == "intget" {
                 let mut x = 1u64;
-                for _ in 0..20_000_000 / n.max(1) * n {
+                for _ in 0..ops.unwrap_or(20_000_000 / n.max(1) * n) {
                     sum += r.get(ints, &(next(&mut x) % n).to_ne_bytes())?.map_or(0, |v| v.len());
                 }
             } else {
-                for _ in 0..(100_000_000 / n.max(1)).max(5) {
+                for _ in 0..ops.map_or((100_000_000 / n.max(1)).max(5), |o| o.div_ceil(n.max(1))) {
                     let mut c = r.cursor(ints)?;
                     while let Some((_, v)) = c.next()? {
                         sum += v.len();

@@ -206,7 +206,9 @@ pub(crate) fn child_at(page: Page<'_>, i: usize, pgno: u32) -> Result<u32> {
 /// Loads tree page `pgno` and checks its header (`front` is the parent's
 /// txnid). `from` is the page that refers to it (the page itself for a root):
 /// a reference outside the allocated pages is reported on that page.
-#[inline]
+/// Always inlined: every descent calls it per level, and as a call it cost
+/// about as many instructions as its checks.
+#[inline(always)]
 pub(crate) fn load<'t>(pages: &Pages<'t>, pgno: u32, front: u64, from: u32) -> Result<Page<'t>> {
     if (pgno >= pages.valid || pgno < crate::format::NUM_METAS) && !pages.dirty.is_some_and(|d| d.contains_key(&pgno)) {
         return Err(Error::corrupted(from, "child page number outside the allocated pages"));

@@ -24,7 +24,7 @@ pub(crate) struct Pages<'t> {
 
 impl<'t> Pages<'t> {
     /// One page.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, pgno: u32) -> Result<&'t [u8]> {
         if let Some(d) = self.dirty {
             if let Some(b) = d.get(&pgno) {

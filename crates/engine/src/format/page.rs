@@ -148,6 +148,7 @@ impl<'a> Page<'a> {
 
     /// Validates the header of a branch or leaf page loaded as `pgno`, whose
     /// parent says it was written no later than `front_txnid`.
+    #[inline(always)]
     pub fn check_tree_page(&self, pgno: u32, front_txnid: u64) -> Result<()> {
         let ps = self.buf.len();
         let f = self.flags();
