@@ -551,8 +551,8 @@ impl EnvInner {
         }
         let limits = Limits::new(page_size);
         let map_len = map_len_for(&meta, page_size, size);
-        let map = new_map(&file, map_len, writemap)
-            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap))?;
+        let map = new_map(&file, map_len, writemap, page_size)
+            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap, page_size))?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
         let inner = EnvInner {
@@ -637,7 +637,7 @@ impl EnvInner {
                 ));
             }
             let len = map_len_for(meta, self.page_size, size);
-            *m = Arc::new(new_map(&self.file, len, self.writemap)?);
+            *m = Arc::new(new_map(&self.file, len, self.writemap, self.page_size)?);
         }
         Ok(m.clone())
     }
@@ -716,9 +716,9 @@ fn with_path(e: std::io::Error, p: &Path) -> Error {
 
 /// Map length: the geometry's upper bound (an address-space reservation), at least the file.
 /// The data file's map: writable with WRITEMAP.
-fn new_map(file: &File, len: usize, writable: bool) -> std::io::Result<Mmap> {
+fn new_map(file: &File, len: usize, writable: bool, page_size: usize) -> std::io::Result<Mmap> {
     if writable {
-        Mmap::map_writable(file, len)
+        Mmap::map_writable(file, len, page_size)
     } else {
         Mmap::map(file, len)
     }
