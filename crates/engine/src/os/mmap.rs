@@ -52,6 +52,9 @@ pub(crate) struct Mmap {
     /// the same bytes cannot exist. A hash set rather than an interval map:
     /// one hash probe per page on the write path of every WRITEMAP page.
     handed: std::sync::Mutex<HandedSet>,
+    /// The range [`Mmap::prefault`] last populated, start and end (a hint
+    /// only).
+    prefaulted: [std::sync::atomic::AtomicUsize; 2],
 }
 
 /// Multiply-shift hasher for granule indices (small integers, no adversary:
@@ -87,7 +90,7 @@ impl Mmap {
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: false, granule: 0, handed: Default::default() })
+        Ok(Mmap { ptr, len, writable: false, granule: 0, handed: Default::default(), prefaulted: Default::default() })
     }
 
     /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
@@ -98,7 +101,7 @@ impl Mmap {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "granule 0"));
         }
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: true, granule, handed: Default::default() })
+        Ok(Mmap { ptr, len, writable: true, granule, handed: Default::default(), prefaulted: Default::default() })
     }
 
     /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
@@ -131,6 +134,29 @@ impl Mmap {
         // the live mapping and is non-null.
         let ptr = unsafe { NonNull::new_unchecked(self.ptr.as_ptr().add(off)) };
         Some(MapPage { ptr, len, _map: self.clone() })
+    }
+
+    /// WRITEMAP: makes the pages of `[off, off + len)` present and writable
+    /// in this process's page tables in one call (`MADV_POPULATE_WRITE`),
+    /// unless the last call already covered `off`, so that the write
+    /// transaction's first stores into the fresh pages it allocates from the
+    /// tail do not take one page fault each. The contents do not change.
+    /// Best effort: an error (old kernels: `EINVAL`) is ignored. The caller
+    /// keeps the range inside the file; `off` is aligned to the OS page.
+    pub fn prefault(&self, off: usize, len: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(end) = off.checked_add(len).filter(|&e| e <= self.len && self.writable && len > 0) else {
+            return;
+        };
+        if (self.prefaulted[0].load(Relaxed)..self.prefaulted[1].load(Relaxed)).contains(&off) {
+            return;
+        }
+        // SAFETY: [off, end) lies inside our live mapping (checked above);
+        // populating page tables does not change the memory contents, so no
+        // borrow of these bytes is affected.
+        let _ = unsafe { libc::madvise(self.ptr.as_ptr().add(off).cast(), end - off, libc::MADV_POPULATE_WRITE) };
+        self.prefaulted[0].store(off, Relaxed);
+        self.prefaulted[1].store(end, Relaxed);
     }
 
     /// `msync(MS_SYNC)` of `[0, len)` (clamped to the mapping): pages written
@@ -392,6 +418,11 @@ mod tests {
         let mut buf = [0u8; 5];
         std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 4096).unwrap();
         assert_eq!(&buf, b"hello", "the shared map writes the file");
+        // Prefaulting changes no byte; ranges outside the map are ignored.
+        m.prefault(0, 16384);
+        m.prefault(4096, 1 << 30);
+        assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
+        assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
     }
 
     #[test]
