@@ -118,7 +118,12 @@ impl Mmap {
     /// reads them only through this `MapPage`).
     pub fn page_mut(self: &std::sync::Arc<Self>, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;
-        if !self.writable || end > self.len || len == 0 || off % self.granule != 0 || len % self.granule != 0 {
+        if !self.writable
+            || end > self.len
+            || len == 0
+            || !off.is_multiple_of(self.granule)
+            || !len.is_multiple_of(self.granule)
+        {
             return None;
         }
         {
