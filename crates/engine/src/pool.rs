@@ -120,18 +120,6 @@ impl PagePool {
         }
     }
 
-    /// A buffer holding the copy-on-write copy of the tree page `src`
-    /// (`format::page::copy_used`: the gap is zeros, not read from `src`).
-    pub(crate) fn cow_copy_of(&mut self, src: &[u8]) -> Box<[u8]> {
-        match self.take(src.len()) {
-            Some(mut b) => {
-                crate::format::page::copy_used(&mut b, src);
-                b
-            }
-            None => src.into(),
-        }
-    }
-
     /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
     /// has room; drops it otherwise (large-value chunks are not pooled).
     pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {

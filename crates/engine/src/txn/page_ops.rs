@@ -150,12 +150,14 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
         let new = alloc(txn, 1)?;
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
+                // Into a cold map page: skip reading the source's gap (a
+                // heap copy, whose buffer is warm, gains nothing from it).
                 fpage::copy_used(&mut m, txn.pages().get(pgno)?);
                 PageBuf::Map(m)
             }
             None => {
                 let mut pool = std::mem::take(&mut txn.pool);
-                let copied = txn.pages().get(pgno).map(|src| pool.cow_copy_of(src));
+                let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
                 txn.pool = pool;
                 copied?.into()
             }
@@ -169,7 +171,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     }
     // The pool leaves the transaction for the copy (`pages()` borrows all of it).
     let mut pool = std::mem::take(&mut txn.pool);
-    let copied = txn.pages().get(pgno).map(|src| pool.cow_copy_of(src));
+    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
     txn.pool = pool;
     let mut buf = copied?;
     txn.ops.cow += 1;
