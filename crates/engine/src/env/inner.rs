@@ -52,6 +52,11 @@ pub(crate) struct EnvInner {
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
     pub writemap: bool,
+    /// WRITEMAP on an in-memory file system (tmpfs, ramfs): fresh tail pages
+    /// are made present ahead in batches (`Mmap::prefault`), which costs no
+    /// I/O there. On a disk it would dirty pages the transaction may not
+    /// use, so there the first store into each page faults it in.
+    pub prefault_ahead: bool,
     /// Durable commits of at most this many pages write through (see
     /// `EnvBuilder::writethrough_threshold`).
     pub writethrough_threshold: usize,
@@ -241,9 +246,10 @@ impl EnvInner {
             }
         }
         let limits = Limits::new(page_size);
+        let prefault_ahead = writemap && crate::os::is_in_memory_fs(&file);
         let map_len = map_len_for(&meta, page_size, size);
-        let map = new_map(&file, map_len, writemap)
-            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap))?;
+        let map = new_map(&file, map_len, writemap, page_size)
+            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap, page_size))?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
         let inner = EnvInner {
@@ -263,6 +269,7 @@ impl EnvInner {
             page_pool: Default::default(),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
+            prefault_ahead,
             writethrough_threshold: b.writethrough_threshold,
             slow_readers: b.slow_readers.clone(),
             closed: Default::default(),
@@ -328,7 +335,7 @@ impl EnvInner {
                 ));
             }
             let len = map_len_for(meta, self.page_size, size);
-            *m = Arc::new(new_map(&self.file, len, self.writemap)?);
+            *m = Arc::new(new_map(&self.file, len, self.writemap, self.page_size)?);
         }
         Ok(m.clone())
     }
@@ -399,9 +406,9 @@ fn with_path(e: std::io::Error, p: &Path) -> Error {
 
 /// Map length: the geometry's upper bound (an address-space reservation), at least the file.
 /// The data file's map: writable with WRITEMAP.
-fn new_map(file: &File, len: usize, writable: bool) -> std::io::Result<Mmap> {
+fn new_map(file: &File, len: usize, writable: bool, page_size: usize) -> std::io::Result<Mmap> {
     if writable {
-        Mmap::map_writable(file, len)
+        Mmap::map_writable(file, len, page_size)
     } else {
         Mmap::map(file, len)
     }

@@ -180,6 +180,39 @@ impl<'a> Page<'a> {
     }
 }
 
+/// Copies the page `src` into `dst` (same length) as copy-on-write needs
+/// it: the header, the entries and the nodes (for a DUPFIX leaf, the
+/// items), with zeros in the free gap between them (but for the few bytes
+/// that round its edges to 8) instead of `src`'s gap bytes, as libmdbx's
+/// `page_copy` skips the gap (it leaves whatever `dst`
+/// held; rdbx writes zeros so that every byte of the copy is defined). Not
+/// reading the gap saves memory traffic on the cold source page. A header
+/// whose bounds do not fit the page (damaged) gets a plain full copy; the
+/// reader of the copy reports it.
+pub fn copy_used(dst: &mut [u8], src: &[u8]) {
+    let ps = src.len();
+    debug_assert_eq!(dst.len(), ps);
+    let p = Page { buf: src };
+    // The used prefix and the start of the used suffix, rounded to 8 bytes
+    // (the copies then move whole words), if the gap is worth skipping.
+    let (lo, hi) = match p.flags() & !flags::LEGACY_DIRTY {
+        flags::BRANCH | flags::LEAF if ps >= PAGEHDRSZ => {
+            let (lower, upper) = (p.lower(), p.upper());
+            (PAGEHDRSZ + lower, (PAGEHDRSZ + upper) & !7)
+        }
+        flags::DUPFIX_LEAF if ps >= PAGEHDRSZ => (PAGEHDRSZ + p.num_entries() * p.dupfix_ksize() as usize, ps),
+        _ => (ps, ps),
+    };
+    let lo = (lo + 7) & !7;
+    if lo + 192 > hi || hi > ps {
+        dst.copy_from_slice(src);
+        return;
+    }
+    dst[..lo].copy_from_slice(&src[..lo]);
+    dst[lo..hi].fill(0);
+    dst[hi..].copy_from_slice(&src[hi..]);
+}
+
 /// Initialises a fresh branch or leaf page in `buf`.
 pub fn init_page(buf: &mut [u8], pgno: u32, flags: u16, txnid: u64) {
     let ps = buf.len();
@@ -239,4 +272,41 @@ pub fn set_large_count(buf: &mut [u8], count: u32) {
 #[inline]
 pub fn set_pgno(buf: &mut [u8], pgno: u32) {
     put_u32(buf, 16, pgno);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_used_keeps_the_used_areas_and_zeroes_the_gap() {
+        let ps = 4096;
+        let mut src = vec![0xAAu8; ps];
+        init_page(&mut src, 9, flags::LEAF, 5);
+        set_lower(&mut src, 8);
+        set_upper(&mut src, ps - PAGEHDRSZ - 100);
+        let mut dst = vec![0x55u8; ps];
+        copy_used(&mut dst, &src);
+        assert_eq!(dst[..PAGEHDRSZ + 8], src[..PAGEHDRSZ + 8]);
+        assert_eq!(dst[ps - 100..], src[ps - 100..]);
+        assert!(dst[PAGEHDRSZ + 8 + 8..ps - 104].iter().all(|&b| b == 0), "the gap is zeros");
+        // Damaged bounds, a large page, a nearly full page: a full copy.
+        for (lower, upper) in [(200, 100), (8, 5000), (8, 200)] {
+            set_lower(&mut src, lower);
+            set_upper(&mut src, upper);
+            copy_used(&mut dst, &src);
+            assert_eq!(dst, src);
+        }
+        init_large(&mut src, 9, 1, 5);
+        copy_used(&mut dst, &src);
+        assert_eq!(dst, src);
+        // DUPFIX leaf: header and items, then zeros.
+        let mut src = vec![0xAAu8; ps];
+        init_page(&mut src, 9, flags::DUPFIX_LEAF, 5);
+        set_dupfix_ksize(&mut src, 8);
+        set_lower(&mut src, 2 * 10);
+        copy_used(&mut dst, &src);
+        assert_eq!(dst[..PAGEHDRSZ + 80], src[..PAGEHDRSZ + 80]);
+        assert!(dst[PAGEHDRSZ + 80 + 8..].iter().all(|&b| b == 0));
+    }
 }

@@ -44,11 +44,37 @@ pub(crate) struct Mmap {
     len: usize,
     /// Mapped with `PROT_WRITE` (WRITEMAP): [`Mmap::page_mut`] works.
     writable: bool,
-    /// The ranges handed out as live [`MapPage`]s, by start offset (end
-    /// offset as value): `page_mut` refuses a range that overlaps one, so two
-    /// handles to the same bytes cannot exist.
-    handed: std::sync::Mutex<std::collections::BTreeMap<usize, usize>>,
+    /// Granule of [`Mmap::page_mut`] (the database page size; 0 when not
+    /// writable): handed-out ranges are whole granules.
+    granule: usize,
+    /// The granules handed out as live [`MapPage`]s, by index (offset /
+    /// granule): `page_mut` refuses a range that holds one, so two handles to
+    /// the same bytes cannot exist. A hash set rather than an interval map:
+    /// one hash probe per page on the write path of every WRITEMAP page.
+    handed: std::sync::Mutex<HandedSet>,
+    /// The range [`Mmap::prefault`] last populated, start and end (a hint
+    /// only).
+    prefaulted: [std::sync::atomic::AtomicUsize; 2],
 }
+
+/// Multiply-shift hasher for granule indices (small integers, no adversary:
+/// the indices come from the writer's own page numbers).
+#[derive(Default)]
+pub(crate) struct IndexHasher(u64);
+impl std::hash::Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+type HandedSet = std::collections::HashSet<usize, std::hash::BuildHasherDefault<IndexHasher>>;
 
 // SAFETY: the mapping is plain memory owned by this value; it is written only
 // through `MapPage`s (see there), and unmapping happens only in Drop
@@ -64,18 +90,23 @@ impl Mmap {
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: false, handed: Default::default() })
+        Ok(Mmap { ptr, len, writable: false, granule: 0, handed: Default::default(), prefaulted: Default::default() })
     }
 
     /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
-    /// open for writing).
-    pub fn map_writable(file: &File, len: usize) -> io::Result<Mmap> {
+    /// open for writing). [`Mmap::page_mut`] hands out whole granules of
+    /// `granule` bytes (the database page size, non-zero).
+    pub fn map_writable(file: &File, len: usize, granule: usize) -> io::Result<Mmap> {
+        if granule == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "granule 0"));
+        }
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: true, handed: Default::default() })
+        Ok(Mmap { ptr, len, writable: true, granule, handed: Default::default(), prefaulted: Default::default() })
     }
 
     /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
-    /// is not writable or the range is not inside it.
+    /// is not writable, the range is not inside it or not made of whole
+    /// granules.
     ///
     /// Checked here: no other live `MapPage` overlaps the range (`None`
     /// then; the transaction never asks twice, so that is a bug it would see
@@ -87,22 +118,50 @@ impl Mmap {
     /// reads them only through this `MapPage`).
     pub fn page_mut(self: &std::sync::Arc<Self>, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;
-        if !self.writable || end > self.len || len == 0 {
+        if !self.writable
+            || end > self.len
+            || len == 0
+            || !off.is_multiple_of(self.granule)
+            || !len.is_multiple_of(self.granule)
+        {
             return None;
         }
         {
+            let (first, n) = (off / self.granule, len / self.granule);
             let mut handed = self.handed.lock().unwrap_or_else(|e| e.into_inner());
-            let before = handed.range(..end).next_back().is_some_and(|(_, &e)| e > off);
-            if before {
+            if (first..first + n).any(|g| handed.contains(&g)) {
                 debug_assert!(false, "a map page was handed out twice");
                 return None;
             }
-            handed.insert(off, end);
+            handed.extend(first..first + n);
         }
         // SAFETY: `off < self.len` (checked above), so the result stays inside
         // the live mapping and is non-null.
         let ptr = unsafe { NonNull::new_unchecked(self.ptr.as_ptr().add(off)) };
         Some(MapPage { ptr, len, _map: self.clone() })
+    }
+
+    /// WRITEMAP: makes the pages of `[off, off + len)` present and writable
+    /// in this process's page tables in one call (`MADV_POPULATE_WRITE`),
+    /// unless the last call already covered `off`, so that the write
+    /// transaction's first stores into the fresh pages it allocates from the
+    /// tail do not take one page fault each. The contents do not change.
+    /// Best effort: an error (old kernels: `EINVAL`) is ignored. The caller
+    /// keeps the range inside the file; `off` is aligned to the OS page.
+    pub fn prefault(&self, off: usize, len: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(end) = off.checked_add(len).filter(|&e| e <= self.len && self.writable && len > 0) else {
+            return;
+        };
+        if (self.prefaulted[0].load(Relaxed)..self.prefaulted[1].load(Relaxed)).contains(&off) {
+            return;
+        }
+        // SAFETY: [off, end) lies inside our live mapping (checked above);
+        // populating page tables does not change the memory contents, so no
+        // borrow of these bytes is affected.
+        let _ = unsafe { libc::madvise(self.ptr.as_ptr().add(off).cast(), end - off, libc::MADV_POPULATE_WRITE) };
+        self.prefaulted[0].store(off, Relaxed);
+        self.prefaulted[1].store(end, Relaxed);
     }
 
     /// `msync(MS_SYNC)` of `[0, len)` (clamped to the mapping): pages written
@@ -214,8 +273,12 @@ impl std::ops::DerefMut for MapPage {
 
 impl Drop for MapPage {
     fn drop(&mut self) {
-        let off = self.ptr.as_ptr() as usize - self._map.ptr.as_ptr() as usize;
-        self._map.handed.lock().unwrap_or_else(|e| e.into_inner()).remove(&off);
+        let map = &self._map;
+        let first = (self.ptr.as_ptr() as usize - map.ptr.as_ptr() as usize) / map.granule;
+        let mut handed = map.handed.lock().unwrap_or_else(|e| e.into_inner());
+        for g in first..first + self.len / map.granule {
+            handed.remove(&g);
+        }
     }
 }
 
@@ -342,7 +405,9 @@ mod tests {
     fn map_pages_are_exclusive_and_write_the_file() {
         let f = tempfile::tempfile().unwrap();
         f.set_len(16384).unwrap();
-        let m = Arc::new(Mmap::map_writable(&f, 16384).unwrap());
+        let m = Arc::new(Mmap::map_writable(&f, 16384, 4096).unwrap());
+        assert!(m.page_mut(100, 4096).is_none(), "not a whole granule");
+        assert!(m.page_mut(4096, 100).is_none(), "not a whole granule");
         let mut a = m.page_mut(4096, 8192).unwrap();
         a[..5].copy_from_slice(b"hello");
         // No second handle overlapping a live one (release builds: None).
@@ -358,6 +423,11 @@ mod tests {
         let mut buf = [0u8; 5];
         std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 4096).unwrap();
         assert_eq!(&buf, b"hello", "the shared map writes the file");
+        // Prefaulting changes no byte; ranges outside the map are ignored.
+        m.prefault(0, 16384);
+        m.prefault(4096, 1 << 30);
+        assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
+        assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
     }
 
     #[test]

@@ -95,6 +95,19 @@ pub(crate) fn is_procfs(file: &File) -> bool {
     rc == 0 && st.f_type as i64 == PROC_SUPER_MAGIC
 }
 
+/// Whether the open file lives in memory (tmpfs or ramfs), as libmdbx's
+/// "in-core" check decides: there, making pages present costs no I/O.
+pub(crate) fn is_in_memory_fs(file: &File) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    // SAFETY: an all-zero statfs is a valid value of this plain C struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is valid for the lifetime of `file` and `st` is a
+    // valid, writable statfs.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
+    rc == 0 && matches!(st.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
+}
+
 /// Converts a C return code (`-1` + errno) into an `io::Result`.
 pub(crate) fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc == -1 {

@@ -10,6 +10,10 @@ use crate::gc::alloc;
 use crate::pool::PageBuf;
 use crate::txn::RwTxn;
 
+/// How far [`RwTxn::map_page`] populates the map ahead of a fresh tail
+/// page (on in-memory file systems).
+const PREFAULT_AHEAD: usize = 256 << 10;
+
 impl RwTxn<'_> {
     /// A dirty page (first page of a chunk) by number. Internal invariant: it is dirty.
     pub(crate) fn dirty_ref(&self, pgno: u32) -> &[u8] {
@@ -86,7 +90,18 @@ impl RwTxn<'_> {
         if self.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
             return None;
         }
-        self.map.page_mut(off, len)
+        let page = self.map.page_mut(off, len)?;
+        if self.env.prefault_ahead && pgno >= self.base.geo.first_unallocated {
+            // A page from the tail (no snapshot has it): its first store
+            // would take a page fault. Populate the page tables for the next
+            // 256 KiB of the file in one call instead (the tail is allocated
+            // in ascending order); nothing is written.
+            let file_len = self.env.file_len.load(std::sync::atomic::Ordering::Acquire) as usize;
+            let from = off & !(crate::os::page_size() - 1);
+            let to = (off + len.max(PREFAULT_AHEAD)).min(file_len);
+            self.map.prefault(from, to.saturating_sub(from));
+        }
+        Some(page)
     }
 
     /// Zeroed memory for `n` pages at `pgno`, which this transaction just
@@ -135,7 +150,9 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
         let new = alloc(txn, 1)?;
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
-                m.copy_from_slice(txn.pages().get(pgno)?);
+                // Into a cold map page: skip reading the source's gap (a
+                // heap copy, whose buffer is warm, gains nothing from it).
+                fpage::copy_used(&mut m, txn.pages().get(pgno)?);
                 PageBuf::Map(m)
             }
             None => {
