@@ -406,12 +406,10 @@ fn with_path(e: std::io::Error, p: &Path) -> Error {
 
 /// Map length: the geometry's upper bound (an address-space reservation), at least the file.
 /// The data file's map: writable with WRITEMAP.
+/// Its meta pages are never lent out as slices (`Mmap::shield_prefix`).
 fn new_map(file: &File, len: usize, writable: bool, page_size: usize) -> std::io::Result<Mmap> {
-    if writable {
-        Mmap::map_writable(file, len, page_size)
-    } else {
-        Mmap::map(file, len)
-    }
+    let map = if writable { Mmap::map_writable(file, len, page_size)? } else { Mmap::map(file, len)? };
+    Ok(map.shield_prefix(crate::format::NUM_METAS as usize * page_size))
 }
 
 fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {

@@ -55,6 +55,9 @@ pub(crate) struct Mmap {
     /// The range [`Mmap::prefault`] last populated, start and end (a hint
     /// only).
     prefaulted: [std::sync::atomic::AtomicUsize; 2],
+    /// Bytes at the start that [`Mmap::bytes`] never lends out: the meta
+    /// pages, which every commit rewrites in place (0: none).
+    shielded: usize,
 }
 
 /// Multiply-shift hasher for granule indices (small integers, no adversary:
@@ -90,7 +93,15 @@ impl Mmap {
     /// `MAP_SHARED | MAP_NORESERVE` and `PROT_READ`.
     pub fn map(file: &File, len: usize) -> io::Result<Mmap> {
         let ptr = map_raw(file, len, libc::PROT_READ, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: false, granule: 0, handed: Default::default(), prefaulted: Default::default() })
+        Ok(Mmap {
+            ptr,
+            len,
+            writable: false,
+            granule: 0,
+            handed: Default::default(),
+            prefaulted: Default::default(),
+            shielded: 0,
+        })
     }
 
     /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
@@ -101,7 +112,23 @@ impl Mmap {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "granule 0"));
         }
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
-        Ok(Mmap { ptr, len, writable: true, granule, handed: Default::default(), prefaulted: Default::default() })
+        Ok(Mmap {
+            ptr,
+            len,
+            writable: true,
+            granule,
+            handed: Default::default(),
+            prefaulted: Default::default(),
+            shielded: 0,
+        })
+    }
+
+    /// Makes [`Mmap::bytes`] refuse every range that starts in the first
+    /// `n` bytes (the meta pages of a data file: read them with
+    /// [`Mmap::copy_volatile`]).
+    pub fn shield_prefix(mut self, n: usize) -> Mmap {
+        self.shielded = n;
+        self
     }
 
     /// Bytes `[off, off + len)` to be edited in place, or `None` if the map
@@ -191,10 +218,12 @@ impl Mmap {
     /// are never rewritten while a reader slot holds their snapshot (the
     /// libmdbx reader protocol guarantees this across processes). Meta pages
     /// are rewritten in place by every commit: never borrow them, read them
-    /// with [`Mmap::copy_volatile`] (`env::read_meta_page`).
+    /// with [`Mmap::copy_volatile`] (`env::read_meta_page`). That part is
+    /// enforced: a range starting in the prefix given to
+    /// [`Mmap::shield_prefix`] gets `None`.
     pub fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
         let end = off.checked_add(len)?;
-        if end > self.len {
+        if end > self.len || off < self.shielded {
             return None;
         }
         // SAFETY: [off, end) lies inside the live mapping of `self.len` bytes
@@ -428,6 +457,19 @@ mod tests {
         m.prefault(4096, 1 << 30);
         assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
         assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn shielded_prefix_is_never_lent() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(16384).unwrap();
+        let m = Mmap::map(&f, 16384).unwrap().shield_prefix(12288);
+        assert!(m.bytes(0, 4096).is_none(), "a meta page");
+        assert!(m.bytes(8192, 8192).is_none(), "a range starting in the metas");
+        assert!(m.bytes(12288, 4096).is_some(), "the first page after them");
+        let mut copy = [1u8; 8];
+        assert!(m.copy_volatile(0, &mut copy), "metas are read by copy");
+        assert_eq!(copy, [0; 8]);
     }
 
     #[test]
