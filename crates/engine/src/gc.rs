@@ -81,6 +81,50 @@ const RUN_LIST_MAX: usize = 2048;
 /// by threshold: 8: 53.9, 16: 52.8, 32: 54.0, 64: 59.3.
 const TAIL_RUN_MIN_DIRTY: usize = 32;
 
+/// What the commit-locality policy ([`next_in_run`]) needs from a write
+/// transaction: a trait so that the policy is unit-tested on plain lists.
+pub(crate) trait RunPool {
+    /// The loose and the reclaimed pages (both sorted descending).
+    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>);
+    /// The page after the last one allocated (0: none).
+    fn run_next(&self) -> u32;
+    /// `reclaimed.len()` when a scan last found no run worth starting.
+    fn runs_scanned(&mut self) -> &mut usize;
+    /// Pages the transaction holds dirty (in memory or spilled).
+    fn dirty_pages(&self) -> usize;
+    /// The first unallocated page and the file's current size in pages.
+    fn tail(&self) -> (u32, u32);
+    /// Takes the first unallocated page (inside the file: not growing it).
+    fn take_tail(&mut self) -> Result<u32>;
+    /// Moves one more reusable GC record into the reclaimed pages; false
+    /// when there is none.
+    fn reclaim_more(&mut self) -> Result<bool>;
+}
+
+impl RunPool for RwTxn<'_> {
+    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+        (&mut self.loose, &mut self.reclaimed)
+    }
+    fn run_next(&self) -> u32 {
+        self.run_next
+    }
+    fn runs_scanned(&mut self) -> &mut usize {
+        &mut self.runs_scanned
+    }
+    fn dirty_pages(&self) -> usize {
+        self.dirty.len() + self.spilled.len()
+    }
+    fn tail(&self) -> (u32, u32) {
+        (self.geo.first_unallocated, self.geo.now)
+    }
+    fn take_tail(&mut self) -> Result<u32> {
+        alloc_tail(self, 1)
+    }
+    fn reclaim_more(&mut self) -> Result<bool> {
+        Ok(!self.gc_exhausted && reclaim_one(self)?)
+    }
+}
+
 /// Commit locality: the page after the one allocated last if it is free
 /// (loose, reclaimed, or the unallocated tail inside the current file
 /// size); otherwise the start of the longest run of free pages if it has at
@@ -91,42 +135,46 @@ const TAIL_RUN_MIN_DIRTY: usize = 32;
 /// and the caller takes the lowest free page, reclaiming or growing as
 /// before. The file never grows for the sake of locality: it grows only
 /// when no free page is left, as before.
-fn next_in_run(txn: &mut RwTxn<'_>) -> Result<Option<u32>> {
+fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
+    let want = p.run_next();
+    let (loose, reclaimed) = p.free_lists();
     // Taking a page from the middle of a list moves the entries after it:
     // on long lists (a huge transaction's), the lowest page, as before.
-    let short = txn.reclaimed.len() + txn.loose.len() <= RUN_LIST_MAX;
-    let want = txn.run_next;
+    let short = reclaimed.len() + loose.len() <= RUN_LIST_MAX;
     if want != 0 {
-        if short && (take_page(&mut txn.loose, want) || take_page(&mut txn.reclaimed, want)) {
+        if short && (take_page(loose, want) || take_page(reclaimed, want)) {
             return Ok(Some(want));
         }
-        if want == txn.geo.first_unallocated && tail_run_allowed(txn) {
-            return alloc_tail(txn, 1).map(Some);
+        if want == p.tail().0 && tail_run_allowed(p) {
+            return p.take_tail().map(Some);
         }
     }
     if !short {
         return Ok(None);
     }
-    if !txn.loose.is_empty() {
-        let loose = std::mem::take(&mut txn.loose);
-        txn.reclaimed.extend(loose);
-        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    let (loose, reclaimed) = p.free_lists();
+    if !loose.is_empty() {
+        reclaimed.append(loose);
+        reclaimed.sort_unstable_by(|a, b| b.cmp(a));
     }
-    let pool_limit = ((txn.dirty.len() + txn.spilled.len() + 1) * RUN_POOL_PER_DIRTY).min(RUN_LIST_MAX);
+    let pool_limit = ((p.dirty_pages() + 1) * RUN_POOL_PER_DIRTY).min(RUN_LIST_MAX);
     loop {
-        if txn.reclaimed.len() > txn.runs_scanned {
-            let (at, len) = longest_run(&txn.reclaimed);
+        let scanned = *p.runs_scanned();
+        let reclaimed = p.free_lists().1;
+        let pooled = reclaimed.len();
+        if pooled > scanned {
+            let (at, len) = longest_run(reclaimed);
             if len >= MIN_RUN {
-                return Ok(Some(txn.reclaimed.remove(at)));
+                return Ok(Some(reclaimed.remove(at)));
             }
-            txn.runs_scanned = txn.reclaimed.len();
+            *p.runs_scanned() = pooled;
         }
-        if txn.reclaimed.len() >= pool_limit || txn.gc_exhausted || !reclaim_one(txn)? {
+        if pooled >= pool_limit || !p.reclaim_more()? {
             break;
         }
     }
-    if tail_run_allowed(txn) {
-        return alloc_tail(txn, 1).map(Some);
+    if tail_run_allowed(p) {
+        return p.take_tail().map(Some);
     }
     Ok(None)
 }
@@ -134,8 +182,9 @@ fn next_in_run(txn: &mut RwTxn<'_>) -> Result<Option<u32>> {
 /// Whether a run may take the unallocated tail while free pages remain: for
 /// a transaction of [`TAIL_RUN_MIN_DIRTY`] pages or more, inside the file's
 /// current size.
-fn tail_run_allowed(txn: &RwTxn<'_>) -> bool {
-    txn.dirty.len() + txn.spilled.len() >= TAIL_RUN_MIN_DIRTY && txn.geo.first_unallocated < txn.geo.now
+fn tail_run_allowed<P: RunPool + ?Sized>(p: &P) -> bool {
+    let (first_unallocated, now) = p.tail();
+    p.dirty_pages() >= TAIL_RUN_MIN_DIRTY && first_unallocated < now
 }
 
 /// Removes `pgno` from a descending-sorted list; whether it was there.
@@ -1149,7 +1198,155 @@ mod tests {
 
 #[cfg(test)]
 mod locality_tests {
-    use super::{longest_run, take_page};
+    use super::{longest_run, next_in_run, take_page, RunPool, MIN_RUN, RUN_LIST_MAX, TAIL_RUN_MIN_DIRTY};
+    use crate::error::Result;
+
+    /// A write transaction's free pages, and GC records still to reclaim.
+    #[derive(Default)]
+    struct Pool {
+        loose: Vec<u32>,
+        reclaimed: Vec<u32>,
+        run_next: u32,
+        runs_scanned: usize,
+        dirty: usize,
+        first_unallocated: u32,
+        now: u32,
+        /// Records `reclaim_more` hands out, last first.
+        gc: Vec<Vec<u32>>,
+        reclaims: usize,
+    }
+
+    impl RunPool for Pool {
+        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+            (&mut self.loose, &mut self.reclaimed)
+        }
+        fn run_next(&self) -> u32 {
+            self.run_next
+        }
+        fn runs_scanned(&mut self) -> &mut usize {
+            &mut self.runs_scanned
+        }
+        fn dirty_pages(&self) -> usize {
+            self.dirty
+        }
+        fn tail(&self) -> (u32, u32) {
+            (self.first_unallocated, self.now)
+        }
+        fn take_tail(&mut self) -> Result<u32> {
+            assert!(self.first_unallocated < self.now, "locality must not grow the file");
+            self.first_unallocated += 1;
+            Ok(self.first_unallocated - 1)
+        }
+        fn reclaim_more(&mut self) -> Result<bool> {
+            let Some(rec) = self.gc.pop() else { return Ok(false) };
+            self.reclaims += 1;
+            self.reclaimed.extend(rec);
+            self.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+            Ok(true)
+        }
+    }
+
+    /// Allocates `n` single pages the way `gc::alloc` does: the policy's
+    /// page, else the lowest reclaimed one, else the tail.
+    fn alloc_n(p: &mut Pool, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                let pg = match next_in_run(p).unwrap() {
+                    Some(pg) => pg,
+                    None => p.reclaimed.pop().unwrap_or_else(|| {
+                        p.first_unallocated += 1;
+                        p.first_unallocated - 1
+                    }),
+                };
+                p.run_next = pg + 1;
+                p.dirty += 1;
+                pg
+            })
+            .collect()
+    }
+
+    #[test]
+    fn follows_the_longest_run_before_scattered_pages() {
+        // Free: 40..=45 (a run of 6), 30..=31, 20, 10; a small transaction.
+        let mut p = Pool {
+            reclaimed: vec![45, 44, 43, 42, 41, 40, 31, 30, 20, 10],
+            first_unallocated: 100,
+            now: 100,
+            ..Default::default()
+        };
+        assert_eq!(alloc_n(&mut p, 6), vec![40, 41, 42, 43, 44, 45]);
+        // No run of MIN_RUN left and no room in the file: lowest page first,
+        // then its neighbour.
+        assert_eq!(alloc_n(&mut p, 3), vec![10, 20, 30]);
+        assert_eq!(alloc_n(&mut p, 1), vec![31]);
+    }
+
+    #[test]
+    fn loose_pages_join_the_runs() {
+        let mut p = Pool {
+            loose: vec![13, 12],
+            reclaimed: vec![11, 10, 3],
+            now: 50,
+            first_unallocated: 50,
+            ..Default::default()
+        };
+        assert_eq!(alloc_n(&mut p, 4), vec![10, 11, 12, 13]);
+        assert!(p.loose.is_empty());
+    }
+
+    #[test]
+    fn gathers_gc_records_until_a_run_appears_within_the_pool_limit() {
+        // Each record alone is scattered; together 60..=63 is a run.
+        let mut p = Pool {
+            reclaimed: vec![5],
+            gc: vec![vec![63, 61, 7], vec![62, 60, 9]],
+            dirty: 1,
+            first_unallocated: 100,
+            now: 100,
+            ..Default::default()
+        };
+        assert_eq!(alloc_n(&mut p, MIN_RUN), vec![60, 61, 62, 63]);
+        assert_eq!(p.reclaims, 2);
+        // A pool already as large as the limit reclaims nothing more.
+        let big: Vec<u32> = (0..40).map(|i| 1000 - 2 * i).collect();
+        let mut p = Pool {
+            reclaimed: big,
+            gc: vec![vec![1, 2, 3, 4]],
+            first_unallocated: 2000,
+            now: 2000,
+            ..Default::default()
+        };
+        alloc_n(&mut p, 1);
+        assert_eq!(p.reclaims, 0, "a one-page transaction may pool 8 pages");
+    }
+
+    #[test]
+    fn big_transactions_take_room_inside_the_file_never_beyond() {
+        let scattered: Vec<u32> = (0..50).map(|i| 500 - 3 * i).collect();
+        let mut p = Pool {
+            reclaimed: scattered.clone(),
+            dirty: TAIL_RUN_MIN_DIRTY,
+            first_unallocated: 600,
+            now: 604,
+            ..Default::default()
+        };
+        // Four pages of room: a run from the tail, then scattered pages (the
+        // pool's lowest) once the room is used up.
+        assert_eq!(alloc_n(&mut p, 6), vec![600, 601, 602, 603, 353, 356]);
+        // A small transaction with the same pool leaves the tail alone.
+        let mut p = Pool { reclaimed: scattered, first_unallocated: 600, now: 604, ..Default::default() };
+        assert_eq!(alloc_n(&mut p, 2), vec![353, 356]);
+        assert_eq!(p.first_unallocated, 600);
+    }
+
+    #[test]
+    fn long_lists_are_used_lowest_first() {
+        let long: Vec<u32> = (0..RUN_LIST_MAX as u32 + 10).rev().map(|i| 10 + 2 * i).collect();
+        let mut run = vec![9003, 9002, 9001, 9000];
+        run.extend(long);
+        let mut p = Pool { reclaimed: run, first_unallocated: 20000, now: 20000, ..Default::default() };
+        assert_eq!(alloc_n(&mut p, 2), vec![10, 12], "no search for the run 9000..=9003 in a long list");
+    }
 
     #[test]
     fn longest_run_finds_the_longest_lowest_run() {
