@@ -113,20 +113,37 @@ impl<'t> Cursor<'t> {
         Ok((n.key, v))
     }
 
-    /// The record at `idx` of a table without multi-value keys: the common
-    /// leaf is parsed here, inlined into `next`/`prev` (a call returning the
-    /// pair through memory cost a store-forwarding stall per record); pages
-    /// of values and large values take the general path.
+    /// The neighbour of the current record in the same leaf (`forward`: the
+    /// next one), on a table without multi-value keys, when it is a plain
+    /// record (key and value on the page); `None` sends the caller to the
+    /// general path, which also reports any damage found here. Returning
+    /// the pair by value rather than through the general path's `Result`
+    /// matters: merged with it, the pair was copied field by field and the
+    /// caller's load of it stalled on store forwarding, once per record.
     #[inline(always)]
-    fn plain_pair(&self, page: Page<'t>, idx: usize, pgno: u32) -> Result<Pair<'t>> {
-        if page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
-            return self.current_pair();
+    fn neighbour_in_leaf(&mut self, forward: bool) -> Option<Pair<'t>> {
+        if self.dup_cmp.is_some() || self.depth == 0 || (forward && self.eof) {
+            return None;
         }
-        let n = node::node(page, idx, pgno)?;
-        if n.flags & (N_DUP | N_BIG) == 0 {
-            return Ok((n.key, n.data));
+        let l = self.stack[self.depth - 1].as_mut()?;
+        let idx = if forward {
+            l.idx + 1
+        } else {
+            // After running off the end the position is still the last record.
+            l.idx.checked_sub(1)?
+        };
+        if idx >= l.page.num_entries() || l.page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
+            return None;
         }
-        self.current_pair()
+        let n = node::node(l.page, idx, l.pgno).ok()?;
+        if n.flags & (N_DUP | N_BIG) != 0 {
+            return None;
+        }
+        l.idx = idx;
+        if !forward {
+            self.eof = false;
+        }
+        Some((n.key, n.data))
     }
 
     /// Sets up the inner cursor for the node under the cursor (DUPSORT tables).
@@ -278,24 +295,21 @@ impl<'t> Cursor<'t> {
     /// Next record (the next value of the key on DUPSORT tables); on an
     /// unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<Option<Pair<'t>>> {
+        match self.neighbour_in_leaf(true) {
+            Some(p) => Ok(Some(p)),
+            None => self.next_general(),
+        }
+    }
+
+    #[inline(never)]
+    fn next_general(&mut self) -> Result<Option<Pair<'t>>> {
         if self.depth == 0 {
             return self.first();
         }
         if self.eof {
             return Ok(None);
-        }
-        // Fast path: the next entry of the same leaf, on a table without
-        // multi-value keys.
-        if self.dup_cmp.is_none() {
-            if let Some(l) = &mut self.stack[self.depth - 1] {
-                let idx = l.idx + 1;
-                if idx < l.page.num_entries() {
-                    l.idx = idx;
-                    let (page, pgno) = (l.page, l.pgno);
-                    return self.plain_pair(page, idx, pgno).map(Some);
-                }
-            }
         }
         if self.step_dup(true)? || self.step(true)? {
             self.current_pair().map(Some)
@@ -306,22 +320,22 @@ impl<'t> Cursor<'t> {
     }
 
     /// Previous record; on an unpositioned cursor the last.
+    #[inline]
     pub fn prev(&mut self) -> Result<Option<Pair<'t>>> {
+        match self.neighbour_in_leaf(false) {
+            Some(p) => Ok(Some(p)),
+            None => self.prev_general(),
+        }
+    }
+
+    #[inline(never)]
+    fn prev_general(&mut self) -> Result<Option<Pair<'t>>> {
         if self.depth == 0 {
             return self.last();
         }
         // After running off the end the position is still the last record, so
         // stepping back from it gives its predecessor (as libmdbx does).
         self.eof = false;
-        if self.dup_cmp.is_none() {
-            if let Some(l) = &mut self.stack[self.depth - 1] {
-                if l.idx > 0 && l.idx <= l.page.num_entries() {
-                    l.idx -= 1;
-                    let (page, idx, pgno) = (l.page, l.idx, l.pgno);
-                    return self.plain_pair(page, idx, pgno).map(Some);
-                }
-            }
-        }
         if self.step_dup(false)? || self.step(false)? {
             self.current_pair().map(Some)
         } else {

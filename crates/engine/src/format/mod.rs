@@ -43,7 +43,7 @@ pub const DATA_MAGIC_LEGACY_DEVEL: u64 = (MAGIC << 8) + 255;
 
 #[inline]
 pub(crate) fn u16_at(b: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([b[off], b[off + 1]])
+    u16::from_le_bytes(b[off..off + 2].try_into().unwrap())
 }
 #[inline]
 pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
