@@ -1,4 +1,4 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|intget|intscan|put|multi|multidel|load] [PAGE_SIZE]`
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|intget|intscan|intiter|put|multi|multidel|load] [PAGE_SIZE]`
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
@@ -50,7 +50,7 @@ fn main() -> rdbx::Result<()> {
                 }
             }
         }
-        "intget" | "intscan" => {
+        "intget" | "intscan" | "intiter" => {
             let mut txn = env.begin_rw_txn()?;
             let ints = txn.create_db(Some("ints"), rdbx::DbFlags::INTEGER_KEY)?;
             for i in 0..n {
@@ -63,6 +63,12 @@ fn main() -> rdbx::Result<()> {
                 let mut x = 1u64;
                 for _ in 0..ops.unwrap_or(20_000_000 / n.max(1) * n) {
                     sum += r.get(ints, &(next(&mut x) % n).to_ne_bytes())?.map_or(0, |v| v.len());
+                }
+            } else if what == "intiter" {
+                for _ in 0..ops.map_or((100_000_000 / n.max(1)).max(5), |o| o.div_ceil(n.max(1))) {
+                    for p in r.iter(ints)? {
+                        sum += p?.1.len();
+                    }
                 }
             } else {
                 for _ in 0..ops.map_or((100_000_000 / n.max(1)).max(5), |o| o.div_ceil(n.max(1))) {

@@ -56,6 +56,7 @@ impl<'t> Iter<'t> {
         }
     }
 
+    #[inline(always)]
     fn below_hi(&self, key: &[u8]) -> bool {
         match &self.hi {
             Bound::Unbounded => true,
@@ -64,6 +65,7 @@ impl<'t> Iter<'t> {
         }
     }
 
+    #[inline(always)]
     fn above_lo(&self, key: &[u8]) -> bool {
         match &self.lo {
             Bound::Unbounded => true,
@@ -114,58 +116,100 @@ impl<'t> Iter<'t> {
 
     fn front_item(&mut self) -> Result<Option<Pair<'t>>> {
         let Some(item) = self.step_front()? else { return Ok(None) };
+        Ok(self.accept_front(item))
+    }
+
+    /// `item`, the front cursor's next record, if it is inside the range and
+    /// before what the back end returned.
+    #[inline(always)]
+    fn accept_front(&mut self, item: Pair<'t>) -> Option<Pair<'t>> {
         if !self.below_hi(item.0) {
-            return Ok(None);
+            return None;
         }
         if let Some(b) = self.last_back {
             if self.front.pair_order(item, b) != Ordering::Less {
-                return Ok(None);
+                return None;
             }
         }
         self.last_front = Some(item);
-        Ok(Some(item))
+        Some(item)
     }
 
     fn back_item(&mut self) -> Result<Option<Pair<'t>>> {
         let Some(item) = self.step_back()? else { return Ok(None) };
+        Ok(self.accept_back(item))
+    }
+
+    #[inline(always)]
+    fn accept_back(&mut self, item: Pair<'t>) -> Option<Pair<'t>> {
         if !self.above_lo(item.0) {
-            return Ok(None);
+            return None;
         }
         if let Some(f) = self.last_front {
             if self.back.pair_order(item, f) != Ordering::Greater {
-                return Ok(None);
+                return None;
             }
         }
         self.last_back = Some(item);
-        Ok(Some(item))
+        Some(item)
+    }
+
+    /// The general path of `next`/`next_back`: starting, leaving a leaf,
+    /// multi-value keys, large values, errors.
+    #[inline(never)]
+    fn general(&mut self, forward: bool) -> Option<Result<Pair<'t>>> {
+        let r = if forward { self.front_item() } else { self.back_item() };
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r.transpose()
     }
 }
 
 impl<'t> Iterator for Iter<'t> {
     type Item = Result<Pair<'t>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
         }
-        let r = self.front_item();
-        if !matches!(r, Ok(Some(_))) {
-            self.done = true;
+        // The common step (the next plain record of the same leaf) stays
+        // inline and returns its pair by value, as `Cursor::next` does.
+        if self.front_started {
+            if let Some(item) = self.front.neighbour_in_leaf(true) {
+                if matches!(self.hi, Bound::Unbounded) && self.last_back.is_none() {
+                    // Nothing to compare with: the pair stays in registers.
+                    self.last_front = Some(item);
+                    return Some(Ok(item));
+                }
+                let r = self.accept_front(item);
+                self.done = r.is_none();
+                return r.map(Ok);
+            }
         }
-        r.transpose()
+        self.general(true)
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
         }
-        let r = self.back_item();
-        if !matches!(r, Ok(Some(_))) {
-            self.done = true;
+        if self.back_started {
+            if let Some(item) = self.back.neighbour_in_leaf(false) {
+                if matches!(self.lo, Bound::Unbounded) && self.last_front.is_none() {
+                    self.last_back = Some(item);
+                    return Some(Ok(item));
+                }
+                let r = self.accept_back(item);
+                self.done = r.is_none();
+                return r.map(Ok);
+            }
         }
-        r.transpose()
+        self.general(false)
     }
 }
 

@@ -75,6 +75,7 @@ impl<'t> Cursor<'t> {
     }
 
     /// Order of two keys under this table's key comparator.
+    #[inline]
     pub(crate) fn key_order(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         self.cmp.cmp(a, b)
     }
@@ -121,7 +122,7 @@ impl<'t> Cursor<'t> {
     /// matters: merged with it, the pair was copied field by field and the
     /// caller's load of it stalled on store forwarding, once per record.
     #[inline(always)]
-    fn neighbour_in_leaf(&mut self, forward: bool) -> Option<Pair<'t>> {
+    pub(crate) fn neighbour_in_leaf(&mut self, forward: bool) -> Option<Pair<'t>> {
         if self.dup_cmp.is_some() || self.depth == 0 || (forward && self.eof) {
             return None;
         }
