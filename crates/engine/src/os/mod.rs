@@ -36,6 +36,25 @@ pub(crate) fn page_size() -> usize {
     })
 }
 
+/// Hints the CPU to start loading the cache line holding `bytes[off]`
+/// (no effect on targets without the hint). Searches use it to overlap the
+/// memory latency of the probes they may make next with the one they are
+/// making. `off` is not checked: an address outside the slice is only a
+/// wasted hint.
+#[inline(always)]
+pub(crate) fn prefetch(bytes: &[u8], off: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has. A
+    // prefetch reads nothing architecturally, never faults and changes no
+    // memory, so any address is allowed; `wrapping_add` forms the address
+    // without claiming it is in bounds.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bytes.as_ptr().wrapping_add(off).cast())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, off);
+}
+
 /// The id of this process (what libmdbx stores in reader slots and uses as
 /// the byte offset of the per-process OFD locks).
 pub(crate) fn getpid() -> u32 {
