@@ -129,24 +129,32 @@ fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
 }
 
 /// Checks that every node of a (node, not DUPFIX) sub-page that passed
-/// `check_subpage` lies in its node area, padding included: node inserts and
-/// removals on its bytes rely on it. Sub-page nodes carry their value as the
+/// `check_subpage` lies in its node area, padding included: copies that
+/// rebase every entry rely on it. Sub-page nodes carry their value as the
 /// key and no data; the size is computed as `node::stored_size` does.
 fn check_subpage_nodes(sp: Page<'_>, host: u32) -> Result<()> {
+    (0..sp.num_entries()).try_for_each(|j| check_subpage_node(sp, j, host))
+}
+
+/// Checks that node `j` of a sub-page that passed `check_subpage` lies in
+/// its node area, padding included: removing it in place moves the bytes
+/// from the start of the node area to its end and adds its size to the
+/// entries below it, which needs nothing of the other nodes.
+#[inline]
+fn check_subpage_node(sp: Page<'_>, j: usize, host: u32) -> Result<()> {
     let (len, upper) = (sp.buf.len(), sp.upper());
-    for j in 0..sp.num_entries() {
-        let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
-        let at = PAGEHDRSZ + e;
-        let fits = e >= upper && at + NODESIZE <= len && {
-            let ksize = u16_at(sp.buf, at + 6) as usize;
-            let dsize = if sp.buf[at + 4] & node::N_BIG != 0 { 4 } else { u32_at(sp.buf, at) as usize };
-            at + node::leaf_size(ksize, dsize) <= len
-        };
-        if !fits {
-            return Err(Error::corrupted(host, "sub-page node outside its node area"));
-        }
+    let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
+    let at = PAGEHDRSZ + e;
+    let fits = e >= upper && at + NODESIZE <= len && {
+        let ksize = u16_at(sp.buf, at + 6) as usize;
+        let dsize = if sp.buf[at + 4] & node::N_BIG != 0 { 4 } else { u32_at(sp.buf, at) as usize };
+        at + node::leaf_size(ksize, dsize) <= len
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(Error::corrupted(host, "sub-page node outside its node area"))
     }
-    Ok(())
 }
 
 /// A compact copy of a checked sub-page (spare room dropped), for the
@@ -677,7 +685,7 @@ fn remove_in_place_ok(sp: Page<'_>, pos: usize, host: u32) -> Result<bool> {
         let k = sp.dupfix_ksize() as usize;
         (len - PAGEHDRSZ - n * k, k)
     } else {
-        check_subpage_nodes(sp, host)?;
+        check_subpage_node(sp, pos, host)?;
         (sp.upper() - sp.lower(), 2 + node::stored_size(sp.buf, pos))
     };
     Ok(2 * (free + item) <= len - PAGEHDRSZ)
