@@ -261,15 +261,32 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     let page = Page { buf };
     let is_branch = page.is_branch();
     let dupfix_k = page.is_dupfix().then(|| page.dupfix_ksize() as usize);
+    let page_flags = page.flags();
+    let n = page.num_entries();
     // Split. Entries move as raw byte ranges of the old page (no decoding);
     // element `j` of the combined sequence is the new entry at `idx`, else
     // old entry `j` or `j - 1`.
     let ps = w.limits().page_size;
     let cap = ps - PAGEHDRSZ;
+    if !is_branch && idx == n && rightmost && n >= 2 {
+        // Appending at the right edge of the tree (sequential inserts): the
+        // new entry alone starts the right page and the left one keeps its
+        // bytes as they are, as the general split below would decide (a
+        // leaf node always fits an empty page) without reading the old
+        // entries, copying the page or rebuilding it.
+        w.count(Counted::Split);
+        let right = w.new_page(page_flags)?;
+        let buf = w.dirty_mut(right);
+        if let Some(k) = dupfix_k {
+            fpage::set_dupfix_ksize(buf, k as u16);
+        }
+        p_insert(buf, 0, key, hdr, flags, data)?;
+        tree.inc_leaf(1, pgno)?;
+        return link_right(w, tree, path, level, pgno, right, key, rightmost);
+    }
     // A pooled copy of the old page, given back after the split.
     let old = w.copy_dirty(pgno);
     let op = Page { buf: &old };
-    let n = op.num_entries();
     let total = n + 1;
     let old_of = |j: usize| if j < idx { j } else { j - 1 };
     let new_size = need(&old, key, data);
@@ -315,7 +332,6 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
         best.ok_or_else(|| Error::Problem("no valid page split".into()))?.0
     };
     let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
-    let page_flags = op.flags();
     w.count(Counted::Split);
     let right = w.new_page(page_flags)?;
     // Both halves are built in place from the copy `old`: the right one in
@@ -353,19 +369,34 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     } else {
         tree.inc_leaf(1, pgno)?;
     }
+    link_right(w, tree, path, level, pgno, right, &sep, rightmost)
+}
+
+/// After page `pgno` at `level` split: links its new right sibling `right`,
+/// whose first key is `sep`, into the parent (a new root at the top).
+#[allow(clippy::too_many_arguments)]
+fn link_right<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &Path,
+    level: usize,
+    pgno: u32,
+    right: u32,
+    sep: &[u8],
+    rightmost: bool,
+) -> Result<()> {
     if level == 0 {
         let root = w.new_page(pflags::BRANCH)?;
         let buf = w.dirty_mut(root);
         p_insert(buf, 0, &[], pgno, 0, &[])?;
-        p_insert(buf, 1, &sep, right, 0, &[])?;
+        p_insert(buf, 1, sep, right, 0, &[])?;
         tree.root = root;
         tree.inc_height(root)?;
         tree.inc_branch(1, root)?;
         return Ok(());
     }
     let (_, pidx) = path.e[level - 1];
-    let parent_rightmost = rightmost;
-    insert_at(w, tree, path, level - 1, pidx + 1, &sep, right, 0, &[], parent_rightmost)
+    insert_at(w, tree, path, level - 1, pidx + 1, sep, right, 0, &[], rightmost)
 }
 
 /// Whether the path follows the last entry of every branch.
