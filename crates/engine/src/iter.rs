@@ -79,16 +79,18 @@ impl<'t> Iter<'t> {
             return self.front.next();
         }
         self.front_started = true;
-        match self.lo.clone() {
-            Bound::Unbounded => self.front.first(),
-            Bound::Included(k) => self.front.set_range(&k),
+        // Fields borrowed one by one: cloning the bound would allocate.
+        let front = &mut self.front;
+        match &self.lo {
+            Bound::Unbounded => front.first(),
+            Bound::Included(k) => front.set_range(k),
             Bound::Excluded(k) => {
-                let mut r = self.front.set_range(&k)?;
+                let mut r = front.set_range(k)?;
                 while let Some((key, _)) = r {
-                    if self.front.key_order(key, &k) != Ordering::Equal {
+                    if front.key_order(key, k) != Ordering::Equal {
                         break;
                     }
-                    r = self.front.next_nodup()?;
+                    r = front.next_nodup()?;
                 }
                 Ok(r)
             }
@@ -100,16 +102,17 @@ impl<'t> Iter<'t> {
             return self.back.prev();
         }
         self.back_started = true;
-        match self.hi.clone() {
-            Bound::Unbounded => self.back.last(),
-            Bound::Included(k) => match self.back.set_range(&k)? {
-                Some((key, _)) if self.back.key_order(key, &k) == Ordering::Equal => self.back.last_dup(),
-                Some(_) => self.back.prev(),
-                None => self.back.last(),
+        let back = &mut self.back;
+        match &self.hi {
+            Bound::Unbounded => back.last(),
+            Bound::Included(k) => match back.set_range(k)? {
+                Some((key, _)) if back.key_order(key, k) == Ordering::Equal => back.last_dup(),
+                Some(_) => back.prev(),
+                None => back.last(),
             },
-            Bound::Excluded(k) => match self.back.set_range(&k)? {
-                Some(_) => self.back.prev(),
-                None => self.back.last(),
+            Bound::Excluded(k) => match back.set_range(k)? {
+                Some(_) => back.prev(),
+                None => back.last(),
             },
         }
     }

@@ -7,7 +7,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rdbx::{Db, DbFlags, Env, PutFlags};
+use rdbx::{Db, DbFlags, Env, PutFlags, ReadTxn};
 
 struct Counting;
 
@@ -100,6 +100,18 @@ fn hot_paths_do_not_allocate() {
         assert_eq!(n, N + 1, "the records and the record of table ints");
     });
     drop(c);
+    // Iterators: whole table both ways, and a bounded range (created
+    // outside the count: a range owns copies of its bounds).
+    let mut it = txn.iter(Db::MAIN).expect("iter");
+    let mut back = txn.iter(Db::MAIN).expect("iter");
+    let mut range = txn.range(Db::MAIN, keys[10].as_slice()..keys[N as usize - 10].as_slice()).expect("range");
+    let iter_steps = allocations(|| {
+        let fwd = it.by_ref().map(|r| r.expect("item")).count();
+        let bwd = back.by_ref().rev().map(|r| r.expect("item")).count();
+        let inner = range.by_ref().map(|r| r.expect("item")).count();
+        assert_eq!((fwd, bwd, inner), (N as usize + 1, N as usize + 1, N as usize - 20));
+    });
+    drop((it, back, range));
     drop(txn);
 
     let mut txn = env.begin_rw_txn().expect("begin");
@@ -120,11 +132,13 @@ fn hot_paths_do_not_allocate() {
     });
     txn.commit().expect("commit");
     eprintln!(
-        "allocations: {gets} for {} gets, {steps} for {} cursor steps, {puts} for {N} overwrite puts, \
-         {rw_gets} for {N} gets in a write transaction",
+        "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
+         {puts} for {N} overwrite puts, {rw_gets} for {N} gets in a write transaction",
         2 * N,
-        N
+        N,
+        3 * N
     );
+    assert_eq!(iter_steps, 0, "iterator steps allocate");
     assert_eq!(gets, 0, "gets allocate");
     assert_eq!(steps, 0, "cursor steps allocate");
     assert_eq!(puts, 0, "overwrite puts allocate");
