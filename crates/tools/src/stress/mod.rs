@@ -658,6 +658,7 @@ fn run_probe(
             return rep;
         }
     };
+    let sampler = RetentionSampler::start(&env, cfg.page_size as u64);
     let mut fleet = Fleet {
         slots: cfg
             .actors
@@ -672,7 +673,6 @@ fn run_probe(
         }
     }
     let mut rng = Rng::new(cfg.seed ^ 0x4b11);
-    let mut max_retained = 0u64;
     let mut last_sample = Instant::now();
     let mut flipped = false;
     let tick = Duration::from_millis(20);
@@ -683,15 +683,6 @@ fn run_probe(
             break;
         }
         std::thread::sleep(tick);
-        // What readers keep from reuse: the space check allows for the most
-        // seen. (Only the reader table is read: `Env::gc_info` would update
-        // the shared oldest-reader cache without the writer lock, which
-        // libmdbx writers do not expect.)
-        if let Ok(rs) = env.readers() {
-            let ps = cfg.page_size as u64;
-            let kept = rs.iter().map(|r| r.bytes_retained / ps).max().unwrap_or(0);
-            max_retained = max_retained.max(kept);
-        }
         if last_sample.elapsed() >= Duration::from_millis(200) {
             last_sample = Instant::now();
             progress.set(format!(
@@ -814,9 +805,11 @@ fn run_probe(
         }
     }
     drop(fleet);
+    // Every writer is gone: the sampler's last sample sees the final mark.
+    let growth = sampler.finish();
     // -- verify ------------------------------------------------------------------------
     if !rep.interrupted || !rep.failures.is_empty() {
-        final_checks(&ctx, &env, &statics, max_retained, &mut rep);
+        final_checks(&ctx, &env, &statics, &growth, &mut rep);
     }
     drop(env);
     rep.seconds = t0.elapsed().as_secs_f64();
@@ -831,7 +824,58 @@ fn run_probe(
     rep
 }
 
-fn final_checks(ctx: &ProbeCtx<'_>, env: &Env, statics: &Model, max_retained: u64, rep: &mut ProbeReport) {
+/// Samples the newest meta and the reader table every millisecond on its own
+/// thread (the runner's main loop pauses to verify and restart actors) for
+/// the space check's allowance for readers ([`verify::GrowthRetention`]).
+/// Only the meta and the reader table are read: `Env::gc_info` would update
+/// the shared oldest-reader cache without the writer lock, which libmdbx
+/// writers do not expect.
+struct RetentionSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<verify::GrowthRetention>,
+}
+
+impl RetentionSampler {
+    fn start(env: &Env, page_size: u64) -> RetentionSampler {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (env, flag) = (env.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut g = verify::GrowthRetention::default();
+            let sample = |g: &mut verify::GrowthRetention| -> rdbx::Result<()> {
+                let before = env.info()?.pages_retired;
+                let retained = env.readers()?.iter().map(|r| r.bytes_retained / page_size).max().unwrap_or(0);
+                let after = env.info()?;
+                g.sample(before, retained, after.pages_retired, after.first_unallocated);
+                Ok(())
+            };
+            loop {
+                let last = flag.load(Ordering::Acquire);
+                // A failed read only skips a sample (the next one covers the gap).
+                let _ = sample(&mut g);
+                if last {
+                    break g;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        RetentionSampler { stop, thread }
+    }
+
+    /// Takes a last sample and returns what was found.
+    fn finish(self) -> verify::GrowthRetention {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+fn final_checks(
+    ctx: &ProbeCtx<'_>,
+    env: &Env,
+    statics: &Model,
+    growth: &verify::GrowthRetention,
+    rep: &mut ProbeReport,
+) {
     let cfg = ctx.cfg;
     let mut models: BTreeMap<String, Model> = BTreeMap::new();
     let mut peak_pages = 0u64;
@@ -912,14 +956,14 @@ fn final_checks(ctx: &ProbeCtx<'_>, env: &Env, statics: &Model, max_retained: u6
     })();
     match (used, env.info()) {
         (Ok(used), Ok(info)) => {
-            let sc = verify::SpaceCheck::new(info.first_unallocated, used, peak_pages + 16, max_retained);
-            rep.space = Some((sc.first_unallocated, sc.bound));
+            let sc = verify::SpaceCheck::new(info.first_unallocated, used, peak_pages + 16, growth.retained_pages);
+            rep.space = Some((sc.first_unallocated, sc.bound, sc.retained_pages));
             if !sc.ok() {
                 fail(
                     rep,
                     format!(
-                        "space: {} pages allocated, bound {} = 4 x max(used now {}, peak estimate {}) + 64 + retained by readers {}",
-                        sc.first_unallocated, sc.bound, sc.used_pages, sc.peak_estimate_pages, sc.retained_pages
+                        "space: {} pages allocated, bound {} = 4 x max(used now {}, peak estimate {}) + 64 + retained by readers while the file grew {} (at most; {} samples saw it grow)",
+                        sc.first_unallocated, sc.bound, sc.used_pages, sc.peak_estimate_pages, sc.retained_pages, growth.growths
                     ),
                 );
             }

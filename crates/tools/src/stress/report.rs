@@ -95,7 +95,9 @@ pub struct ProbeReport {
     pub actors: Vec<String>,
     pub seconds: f64,
     pub counts: Counts,
-    pub space: Option<(u64, u64)>,
+    /// The space check: (first_unallocated, bound, the readers' part of the
+    /// bound), in pages.
+    pub space: Option<(u64, u64, u64)>,
     pub failures: Vec<String>,
     pub kept: Option<String>,
     pub repro: Option<String>,
@@ -112,7 +114,9 @@ impl ProbeReport {
             "actors": self.actors,
             "seconds": (self.seconds * 10.0).round() / 10.0,
             "counts": self.counts.json(),
-            "space": self.space.map(|(used, bound)| json!({"first_unallocated": used, "bound": bound})),
+            "space": self.space.map(|(used, bound, retained)| {
+                json!({"first_unallocated": used, "bound": bound, "retained_while_growing": retained})
+            }),
             "failures": self.failures,
             "kept": self.kept,
             "repro": self.repro,
