@@ -247,9 +247,7 @@ impl EnvInner {
         }
         let limits = Limits::new(page_size);
         let prefault_ahead = writemap && crate::os::is_in_memory_fs(&file);
-        let map_len = map_len_for(&meta, page_size, size);
-        let map = new_map(&file, map_len, writemap, page_size)
-            .or_else(|_| new_map(&file, round_up(size as usize, os_page()).max(os_page()), writemap, page_size))?;
+        let map = map_file(&file, &meta, page_size, size, writemap)?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
         let inner = EnvInner {
@@ -334,8 +332,7 @@ impl EnvInner {
                     "data file is shorter than the allocated pages",
                 ));
             }
-            let len = map_len_for(meta, self.page_size, size);
-            *m = Arc::new(new_map(&self.file, len, self.writemap, self.page_size)?);
+            *m = Arc::new(map_file(&self.file, meta, self.page_size, size, self.writemap)?);
         }
         Ok(m.clone())
     }
@@ -410,6 +407,14 @@ fn with_path(e: std::io::Error, p: &Path) -> Error {
 fn new_map(file: &File, len: usize, writable: bool, page_size: usize) -> std::io::Result<Mmap> {
     let map = if writable { Mmap::map_writable(file, len, page_size)? } else { Mmap::map(file, len)? };
     Ok(map.shield_prefix(crate::format::NUM_METAS as usize * page_size))
+}
+
+/// Maps the data file: the whole upper bound when the address space allows
+/// it, else the file as it is (`ulimit -v`, containers, valgrind), in which
+/// case every growth of the file remaps it (`EnvInner::map_for`).
+fn map_file(file: &File, meta: &Meta, ps: usize, file_size: u64, writable: bool) -> std::io::Result<Mmap> {
+    new_map(file, map_len_for(meta, ps, file_size), writable, ps)
+        .or_else(|_| new_map(file, round_up(file_size as usize, os_page()).max(os_page()), writable, ps))
 }
 
 fn map_len_for(meta: &Meta, ps: usize, file_size: u64) -> usize {
