@@ -493,8 +493,9 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
             break (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?);
         }
     };
-    // A page already at hand would be listed twice by the GC: kept once.
-    txn.reclaimed.extend(pages);
+    // Descending (`parse_pnl`). A page already at hand would be listed twice
+    // by the GC: kept once.
+    txn.reclaimed.extend_desc(&pages);
     txn.in_reclaim = true;
     let r = write::del(txn, Db::GC, &key.to_le_bytes(), None);
     txn.in_reclaim = false;

@@ -151,30 +151,50 @@ impl RunList {
     fn merge(&mut self, pages: &[u32]) {
         let old = std::mem::take(&mut self.runs);
         let mut runs: Vec<Run> = Vec::with_capacity(old.len() + pages.len());
-        // Runs and single pages come highest end first; each joins the last
-        // run if it touches or overlaps it.
-        let push = |runs: &mut Vec<Run>, r: Run| match runs.last_mut() {
-            Some(last) if r.end() >= last.start => {
-                let end = last.end();
-                last.start = last.start.min(r.start);
-                last.len = end - last.start;
+        self.long.clear();
+        self.len = 0;
+        // Runs and single pages come highest end first; each joins the run
+        // being built if it touches or overlaps it, else that run is done.
+        let (mut i, mut j) = (0, 0);
+        let mut cur: Option<Run> = None;
+        loop {
+            let next = if i < old.len() && (j == pages.len() || old[i].end() > pages[j]) {
+                i += 1;
+                old[i - 1]
+            } else if j < pages.len() {
+                j += 1;
+                Run { start: pages[j - 1], len: 1 }
+            } else {
+                break;
+            };
+            match &mut cur {
+                Some(c) if next.end() >= c.start => {
+                    let end = c.end();
+                    c.start = c.start.min(next.start);
+                    c.len = end - c.start;
+                }
+                _ => {
+                    if let Some(done) = cur.replace(next) {
+                        self.push_merged(&mut runs, done);
+                    }
+                }
             }
-            _ => runs.push(r),
-        };
-        let mut old = old.iter().copied().peekable();
-        for &p in pages {
-            while let Some(r) = old.next_if(|r| r.end() > p) {
-                push(&mut runs, r);
-            }
-            push(&mut runs, Run { start: p, len: 1 });
         }
-        for r in old {
-            push(&mut runs, r);
+        if let Some(done) = cur {
+            self.push_merged(&mut runs, done);
         }
-        self.len = runs.iter().map(|r| r.len as usize).sum();
-        self.long = runs.iter().filter(|r| r.len >= INDEXED).copied().collect();
         self.runs = runs;
         self.hint = 0;
+    }
+
+    /// Appends a finished run of a merge.
+    #[inline]
+    fn push_merged(&mut self, runs: &mut Vec<Run>, r: Run) {
+        runs.push(r);
+        self.len += r.len as usize;
+        if r.len >= INDEXED {
+            self.long.push(r);
+        }
     }
 
     /// Removes `pgno`; whether it was there.
