@@ -14,6 +14,7 @@ use crate::format::meta::{pv2pages, SIGN_STEADY};
 use crate::format::pnl::Pnl;
 use crate::format::MAX_PAGENO;
 use crate::readers::{SlowReader, SlowReaderAction};
+use crate::run_list::{self, RunList};
 use crate::txn::{Db, RwTxn};
 
 /// Pages per OS page (sizes are rounded to whole OS pages).
@@ -25,7 +26,8 @@ pub(crate) fn round_up_pages(x: u64, unit: u32) -> u64 {
     x.div_ceil(unit as u64) * unit as u64
 }
 
-/// Takes `n` contiguous pages from a descending-sorted list.
+/// Takes `n` contiguous pages from a descending-sorted list: the lowest page
+/// for one, else the top `n` of the highest run of `n` or more.
 fn take_run(list: &mut Vec<u32>, n: usize) -> Option<u32> {
     if n == 1 {
         return list.pop();
@@ -41,6 +43,15 @@ fn take_run(list: &mut Vec<u32>, n: usize) -> Option<u32> {
         }
     }
     None
+}
+
+/// [`take_run`] on the reclaimed pages (the same pages).
+fn take_reclaimed(list: &mut RunList, n: usize) -> Option<u32> {
+    if n == 1 {
+        list.pop_lowest()
+    } else {
+        list.take_top(n)
+    }
 }
 
 /// Allocates `n` contiguous page numbers. Single pages continue the run the
@@ -61,15 +72,20 @@ pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 /// (Measured on the random-UUID workload: 2 gave 56.7 extents per commit, 3
 /// gave 53.0, 4 gave 51.0.)
 const MIN_RUN: usize = 4;
+// The reclaimed pages index the runs the policy may start.
+const _: () = assert!(MIN_RUN >= run_list::INDEXED as usize);
 
 /// How many reclaimed pages per page this transaction holds dirty the search
 /// for a run may gather from the GC: enough for runs to exist, while a small
 /// transaction consumes (and writes back) no more GC records than before.
 const RUN_POOL_PER_DIRTY: usize = 8;
 
-/// Free-page lists longer than this are used lowest page first, as before:
-/// following runs takes pages from the middle of the list, which moves the
-/// entries after them (at most 8 KiB of them per page here).
+/// Free-page lists longer than this are used lowest page first, as before
+/// commit locality. (It was first set because taking pages from the middle
+/// of a sorted list moved the entries after them; the reclaimed pages are
+/// runs now (`run_list`), and the limit stays because it also bounds the
+/// GC records the policy gathers, and lifting it changes which pages big
+/// transactions take.)
 const RUN_LIST_MAX: usize = 2048;
 
 /// Dirty pages (128 KiB at 4 KiB pages) from which a transaction takes runs
@@ -84,8 +100,8 @@ const TAIL_RUN_MIN_DIRTY: usize = 32;
 /// What the commit-locality policy ([`next_in_run`]) needs from a write
 /// transaction: a trait so that the policy is unit-tested on plain lists.
 pub(crate) trait RunPool {
-    /// The loose and the reclaimed pages (both sorted descending).
-    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>);
+    /// The loose pages (sorted descending) and the reclaimed ones.
+    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList);
     /// The page after the last one allocated (0: none).
     fn run_next(&self) -> u32;
     /// `reclaimed.len()` when a scan last found no run worth starting.
@@ -102,7 +118,7 @@ pub(crate) trait RunPool {
 }
 
 impl RunPool for RwTxn<'_> {
-    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+    fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList) {
         (&mut self.loose, &mut self.reclaimed)
     }
     fn run_next(&self) -> u32 {
@@ -138,11 +154,10 @@ impl RunPool for RwTxn<'_> {
 fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
     let want = p.run_next();
     let (loose, reclaimed) = p.free_lists();
-    // Taking a page from the middle of a list moves the entries after it:
-    // on long lists (a huge transaction's), the lowest page, as before.
+    // On long lists (a huge transaction's), the lowest page, as before.
     let short = reclaimed.len() + loose.len() <= RUN_LIST_MAX;
     if want != 0 {
-        if short && (take_page(loose, want) || take_page(reclaimed, want)) {
+        if short && (take_page(loose, want) || reclaimed.take(want)) {
             return Ok(Some(want));
         }
         if want == p.tail().0 && tail_run_allowed(p) {
@@ -154,8 +169,8 @@ fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
     }
     let (loose, reclaimed) = p.free_lists();
     if !loose.is_empty() {
-        reclaimed.append(loose);
-        reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        reclaimed.extend_desc(loose);
+        loose.clear();
     }
     let pool_limit = ((p.dirty_pages() + 1) * RUN_POOL_PER_DIRTY).min(RUN_LIST_MAX);
     loop {
@@ -163,9 +178,10 @@ fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
         let reclaimed = p.free_lists().1;
         let pooled = reclaimed.len();
         if pooled > scanned {
-            let (at, len) = longest_run(reclaimed);
-            if len >= MIN_RUN {
-                return Ok(Some(reclaimed.remove(at)));
+            // The longest run (the lowest of the longest), from its first page.
+            if let Some((start, _)) = reclaimed.longest().filter(|&(_, len)| len >= MIN_RUN) {
+                reclaimed.take(start);
+                return Ok(Some(start));
             }
             *p.runs_scanned() = pooled;
         }
@@ -198,20 +214,6 @@ fn take_page(list: &mut Vec<u32>, pgno: u32) -> bool {
     }
 }
 
-/// The longest run of consecutive page numbers in a descending-sorted list:
-/// the index of its lowest page and its length (the lowest run on ties).
-fn longest_run(list: &[u32]) -> (usize, usize) {
-    let (mut best_at, mut best_len) = (0, 0);
-    let mut len = 0;
-    for i in 0..list.len() {
-        len = if i > 0 && list[i - 1] == list[i] + 1 { len + 1 } else { 1 };
-        if len >= best_len {
-            (best_at, best_len) = (i, len);
-        }
-    }
-    (best_at, best_len)
-}
-
 /// Allocates `n` contiguous page numbers: loose pages, then reclaimed ones
 /// (the lowest first), then the tail.
 fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
@@ -220,13 +222,12 @@ fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     }
     if n > 1 && !txn.loose.is_empty() && !txn.saving_gc {
         // A run may span both kinds of free pages.
-        let loose = std::mem::take(&mut txn.loose);
-        txn.reclaimed.extend(loose);
-        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        txn.reclaimed.extend_desc(&txn.loose);
+        txn.loose.clear();
     }
     let mut synced = false;
     loop {
-        if let Some(p) = take_run(&mut txn.reclaimed, n) {
+        if let Some(p) = take_reclaimed(&mut txn.reclaimed, n) {
             return Ok(p);
         }
         if !(txn.saving_gc || txn.in_reclaim || txn.gc_exhausted) && reclaim_one(txn)? {
@@ -423,7 +424,7 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     // Free pages right below the high-water mark can start the run.
     let fu = txn.geo.first_unallocated;
     let touching = |list: &Vec<u32>| (0..n.min(list.len())).take_while(|&i| list[i] == fu - 1 - i as u32).count();
-    let (from_loose, below) = match (touching(&txn.loose), touching(&txn.reclaimed)) {
+    let (from_loose, below) = match (touching(&txn.loose), txn.reclaimed.touching(fu, n)) {
         (l, r) if l >= r => (true, l),
         (_, r) => (false, r),
     };
@@ -438,9 +439,10 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         txn.env.set_file_len(want * ps as u64)?;
         txn.geo.now = want as u32;
     }
-    if below > 0 {
-        let list = if from_loose { &mut txn.loose } else { &mut txn.reclaimed };
-        list.drain(..below);
+    if from_loose {
+        txn.loose.drain(..below);
+    } else {
+        txn.reclaimed.drain_top(below);
     }
     txn.geo.first_unallocated = end.max(fu as u64) as u32;
     Ok(start)
@@ -491,8 +493,9 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
             break (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?);
         }
     };
-    txn.reclaimed.extend(pages);
-    txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    // Descending (`parse_pnl`). A page already at hand would be listed twice
+    // by the GC: kept once.
+    txn.reclaimed.extend_desc(&pages);
     txn.in_reclaim = true;
     let r = write::del(txn, Db::GC, &key.to_le_bytes(), None);
     txn.in_reclaim = false;
@@ -513,8 +516,8 @@ pub(crate) struct FreeLists<'a> {
     pub retired: &'a mut Vec<u32>,
     /// Pages the transaction allocated and freed again.
     pub loose: &'a mut Vec<u32>,
-    /// Pages taken from consumed GC records and not used (descending).
-    pub reclaimed: &'a mut Vec<u32>,
+    /// Pages taken from consumed GC records and not used.
+    pub reclaimed: &'a mut RunList,
     /// The high-water mark of allocated pages.
     pub first_unallocated: &'a mut u32,
 }
@@ -598,12 +601,9 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<(u64, usize)> 
     let gc = w.gc_db();
     {
         let l = w.lists();
-        let mut left: Vec<u32> = std::mem::take(l.reclaimed);
-        left.append(l.loose);
-        left.sort_unstable_by(|a, b| b.cmp(a));
-        left.dedup();
-        refund(l.first_unallocated, &mut left);
-        *l.reclaimed = left;
+        l.reclaimed.extend_desc(l.loose);
+        l.loose.clear();
+        refund(l.first_unallocated, l.reclaimed);
     }
     let limits = w.limits();
     let ps = limits.page_size;
@@ -654,7 +654,6 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<(u64, usize)> 
             l.retired.extend(freed);
         } else {
             l.reclaimed.extend(freed);
-            l.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
             if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !w.top_up(1)? {
                 // Creating a record used up the last reclaimed page and the
                 // GC has nothing more to reclaim. Deleting the record could
@@ -677,7 +676,7 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<(u64, usize)> 
         if l.retired.len() != n {
             return Err(Error::Problem("a page was retired twice".into()));
         }
-        (std::mem::take(l.retired), std::mem::take(l.reclaimed))
+        (std::mem::take(l.retired), l.reclaimed.take_vec())
     };
     // Fill the records: the largest page numbers go to the largest keys.
     let mut last_key = t;
@@ -755,9 +754,8 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
     }
     // A record deleted by reclaiming may have freed GC pages: usable too.
     if !txn.loose.is_empty() {
-        let loose = std::mem::take(&mut txn.loose);
-        txn.reclaimed.extend(loose);
-        txn.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        txn.reclaimed.extend_desc(&txn.loose);
+        txn.loose.clear();
     }
     Ok(any)
 }
@@ -770,7 +768,7 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
 /// Reclaimed pages beyond what the spare keys can hold move to `retired`
 /// (they wait one transaction longer).
 fn plan_gc(
-    reclaimed: &mut Vec<u32>,
+    reclaimed: &mut RunList,
     retired: &mut Vec<u32>,
     t: u64,
     spare: &[u64],
@@ -790,7 +788,7 @@ fn plan_gc(
     // Leftovers over the capacity of the spare keys wait one transaction longer.
     let room = spare.len() * page_cap;
     if reclaimed.len() > room {
-        let extra = reclaimed.split_off(room);
+        let extra = reclaimed.split_off_low(room);
         retired.extend(extra);
     }
     let l = reclaimed.len();
@@ -825,14 +823,11 @@ fn plan_gc(
 }
 
 /// Gives free pages at the end of the file back to the unallocated tail
-/// (`first_unallocated`). `left` is sorted descending.
-fn refund(first_unallocated: &mut u32, left: &mut Vec<u32>) {
-    let mut cut = 0;
-    while cut < left.len() && left[cut] + 1 == *first_unallocated {
-        *first_unallocated -= 1;
-        cut += 1;
-    }
-    left.drain(..cut);
+/// (`first_unallocated`).
+fn refund(first_unallocated: &mut u32, left: &mut RunList) {
+    let cut = left.touching(*first_unallocated, usize::MAX);
+    left.drain_top(cut);
+    *first_unallocated -= cut as u32;
 }
 
 #[cfg(test)]
@@ -871,8 +866,7 @@ mod tests {
             while self.reclaimed.len() < want && reclaim(self)? {
                 any = true;
             }
-            self.reclaimed.append(&mut self.loose);
-            self.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+            self.reclaimed.extend(std::mem::take(&mut self.loose));
             Ok(any)
         }
     }
@@ -896,7 +890,6 @@ mod tests {
         let found = records(w).into_iter().rev().find(|(k, _)| *k <= w.detent && !w.consumed.contains(k));
         let Some((k, pages)) = found else { return Ok(false) };
         w.reclaimed.extend(pages);
-        w.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
         write::del(w, 0, &k.to_le_bytes(), None)?;
         w.consumed.push(k);
         Ok(true)
@@ -975,9 +968,9 @@ mod tests {
         let (page_cap, inline_cap) = (10, 3);
         let (ib, pb) = (4 * (inline_cap + 1), 4 * (page_cap + 1));
         let plan = |rec: &[u32], ret: &[u32], spare: &[u64], prev: &[(u64, usize, usize)]| {
-            let (mut a, mut b) = (rec.to_vec(), ret.to_vec());
+            let (mut a, mut b) = (RunList::from_desc(rec), ret.to_vec());
             let p = plan_gc(&mut a, &mut b, 100, spare, page_cap, inline_cap, prev);
-            (p, a, b)
+            (p, a.to_vec(), b)
         };
         // Nothing to save: no records.
         assert_eq!(plan(&[], &[], &[], &[]).0, vec![]);
@@ -1010,19 +1003,20 @@ mod tests {
             let n_rec = rng.below(200) as usize;
             let n_ret = rng.below(300) as usize;
             let mut pages: Vec<u32> = (3..3 + (n_rec + n_ret) as u32).collect();
-            let mut rec: Vec<u32> = pages.drain(..n_rec).rev().collect();
+            let rec_vec: Vec<u32> = pages.drain(..n_rec).rev().collect();
+            let mut rec = RunList::from_desc(&rec_vec);
             let mut ret = pages;
             let spare: Vec<u64> = (0..rng.below(4)).map(|i| 90 - 3 * i).collect();
             let prev = if rng.below(2) == 0 {
-                let (mut a, mut b) = (rec.clone(), ret.clone());
-                a.truncate(rng.below(a.len() as u64 + 1) as usize);
+                let cut = rng.below(rec_vec.len() as u64 + 1) as usize;
+                let (mut a, mut b) = (RunList::from_desc(&rec_vec[..cut]), ret.clone());
                 plan_gc(&mut a, &mut b, 100, &spare, page_cap, inline_cap, &[])
             } else {
                 Vec::new()
             };
-            let all: BTreeSet<u32> = rec.iter().chain(&ret).copied().collect();
+            let all: BTreeSet<u32> = rec.iter().chain(ret.iter().copied()).collect();
             let plan = plan_gc(&mut rec, &mut ret, 100, &spare, page_cap, inline_cap, &prev);
-            let after: BTreeSet<u32> = rec.iter().chain(&ret).copied().collect();
+            let after: BTreeSet<u32> = rec.iter().chain(ret.iter().copied()).collect();
             assert_eq!(after.len(), rec.len() + ret.len());
             assert_eq!(all, after, "pages lost or made up");
             let own: Vec<_> = plan.iter().filter(|p| p.0 >= 100).collect();
@@ -1198,14 +1192,15 @@ mod tests {
 
 #[cfg(test)]
 mod locality_tests {
-    use super::{longest_run, next_in_run, take_page, RunPool, MIN_RUN, RUN_LIST_MAX, TAIL_RUN_MIN_DIRTY};
+    use super::{next_in_run, take_page, RunPool, MIN_RUN, RUN_LIST_MAX, TAIL_RUN_MIN_DIRTY};
     use crate::error::Result;
+    use crate::run_list::RunList;
 
     /// A write transaction's free pages, and GC records still to reclaim.
     #[derive(Default)]
     struct Pool {
         loose: Vec<u32>,
-        reclaimed: Vec<u32>,
+        reclaimed: RunList,
         run_next: u32,
         runs_scanned: usize,
         dirty: usize,
@@ -1217,7 +1212,7 @@ mod locality_tests {
     }
 
     impl RunPool for Pool {
-        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList) {
             (&mut self.loose, &mut self.reclaimed)
         }
         fn run_next(&self) -> u32 {
@@ -1241,9 +1236,13 @@ mod locality_tests {
             let Some(rec) = self.gc.pop() else { return Ok(false) };
             self.reclaims += 1;
             self.reclaimed.extend(rec);
-            self.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
             Ok(true)
         }
+    }
+
+    /// Reclaimed pages listed descending.
+    fn runs(pages: &[u32]) -> RunList {
+        RunList::from_desc(pages)
     }
 
     /// Allocates `n` single pages the way `gc::alloc` does: the policy's
@@ -1253,7 +1252,7 @@ mod locality_tests {
             .map(|_| {
                 let pg = match next_in_run(p).unwrap() {
                     Some(pg) => pg,
-                    None => p.reclaimed.pop().unwrap_or_else(|| {
+                    None => p.reclaimed.pop_lowest().unwrap_or_else(|| {
                         p.first_unallocated += 1;
                         p.first_unallocated - 1
                     }),
@@ -1269,7 +1268,7 @@ mod locality_tests {
     fn follows_the_longest_run_before_scattered_pages() {
         // Free: 40..=45 (a run of 6), 30..=31, 20, 10; a small transaction.
         let mut p = Pool {
-            reclaimed: vec![45, 44, 43, 42, 41, 40, 31, 30, 20, 10],
+            reclaimed: runs(&[45, 44, 43, 42, 41, 40, 31, 30, 20, 10]),
             first_unallocated: 100,
             now: 100,
             ..Default::default()
@@ -1285,7 +1284,7 @@ mod locality_tests {
     fn loose_pages_join_the_runs() {
         let mut p = Pool {
             loose: vec![13, 12],
-            reclaimed: vec![11, 10, 3],
+            reclaimed: runs(&[11, 10, 3]),
             now: 50,
             first_unallocated: 50,
             ..Default::default()
@@ -1298,7 +1297,7 @@ mod locality_tests {
     fn gathers_gc_records_until_a_run_appears_within_the_pool_limit() {
         // Each record alone is scattered; together 60..=63 is a run.
         let mut p = Pool {
-            reclaimed: vec![5],
+            reclaimed: runs(&[5]),
             gc: vec![vec![63, 61, 7], vec![62, 60, 9]],
             dirty: 1,
             first_unallocated: 100,
@@ -1310,7 +1309,7 @@ mod locality_tests {
         // A pool already as large as the limit reclaims nothing more.
         let big: Vec<u32> = (0..40).map(|i| 1000 - 2 * i).collect();
         let mut p = Pool {
-            reclaimed: big,
+            reclaimed: runs(&big),
             gc: vec![vec![1, 2, 3, 4]],
             first_unallocated: 2000,
             now: 2000,
@@ -1324,7 +1323,7 @@ mod locality_tests {
     fn big_transactions_take_room_inside_the_file_never_beyond() {
         let scattered: Vec<u32> = (0..50).map(|i| 500 - 3 * i).collect();
         let mut p = Pool {
-            reclaimed: scattered.clone(),
+            reclaimed: runs(&scattered),
             dirty: TAIL_RUN_MIN_DIRTY,
             first_unallocated: 600,
             now: 604,
@@ -1334,7 +1333,7 @@ mod locality_tests {
         // pool's lowest) once the room is used up.
         assert_eq!(alloc_n(&mut p, 6), vec![600, 601, 602, 603, 353, 356]);
         // A small transaction with the same pool leaves the tail alone.
-        let mut p = Pool { reclaimed: scattered, first_unallocated: 600, now: 604, ..Default::default() };
+        let mut p = Pool { reclaimed: runs(&scattered), first_unallocated: 600, now: 604, ..Default::default() };
         assert_eq!(alloc_n(&mut p, 2), vec![353, 356]);
         assert_eq!(p.first_unallocated, 600);
     }
@@ -1344,18 +1343,8 @@ mod locality_tests {
         let long: Vec<u32> = (0..RUN_LIST_MAX as u32 + 10).rev().map(|i| 10 + 2 * i).collect();
         let mut run = vec![9003, 9002, 9001, 9000];
         run.extend(long);
-        let mut p = Pool { reclaimed: run, first_unallocated: 20000, now: 20000, ..Default::default() };
+        let mut p = Pool { reclaimed: runs(&run), first_unallocated: 20000, now: 20000, ..Default::default() };
         assert_eq!(alloc_n(&mut p, 2), vec![10, 12], "no search for the run 9000..=9003 in a long list");
-    }
-
-    #[test]
-    fn longest_run_finds_the_longest_lowest_run() {
-        assert_eq!(longest_run(&[]), (0, 0));
-        assert_eq!(longest_run(&[9]), (0, 1));
-        // Runs 12..=13, 7..=9, 3: the longest is 7..=9, its lowest page at index 4.
-        assert_eq!(longest_run(&[13, 12, 9, 8, 7, 3]), (4, 3));
-        // Ties go to the lowest run.
-        assert_eq!(longest_run(&[21, 20, 5, 4]), (3, 2));
     }
 
     #[test]
@@ -1367,5 +1356,488 @@ mod locality_tests {
         assert!(take_page(&mut list, 13));
         assert!(take_page(&mut list, 7));
         assert_eq!(list, vec![12]);
+    }
+}
+
+/// The locality policy as it was on plain descending lists before the
+/// reclaimed pages became a [`RunList`] (verbatim but for the names), and a
+/// property test that both choose the same pages.
+#[cfg(test)]
+mod vec_policy_tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{
+        next_in_run, take_reclaimed, take_run, RunPool, MIN_RUN, RUN_LIST_MAX, RUN_POOL_PER_DIRTY, TAIL_RUN_MIN_DIRTY,
+    };
+    use crate::error::Result;
+    use crate::run_list::RunList;
+
+    /// `RunPool` with the reclaimed pages as a plain list.
+    trait VecRunPool {
+        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>);
+        fn run_next(&self) -> u32;
+        fn runs_scanned(&mut self) -> &mut usize;
+        fn dirty_pages(&self) -> usize;
+        fn tail(&self) -> (u32, u32);
+        fn take_tail(&mut self) -> Result<u32>;
+        fn reclaim_more(&mut self) -> Result<bool>;
+    }
+
+    fn vec_next_in_run<P: VecRunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
+        let want = p.run_next();
+        let (loose, reclaimed) = p.free_lists();
+        let short = reclaimed.len() + loose.len() <= RUN_LIST_MAX;
+        if want != 0 {
+            if short && (vec_take_page(loose, want) || vec_take_page(reclaimed, want)) {
+                return Ok(Some(want));
+            }
+            if want == p.tail().0 && vec_tail_run_allowed(p) {
+                return p.take_tail().map(Some);
+            }
+        }
+        if !short {
+            return Ok(None);
+        }
+        let (loose, reclaimed) = p.free_lists();
+        if !loose.is_empty() {
+            reclaimed.append(loose);
+            reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        let pool_limit = ((p.dirty_pages() + 1) * RUN_POOL_PER_DIRTY).min(RUN_LIST_MAX);
+        loop {
+            let scanned = *p.runs_scanned();
+            let reclaimed = p.free_lists().1;
+            let pooled = reclaimed.len();
+            if pooled > scanned {
+                let (at, len) = vec_longest_run(reclaimed);
+                if len >= MIN_RUN {
+                    return Ok(Some(reclaimed.remove(at)));
+                }
+                *p.runs_scanned() = pooled;
+            }
+            if pooled >= pool_limit || !p.reclaim_more()? {
+                break;
+            }
+        }
+        if vec_tail_run_allowed(p) {
+            return p.take_tail().map(Some);
+        }
+        Ok(None)
+    }
+
+    fn vec_tail_run_allowed<P: VecRunPool + ?Sized>(p: &P) -> bool {
+        let (first_unallocated, now) = p.tail();
+        p.dirty_pages() >= TAIL_RUN_MIN_DIRTY && first_unallocated < now
+    }
+
+    fn vec_take_page(list: &mut Vec<u32>, pgno: u32) -> bool {
+        match list.binary_search_by(|x| pgno.cmp(x)) {
+            Ok(i) => {
+                list.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn vec_longest_run(list: &[u32]) -> (usize, usize) {
+        let (mut best_at, mut best_len) = (0, 0);
+        let mut len = 0;
+        for i in 0..list.len() {
+            len = if i > 0 && list[i - 1] == list[i] + 1 { len + 1 } else { 1 };
+            if len >= best_len {
+                (best_at, best_len) = (i, len);
+            }
+        }
+        (best_at, best_len)
+    }
+
+    /// A write transaction as the allocator sees it: free pages, GC records
+    /// still to reclaim (last first), the tail; `R` is the reclaimed list.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct Sim<R> {
+        loose: Vec<u32>,
+        reclaimed: R,
+        run_next: u32,
+        runs_scanned: usize,
+        dirty: usize,
+        first_unallocated: u32,
+        now: u32,
+        gc: Vec<Vec<u32>>,
+        reclaims: usize,
+    }
+
+    /// What differs between the two lists.
+    trait Reclaimed: Default {
+        fn next_in_run(s: &mut Sim<Self>) -> Option<u32>;
+        fn take(&mut self, n: usize) -> Option<u32>;
+        fn add(&mut self, pages: Vec<u32>);
+        fn touching(&self, end: u32, n: usize) -> usize;
+        fn drain_top(&mut self, k: usize);
+        fn pages(&self) -> Vec<u32>;
+    }
+
+    impl Reclaimed for Vec<u32> {
+        fn next_in_run(s: &mut Sim<Self>) -> Option<u32> {
+            vec_next_in_run(s).unwrap()
+        }
+        fn take(&mut self, n: usize) -> Option<u32> {
+            take_run(self, n)
+        }
+        fn add(&mut self, pages: Vec<u32>) {
+            self.extend(pages);
+            self.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        fn touching(&self, end: u32, n: usize) -> usize {
+            (0..n.min(self.len())).take_while(|&i| self[i] == end - 1 - i as u32).count()
+        }
+        fn drain_top(&mut self, k: usize) {
+            self.drain(..k);
+        }
+        fn pages(&self) -> Vec<u32> {
+            self.clone()
+        }
+    }
+
+    impl Reclaimed for RunList {
+        fn next_in_run(s: &mut Sim<Self>) -> Option<u32> {
+            next_in_run(s).unwrap()
+        }
+        fn take(&mut self, n: usize) -> Option<u32> {
+            take_reclaimed(self, n)
+        }
+        fn add(&mut self, pages: Vec<u32>) {
+            self.extend(pages);
+        }
+        fn touching(&self, end: u32, n: usize) -> usize {
+            RunList::touching(self, end, n)
+        }
+        fn drain_top(&mut self, k: usize) {
+            RunList::drain_top(self, k)
+        }
+        fn pages(&self) -> Vec<u32> {
+            self.to_vec()
+        }
+    }
+
+    impl<R: Reclaimed> Sim<R> {
+        fn take_tail_page(&mut self) -> u32 {
+            assert!(self.first_unallocated < self.now, "locality must not grow the file");
+            self.first_unallocated += 1;
+            self.first_unallocated - 1
+        }
+
+        fn reclaim(&mut self) -> bool {
+            let Some(rec) = self.gc.pop() else { return false };
+            self.reclaims += 1;
+            self.reclaimed.add(rec);
+            true
+        }
+
+        /// `gc::alloc` without syncs, sweeps and kicks: the policy for one
+        /// page, else loose pages, reclaimed ones (reclaiming more), the
+        /// tail (growing the file by 32 pages at a time).
+        fn alloc(&mut self, n: usize) -> u32 {
+            let found = if n == 1 { R::next_in_run(self) } else { None };
+            let p = found.unwrap_or_else(|| self.alloc_any(n));
+            self.run_next = p + n as u32;
+            self.dirty += 1;
+            p
+        }
+
+        fn alloc_any(&mut self, n: usize) -> u32 {
+            if let Some(p) = take_run(&mut self.loose, n) {
+                return p;
+            }
+            if n > 1 && !self.loose.is_empty() {
+                let loose = std::mem::take(&mut self.loose);
+                self.reclaimed.add(loose);
+            }
+            loop {
+                if let Some(p) = self.reclaimed.take(n) {
+                    return p;
+                }
+                if !self.reclaim() {
+                    break;
+                }
+            }
+            // `alloc_tail`: free pages right below the tail start the run.
+            let fu = self.first_unallocated;
+            let touching =
+                |list: &Vec<u32>| (0..n.min(list.len())).take_while(|&i| list[i] == fu - 1 - i as u32).count();
+            let (from_loose, below) = match (touching(&self.loose), self.reclaimed.touching(fu, n)) {
+                (l, r) if l >= r => (true, l),
+                (_, r) => (false, r),
+            };
+            if from_loose {
+                self.loose.drain(..below);
+            } else {
+                self.reclaimed.drain_top(below);
+            }
+            let start = fu - below as u32;
+            let end = start + n as u32;
+            self.now = self.now.max(end.next_multiple_of(32));
+            self.first_unallocated = end.max(fu);
+            start
+        }
+
+        /// Everything that decides the next choices, with the reclaimed
+        /// pages as a plain list.
+        fn state(&self) -> Sim<Vec<u32>> {
+            Sim {
+                loose: self.loose.clone(),
+                reclaimed: self.reclaimed.pages(),
+                run_next: self.run_next,
+                runs_scanned: self.runs_scanned,
+                dirty: self.dirty,
+                first_unallocated: self.first_unallocated,
+                now: self.now,
+                gc: self.gc.clone(),
+                reclaims: self.reclaims,
+            }
+        }
+    }
+
+    impl VecRunPool for Sim<Vec<u32>> {
+        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+            (&mut self.loose, &mut self.reclaimed)
+        }
+        fn run_next(&self) -> u32 {
+            self.run_next
+        }
+        fn runs_scanned(&mut self) -> &mut usize {
+            &mut self.runs_scanned
+        }
+        fn dirty_pages(&self) -> usize {
+            self.dirty
+        }
+        fn tail(&self) -> (u32, u32) {
+            (self.first_unallocated, self.now)
+        }
+        fn take_tail(&mut self) -> Result<u32> {
+            Ok(self.take_tail_page())
+        }
+        fn reclaim_more(&mut self) -> Result<bool> {
+            Ok(self.reclaim())
+        }
+    }
+
+    impl RunPool for Sim<RunList> {
+        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList) {
+            (&mut self.loose, &mut self.reclaimed)
+        }
+        fn run_next(&self) -> u32 {
+            self.run_next
+        }
+        fn runs_scanned(&mut self) -> &mut usize {
+            &mut self.runs_scanned
+        }
+        fn dirty_pages(&self) -> usize {
+            self.dirty
+        }
+        fn tail(&self) -> (u32, u32) {
+            (self.first_unallocated, self.now)
+        }
+        fn take_tail(&mut self) -> Result<u32> {
+            Ok(self.take_tail_page())
+        }
+        fn reclaim_more(&mut self) -> Result<bool> {
+            Ok(self.reclaim())
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Allocates this many contiguous pages.
+        Alloc(usize),
+        /// Frees a page this transaction allocated (picked by the number).
+        Free(usize),
+        /// Commits: the free pages and some pages this transaction
+        /// allocated (picked by the numbers) become GC records; a new
+        /// transaction begins.
+        Commit(Vec<usize>),
+    }
+
+    /// A file: runs of pages in use (kinds 0 to 3), reclaimed (4 to 7), or
+    /// in one of four GC records (8 to 11), from the lowest page up.
+    fn sims(segments: &[(u32, u8)], room: u32) -> (Sim<Vec<u32>>, Sim<RunList>) {
+        let mut reclaimed = Vec::new();
+        let mut gc = vec![Vec::new(); 4];
+        let mut next = crate::format::NUM_METAS;
+        for &(len, kind) in segments {
+            let pages = next..next + len;
+            match kind {
+                0..=3 => {}
+                4..=7 => reclaimed.extend(pages),
+                k => gc[k as usize - 8].extend(pages),
+            }
+            next += len;
+        }
+        reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        for r in &mut gc {
+            r.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        gc.retain(|r| !r.is_empty());
+        let old = Sim {
+            reclaimed: reclaimed.clone(),
+            first_unallocated: next,
+            now: next + room,
+            gc: gc.clone(),
+            ..Default::default()
+        };
+        let new = Sim {
+            reclaimed: RunList::from_desc(&reclaimed),
+            first_unallocated: next,
+            now: next + room,
+            gc,
+            ..Default::default()
+        };
+        (old, new)
+    }
+
+    /// How often each way of choosing a page was taken.
+    #[derive(Debug, Default)]
+    struct Seen {
+        /// The page after the last one allocated.
+        follows: usize,
+        /// The start of the longest run.
+        run_starts: usize,
+        /// The tail while free pages remain (a big transaction).
+        tails: usize,
+        /// No run: the lowest free page (or the tail).
+        fallbacks: usize,
+        /// Allocations with more than `RUN_LIST_MAX` free pages.
+        long_lists: usize,
+        /// Allocations where the scan found no run
+        /// (`runs_scanned` was set).
+        no_run: usize,
+    }
+
+    /// Runs `ops` on both lists from the layout: the same page every time,
+    /// and the same state after every step.
+    fn same_choices(segments: &[(u32, u8)], room: u32, ops: Vec<Op>) -> std::result::Result<Seen, TestCaseError> {
+        let (mut old, mut new) = sims(segments, room);
+        let mut allocated: Vec<u32> = Vec::new();
+        let mut in_use: BTreeSet<u32> = BTreeSet::new();
+        let mut seen = Seen::default();
+        for op in ops {
+            match op {
+                Op::Alloc(n) => {
+                    let (want, tail) = (old.run_next, old.first_unallocated);
+                    seen.long_lists += usize::from(old.reclaimed.len() + old.loose.len() > RUN_LIST_MAX);
+                    let found = if n == 1 { vec_next_in_run(&mut old.clone()).unwrap() } else { None };
+                    let scanned = old.runs_scanned;
+                    let p = old.alloc(n);
+                    prop_assert_eq!(new.alloc(n), p);
+                    match found {
+                        Some(p) if p == want => seen.follows += 1,
+                        Some(p) if p == tail => seen.tails += 1,
+                        Some(_) => seen.run_starts += 1,
+                        None => seen.fallbacks += 1,
+                    }
+                    seen.no_run += usize::from(old.runs_scanned != scanned);
+                    for q in p..p + n as u32 {
+                        prop_assert!(in_use.insert(q), "page {} allocated twice", q);
+                    }
+                    if n == 1 {
+                        allocated.push(p);
+                    }
+                }
+                Op::Free(i) if !allocated.is_empty() => {
+                    let p = allocated.swap_remove(i % allocated.len());
+                    in_use.remove(&p);
+                    for s in [&mut old.loose, &mut new.loose] {
+                        s.push(p);
+                        s.sort_unstable_by(|a, b| b.cmp(a));
+                    }
+                }
+                Op::Free(_) => {}
+                Op::Commit(picks) => {
+                    let mut retired = Vec::new();
+                    for i in picks {
+                        if !allocated.is_empty() {
+                            let p = allocated.swap_remove(i % allocated.len());
+                            in_use.remove(&p);
+                            retired.push(p);
+                        }
+                    }
+                    retired.sort_unstable_by(|a, b| b.cmp(a));
+                    let mut free = std::mem::take(&mut old.loose);
+                    free.extend(std::mem::take(&mut old.reclaimed));
+                    free.sort_unstable_by(|a, b| b.cmp(a));
+                    new.loose.clear();
+                    new.reclaimed = RunList::default();
+                    for s in [&mut old.gc, &mut new.gc] {
+                        s.insert(0, free.clone());
+                        s.push(retired.clone());
+                        s.retain(|r| !r.is_empty());
+                    }
+                    allocated.clear();
+                    (old.run_next, old.runs_scanned, old.dirty) = (0, 0, 0);
+                    (new.run_next, new.runs_scanned, new.dirty) = (0, 0, 0);
+                }
+            }
+            prop_assert_eq!(new.state(), old.state());
+        }
+        Ok(seen)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            40 => Just(Op::Alloc(1)),
+            1 => (2usize..6).prop_map(Op::Alloc),
+            6 => any::<usize>().prop_map(Op::Free),
+            1 => prop::collection::vec(any::<usize>(), 0..60).prop_map(Op::Commit),
+        ]
+    }
+
+    /// Segments of up to `max` pages (1 to 12) and up to 1,200 of them;
+    /// room after the last page.
+    fn layout() -> impl Strategy<Value = (Vec<(u32, u8)>, u32)> {
+        let segments = (1u32..13).prop_flat_map(|max| prop::collection::vec((1..=max, 0u8..12), 1..1200));
+        (segments, 0u32..64)
+    }
+
+    proptest! {
+        /// Random transactions allocating single pages (and sometimes
+        /// several), freeing some and committing: the run list chooses the
+        /// same pages as the plain list, and is left with the same pages
+        /// and state after every step.
+        #[test]
+        fn same_pages_as_the_plain_list((segments, room) in layout(), ops in prop::collection::vec(op(), 1..600)) {
+            same_choices(&segments, room, ops)?;
+        }
+    }
+
+    /// The same on seeded layouts and operations, which take every way of
+    /// choosing a page, on short lists and on lists over `RUN_LIST_MAX`.
+    #[test]
+    fn same_pages_in_every_branch() {
+        let mut total = Seen::default();
+        for seed in 0..40 {
+            let mut rng = crate::btree::mem::Rng::new(seed);
+            let max = 1 + rng.below(12) as u32;
+            let segments: Vec<(u32, u8)> =
+                (0..rng.below(1500)).map(|_| (1 + rng.below(max as u64) as u32, rng.below(12) as u8)).collect();
+            let ops: Vec<Op> = (0..2000)
+                .map(|_| match rng.below(48) {
+                    0 => Op::Commit((0..rng.below(60)).map(|_| rng.next() as usize).collect()),
+                    1 => Op::Alloc(2 + rng.below(4) as usize),
+                    2..=7 => Op::Free(rng.next() as usize),
+                    _ => Op::Alloc(1),
+                })
+                .collect();
+            let seen = same_choices(&segments, rng.below(64) as u32, ops).unwrap();
+            total.follows += seen.follows;
+            total.run_starts += seen.run_starts;
+            total.tails += seen.tails;
+            total.fallbacks += seen.fallbacks;
+            total.long_lists += seen.long_lists;
+            total.no_run += seen.no_run;
+        }
+        let Seen { follows, run_starts, tails, fallbacks, long_lists, no_run } = total;
+        assert!([follows, run_starts, tails, fallbacks, long_lists, no_run].iter().all(|&n| n > 100), "{total:?}");
     }
 }

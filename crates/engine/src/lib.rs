@@ -61,6 +61,7 @@ pub(crate) mod lck;
 pub(crate) mod os;
 mod pool;
 mod readers;
+mod run_list;
 mod space;
 mod txn;
 

@@ -26,6 +26,7 @@ use crate::format::tree::Tree;
 use crate::format::NUM_METAS;
 use crate::os::mmap::Mmap;
 use crate::pool::{Dirty, PageBuf};
+use crate::run_list::RunList;
 
 /// A small deterministic generator (xorshift64*) for the tests.
 pub(crate) struct Rng(u64);
@@ -75,8 +76,8 @@ pub(crate) struct MemWriter {
     pub loose: Vec<u32>,
     /// Freed in this transaction, allocated before it.
     pub retired: Vec<u32>,
-    /// Free pages at hand for allocation (descending).
-    pub reclaimed: Vec<u32>,
+    /// Free pages at hand for allocation.
+    pub reclaimed: RunList,
     pub tables: Vec<MemTable>,
     pub splits: u64,
     pub merges: u64,
@@ -115,7 +116,7 @@ impl MemWriter {
             next: NUM_METAS,
             loose: Vec::new(),
             retired: Vec::new(),
-            reclaimed: Vec::new(),
+            reclaimed: RunList::default(),
             tables: Vec::new(),
             splits: 0,
             merges: 0,
@@ -142,9 +143,8 @@ impl MemWriter {
         for p in &self.retired {
             assert!(self.store.remove(p).is_some() || !self.dirty.contains(p), "retired page {p} was dirty");
         }
-        self.reclaimed.append(&mut self.retired);
-        self.reclaimed.append(&mut self.loose);
-        self.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        let free: Vec<u32> = self.retired.drain(..).chain(self.loose.drain(..)).collect();
+        assert_eq!(self.reclaimed.extend(free), 0, "a page freed twice");
         self.dirty.clear();
         for t in &mut self.tables {
             t.dirty = false;
@@ -157,7 +157,7 @@ impl MemWriter {
         if let Some(p) = take_run(&mut self.loose, n) {
             return p;
         }
-        if let Some(p) = take_run(&mut self.reclaimed, n) {
+        if let Some(p) = self.reclaimed.take_top(n) {
             return p;
         }
         let p = self.next;
@@ -183,7 +183,7 @@ impl MemWriter {
     /// missing), once retired pages are gone (after `commit`), and that the
     /// other pages below the tail are free (reclaimed or loose).
     pub fn check(&self) {
-        self.check_with_free(self.reclaimed.iter().chain(&self.loose).copied());
+        self.check_with_free(self.reclaimed.iter().chain(self.loose.iter().copied()));
     }
 
     /// [`MemWriter::check`] with the free pages given: every page number

@@ -487,7 +487,7 @@ impl Env {
             spilled: Default::default(),
             retired: Vec::new(),
             loose: Vec::new(),
-            reclaimed: Vec::new(),
+            reclaimed: Default::default(),
             consumed: Vec::new(),
             run_next: 0,
             runs_scanned: 0,

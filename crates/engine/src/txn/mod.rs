@@ -354,8 +354,8 @@ pub struct RwTxn<'env> {
     pub(crate) retired: Vec<u32>,
     /// Pages allocated by this transaction and freed again (reusable at once).
     pub(crate) loose: Vec<u32>,
-    /// Pages taken from consumed GC records and not yet used.
-    pub(crate) reclaimed: Vec<u32>,
+    /// Pages taken from consumed GC records and not yet used (as runs).
+    pub(crate) reclaimed: crate::run_list::RunList,
     /// Keys of the GC records consumed by this transaction.
     pub(crate) consumed: Vec<u64>,
     /// The page after the last one allocated: the next allocation continues

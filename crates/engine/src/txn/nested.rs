@@ -30,7 +30,7 @@ struct Saved {
     /// are enough to undo a child (a copy would cost the parent's size).
     retired_len: usize,
     loose: Vec<u32>,
-    reclaimed: Vec<u32>,
+    reclaimed: crate::run_list::RunList,
     consumed_len: usize,
     detent: Option<u64>,
     gc_exhausted: bool,

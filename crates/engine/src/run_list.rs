@@ -1,0 +1,557 @@
+//! A set of free page numbers kept as its maximal runs of consecutive pages:
+//! the pages a write transaction reclaimed from the GC (`RwTxn::reclaimed`).
+//!
+//! It answers what the page allocator asks (`gc::alloc`) without walking or
+//! moving the pages one by one: the lowest page, the top pages of the highest
+//! run of `n` pages, whether a page is free (a binary search over runs, or
+//! none at all when the page is next to where the last one was taken), and
+//! the longest run (lowest on ties) from a small index of the runs of
+//! [`INDEXED`] pages or more. Taking the lowest page of a run, as
+//! the commit-locality policy does page after page, changes that run in
+//! place. The order of the pages is the descending order of the page lists
+//! it replaced: the runs are kept highest first, and [`RunList::to_vec`]
+//! lists the pages descending.
+
+/// Runs of at least this many pages are indexed for [`RunList::longest`].
+pub(crate) const INDEXED: u32 = 4;
+
+/// Pages `start..start + len` (`len >= 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    start: u32,
+    len: u32,
+}
+
+impl Run {
+    fn end(self) -> u32 {
+        self.start + self.len
+    }
+}
+
+/// Free pages as maximal runs (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunList {
+    /// Highest first; maximal: a run ends at least one page below the start
+    /// of the run before it.
+    runs: Vec<Run>,
+    /// Pages in all runs.
+    len: usize,
+    /// The runs of [`INDEXED`] pages or more, highest first (copies).
+    long: Vec<Run>,
+    /// Where the last page was looked up or taken (an index into `runs`):
+    /// the next look-up tries there first.
+    hint: usize,
+}
+
+impl RunList {
+    /// The pages of a list sorted descending (duplicates are kept once).
+    pub(crate) fn from_desc(pages: &[u32]) -> RunList {
+        let mut l = RunList::default();
+        l.extend_desc(pages);
+        l
+    }
+
+    /// How many pages.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The pages, highest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs.iter().flat_map(|r| (r.start..r.end()).rev())
+    }
+
+    /// The pages, highest first.
+    pub(crate) fn to_vec(&self) -> Vec<u32> {
+        let mut v = Vec::with_capacity(self.len);
+        v.extend(self.iter());
+        v
+    }
+
+    /// Takes every page (highest first), leaving the list empty.
+    pub(crate) fn take_vec(&mut self) -> Vec<u32> {
+        let v = self.to_vec();
+        *self = RunList::default();
+        v
+    }
+
+    /// Whether `pgno` is in the list.
+    #[cfg(test)]
+    pub(crate) fn contains(&self, pgno: u32) -> bool {
+        self.locate(pgno).is_ok()
+    }
+
+    /// Adds pages (in any order); pages already in the list are kept once.
+    /// Returns how many were already there.
+    pub(crate) fn extend(&mut self, mut pages: Vec<u32>) -> usize {
+        if !pages.is_sorted_by(|a, b| a >= b) {
+            pages.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        self.extend_desc(&pages)
+    }
+
+    /// Adds pages sorted descending; pages already in the list are kept
+    /// once. Returns how many were already there.
+    pub(crate) fn extend_desc(&mut self, pages: &[u32]) -> usize {
+        debug_assert!(pages.is_sorted_by(|a, b| a >= b), "pages not sorted descending");
+        let before = self.len;
+        if pages.len() <= 8 {
+            for &p in pages {
+                self.insert(p);
+            }
+        } else {
+            self.merge(pages);
+        }
+        before + pages.len() - self.len
+    }
+
+    /// Adds one page; false if it was there.
+    fn insert(&mut self, p: u32) -> bool {
+        let i = match self.locate(p) {
+            Ok(i) => {
+                self.hint = i;
+                return false;
+            }
+            Err(i) => i,
+        };
+        let joins_above = i > 0 && self.runs[i - 1].start == p + 1;
+        let joins_below = i < self.runs.len() && self.runs[i].end() == p;
+        match (joins_above, joins_below) {
+            (true, true) => {
+                let (above, below) = (self.runs[i - 1], self.runs[i]);
+                self.remove_run(i);
+                self.set_run(i - 1, Run { start: below.start, len: below.len + 1 + above.len });
+                self.hint = i - 1;
+            }
+            (true, false) => {
+                let above = self.runs[i - 1];
+                self.set_run(i - 1, Run { start: p, len: above.len + 1 });
+                self.hint = i - 1;
+            }
+            (false, true) => {
+                let below = self.runs[i];
+                self.set_run(i, Run { start: below.start, len: below.len + 1 });
+                self.hint = i;
+            }
+            (false, false) => {
+                self.insert_run(i, Run { start: p, len: 1 });
+                self.hint = i;
+            }
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Merges pages sorted descending into the runs at once (a new list of
+    /// runs and a new index): for more than a few pages.
+    fn merge(&mut self, pages: &[u32]) {
+        let old = std::mem::take(&mut self.runs);
+        let mut runs: Vec<Run> = Vec::with_capacity(old.len() + pages.len());
+        self.long.clear();
+        self.len = 0;
+        // Runs and single pages come highest end first; each joins the run
+        // being built if it touches or overlaps it, else that run is done.
+        let (mut i, mut j) = (0, 0);
+        let mut cur: Option<Run> = None;
+        loop {
+            let next = if i < old.len() && (j == pages.len() || old[i].end() > pages[j]) {
+                i += 1;
+                old[i - 1]
+            } else if j < pages.len() {
+                j += 1;
+                Run { start: pages[j - 1], len: 1 }
+            } else {
+                break;
+            };
+            match &mut cur {
+                Some(c) if next.end() >= c.start => {
+                    let end = c.end();
+                    c.start = c.start.min(next.start);
+                    c.len = end - c.start;
+                }
+                _ => {
+                    if let Some(done) = cur.replace(next) {
+                        self.push_merged(&mut runs, done);
+                    }
+                }
+            }
+        }
+        if let Some(done) = cur {
+            self.push_merged(&mut runs, done);
+        }
+        self.runs = runs;
+        self.hint = 0;
+    }
+
+    /// Appends a finished run of a merge.
+    #[inline]
+    fn push_merged(&mut self, runs: &mut Vec<Run>, r: Run) {
+        runs.push(r);
+        self.len += r.len as usize;
+        if r.len >= INDEXED {
+            self.long.push(r);
+        }
+    }
+
+    /// Removes `pgno`; whether it was there.
+    #[inline]
+    pub(crate) fn take(&mut self, pgno: u32) -> bool {
+        match self.locate(pgno) {
+            Ok(i) => {
+                self.take_at(i, pgno);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Removes `pgno` from run `i`, which holds it.
+    fn take_at(&mut self, i: usize, pgno: u32) {
+        let r = self.runs[i];
+        if r.len == 1 {
+            self.remove_run(i);
+        } else if pgno == r.start {
+            self.set_run(i, Run { start: pgno + 1, len: r.len - 1 });
+        } else if pgno == r.end() - 1 {
+            self.set_run(i, Run { start: r.start, len: r.len - 1 });
+        } else {
+            // The middle of a run: its lower part becomes a run of its own.
+            self.set_run(i, Run { start: pgno + 1, len: r.end() - pgno - 1 });
+            self.insert_run(i + 1, Run { start: r.start, len: pgno - r.start });
+        }
+        self.hint = i;
+        self.len -= 1;
+    }
+
+    /// Takes the lowest page.
+    pub(crate) fn pop_lowest(&mut self) -> Option<u32> {
+        let i = self.runs.len().checked_sub(1)?;
+        let p = self.runs[i].start;
+        self.take_at(i, p);
+        Some(p)
+    }
+
+    /// Takes the top `n` pages of the highest run of `n` pages or more (the
+    /// first `n` consecutive pages of the list, highest first); the lowest
+    /// of them.
+    pub(crate) fn take_top(&mut self, n: usize) -> Option<u32> {
+        let n = u32::try_from(n).ok().filter(|&n| n > 0)?;
+        let i = self.runs.iter().position(|r| r.len >= n)?;
+        let r = self.runs[i];
+        if r.len == n {
+            self.remove_run(i);
+        } else {
+            self.set_run(i, Run { start: r.start, len: r.len - n });
+        }
+        self.hint = i;
+        self.len -= n as usize;
+        Some(r.end() - n)
+    }
+
+    /// How many of the list's highest pages lie right below `end`, up to `n`.
+    pub(crate) fn touching(&self, end: u32, n: usize) -> usize {
+        match self.runs.first() {
+            Some(r) if r.end() == end => (r.len as usize).min(n),
+            _ => 0,
+        }
+    }
+
+    /// Removes the `k` highest pages, which [`RunList::touching`] counted.
+    pub(crate) fn drain_top(&mut self, k: usize) {
+        if k == 0 {
+            return;
+        }
+        let r = self.runs[0];
+        assert!(k <= r.len as usize, "drain_top: {k} pages from a run of {}", r.len);
+        if k == r.len as usize {
+            self.remove_run(0);
+        } else {
+            self.set_run(0, Run { start: r.start, len: r.len - k as u32 });
+        }
+        self.hint = 0;
+        self.len -= k;
+    }
+
+    /// Keeps the `keep` highest pages and returns the others (highest first).
+    pub(crate) fn split_off_low(&mut self, keep: usize) -> Vec<u32> {
+        if keep >= self.len {
+            return Vec::new();
+        }
+        let all = self.take_vec();
+        *self = RunList::from_desc(&all[..keep]);
+        all[keep..].to_vec()
+    }
+
+    /// The longest run of [`INDEXED`] pages or more (the lowest of the
+    /// longest): its first page and length.
+    pub(crate) fn longest(&self) -> Option<(u32, usize)> {
+        let mut best: Option<Run> = None;
+        for &r in &self.long {
+            if best.is_none_or(|b| r.len >= b.len) {
+                best = Some(r);
+            }
+        }
+        best.map(|r| (r.start, r.len as usize))
+    }
+
+    /// The run holding `p` (`Ok`), or where a run starting at `p` would go
+    /// (`Err`). Tries the hint, then both ends, then searches.
+    #[inline]
+    fn locate(&self, p: u32) -> Result<usize, usize> {
+        let n = self.runs.len();
+        let h = self.hint.min(n);
+        if h < n && self.runs[h].start <= p && p < self.runs[h].end() {
+            return Ok(h);
+        }
+        if (h == 0 || self.runs[h - 1].start > p) && (h == n || self.runs[h].end() <= p) {
+            return Err(h);
+        }
+        // The page after the highest one (the tail, when it is free) or
+        // below the lowest.
+        if self.runs[0].end() <= p {
+            return Err(0);
+        }
+        if self.runs[n - 1].start > p {
+            return Err(n);
+        }
+        self.search(p)
+    }
+
+    #[inline(never)]
+    fn search(&self, p: u32) -> Result<usize, usize> {
+        self.runs.binary_search_by(|r| {
+            if r.start > p {
+                std::cmp::Ordering::Less
+            } else if r.end() <= p {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+    }
+
+    /// Where run `r` (one of the indexed runs) is in the index.
+    fn long_at(&self, r: Run) -> usize {
+        let j = self.long.binary_search_by(|x| r.start.cmp(&x.start));
+        debug_assert_eq!(j.map(|j| self.long[j]), Ok(r), "run not in the index");
+        j.expect("an indexed run is in the index")
+    }
+
+    /// Where run `r` (not in the index) goes in it.
+    fn long_slot(&self, r: Run) -> usize {
+        self.long.binary_search_by(|x| r.start.cmp(&x.start)).unwrap_err()
+    }
+
+    /// Replaces run `i`, which covers no other run, by `new`.
+    fn set_run(&mut self, i: usize, new: Run) {
+        let old = std::mem::replace(&mut self.runs[i], new);
+        match (old.len >= INDEXED, new.len >= INDEXED) {
+            (true, true) => {
+                let j = self.long_at(old);
+                self.long[j] = new;
+            }
+            (true, false) => {
+                let j = self.long_at(old);
+                self.long.remove(j);
+            }
+            (false, true) => {
+                let j = self.long_slot(new);
+                self.long.insert(j, new);
+            }
+            (false, false) => {}
+        }
+    }
+
+    fn remove_run(&mut self, i: usize) {
+        let old = self.runs.remove(i);
+        if old.len >= INDEXED {
+            let j = self.long_at(old);
+            self.long.remove(j);
+        }
+    }
+
+    fn insert_run(&mut self, i: usize, r: Run) {
+        self.runs.insert(i, r);
+        if r.len >= INDEXED {
+            let j = self.long_slot(r);
+            self.long.insert(j, r);
+        }
+    }
+
+    /// Panics unless the runs are maximal, highest first, counted, and the
+    /// index holds exactly the long ones (for tests).
+    #[cfg(test)]
+    pub(crate) fn check(&self) {
+        for w in self.runs.windows(2) {
+            assert!(w[1].end() < w[0].start, "runs {:?} and {:?} touch or are out of order", w[0], w[1]);
+        }
+        assert!(self.runs.iter().all(|r| r.len > 0), "an empty run");
+        assert_eq!(self.len, self.runs.iter().map(|r| r.len as usize).sum::<usize>(), "page count");
+        let long: Vec<Run> = self.runs.iter().filter(|r| r.len >= INDEXED).copied().collect();
+        assert_eq!(self.long, long, "index of long runs");
+    }
+}
+
+impl PartialEq for RunList {
+    fn eq(&self, other: &RunList) -> bool {
+        self.runs == other.runs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{RunList, INDEXED};
+
+    /// The longest run of a descending list, as the allocator computed it on
+    /// a plain list: the index of its lowest page and its length (the
+    /// lowest run on ties).
+    fn longest_in_vec(list: &[u32]) -> (usize, usize) {
+        let (mut best_at, mut best_len) = (0, 0);
+        let mut len = 0;
+        for i in 0..list.len() {
+            len = if i > 0 && list[i - 1] == list[i] + 1 { len + 1 } else { 1 };
+            if len >= best_len {
+                (best_at, best_len) = (i, len);
+            }
+        }
+        (best_at, best_len)
+    }
+
+    /// `n` consecutive pages taken from a descending list as the allocator
+    /// did (the first `n` consecutive entries); the lowest of them.
+    fn take_top_in_vec(list: &mut Vec<u32>, n: usize) -> Option<u32> {
+        if n == 0 || list.len() < n {
+            return None;
+        }
+        let i = (0..=list.len() - n).find(|&i| list[i] - list[i + n - 1] == (n - 1) as u32)?;
+        let low = list[i + n - 1];
+        list.drain(i..i + n);
+        Some(low)
+    }
+
+    #[test]
+    fn runs_of_a_list() {
+        let mut l = RunList::from_desc(&[13, 12, 9, 8, 7, 6, 3]);
+        l.check();
+        assert_eq!((l.len(), l.to_vec()), (7, vec![13, 12, 9, 8, 7, 6, 3]));
+        assert_eq!(l.longest(), Some((6, 4)));
+        // The middle of a run: two runs, neither long.
+        assert!(l.take(8));
+        assert!(!l.take(8));
+        l.check();
+        assert_eq!(l.longest(), None);
+        assert_eq!(l.to_vec(), vec![13, 12, 9, 7, 6, 3]);
+        // A page joining two runs, and one already there.
+        assert_eq!(l.extend(vec![8, 12]), 1);
+        l.check();
+        assert_eq!(l.longest(), Some((6, 4)));
+        assert_eq!(l.pop_lowest(), Some(3));
+        assert_eq!(l.pop_lowest(), Some(6));
+        assert_eq!(l.to_vec(), vec![13, 12, 9, 8, 7]);
+        // The top of the highest run of 3 or more.
+        assert_eq!(l.take_top(3), Some(7));
+        assert_eq!(l.take_top(3), None);
+        assert_eq!(l.take_top(2), Some(12));
+        assert_eq!(l.to_vec(), Vec::<u32>::new());
+        l.check();
+    }
+
+    #[test]
+    fn ties_go_to_the_lowest_run() {
+        let l = RunList::from_desc(&[30, 29, 28, 27, 20, 10, 9, 8, 7, 3]);
+        assert_eq!(l.longest(), Some((7, 4)));
+        let l = RunList::from_desc(&[30, 29, 28, 27, 26, 10, 9, 8, 7]);
+        assert_eq!(l.longest(), Some((26, 5)));
+    }
+
+    #[test]
+    fn top_pages_touching_an_end() {
+        let mut l = RunList::from_desc(&[49, 48, 47, 40]);
+        assert_eq!(l.touching(51, 8), 0);
+        assert_eq!(l.touching(50, 2), 2);
+        assert_eq!(l.touching(50, 8), 3);
+        l.drain_top(2);
+        assert_eq!(l.to_vec(), vec![47, 40]);
+        assert_eq!(l.split_off_low(1), vec![40]);
+        assert_eq!(l.to_vec(), vec![47]);
+        l.check();
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Extend(Vec<u32>),
+        Take(u32),
+        PopLowest,
+        TakeTop(usize),
+        DrainTouching(u32, usize),
+        SplitOffLow(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => prop::collection::vec(3u32..400, 0..40).prop_map(Op::Extend),
+            1 => prop::collection::vec(3u32..400, 0..4).prop_map(Op::Extend),
+            4 => (3u32..400).prop_map(Op::Take),
+            2 => Just(Op::PopLowest),
+            1 => (1usize..8).prop_map(Op::TakeTop),
+            1 => (3u32..401, 1usize..8).prop_map(|(e, n)| Op::DrainTouching(e, n)),
+            1 => (0usize..300).prop_map(Op::SplitOffLow),
+        ]
+    }
+
+    proptest! {
+        /// Random operations on a run list and on the plain descending list
+        /// it replaces: the same pages, the same answers, and the runs and
+        /// their index stay exact.
+        #[test]
+        fn same_as_a_plain_list(ops in prop::collection::vec(op(), 1..200)) {
+            let mut l = RunList::default();
+            let mut v: Vec<u32> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Extend(pages) => {
+                        let set: BTreeSet<u32> = v.iter().copied().chain(pages.iter().copied()).collect();
+                        let fresh = pages.iter().collect::<BTreeSet<_>>().len();
+                        let dups = v.len() + fresh - set.len();
+                        prop_assert_eq!(l.extend(pages.clone()), dups + pages.len() - fresh);
+                        v = set.into_iter().rev().collect();
+                    }
+                    Op::Take(p) => {
+                        let at = v.iter().position(|&x| x == p);
+                        if let Some(i) = at {
+                            v.remove(i);
+                        }
+                        prop_assert_eq!(l.take(p), at.is_some());
+                    }
+                    Op::PopLowest => prop_assert_eq!(l.pop_lowest(), v.pop()),
+                    Op::TakeTop(n) => prop_assert_eq!(l.take_top(n), take_top_in_vec(&mut v, n)),
+                    Op::DrainTouching(end, n) => {
+                        let k = (0..n.min(v.len())).take_while(|&i| v[i] == end - 1 - i as u32).count();
+                        prop_assert_eq!(l.touching(end, n), k);
+                        l.drain_top(k);
+                        v.drain(..k);
+                    }
+                    Op::SplitOffLow(keep) => {
+                        let rest = if keep < v.len() { v.split_off(keep) } else { Vec::new() };
+                        prop_assert_eq!(l.split_off_low(keep), rest);
+                    }
+                }
+                l.check();
+                prop_assert_eq!(l.len(), v.len());
+                prop_assert_eq!(l.to_vec(), v.clone());
+                prop_assert!(v.iter().all(|&p| l.contains(p)));
+                let (at, len) = longest_in_vec(&v);
+                let want = (len >= INDEXED as usize).then(|| (v[at], len));
+                prop_assert_eq!(l.longest(), want);
+            }
+        }
+    }
+}
