@@ -261,3 +261,169 @@ fn steady_multimap_safe_nosync_4k() {
 fn steady_large_values_durable_64k() {
     compare(Workload::Large, 65536, Durability::SyncDurable);
 }
+
+/// GC tree and file size after `pinned` commits while a reader holds the
+/// snapshot of the preload, then after `released` more commits without it.
+#[derive(Debug, Clone, Copy)]
+struct GcSize {
+    /// Pages of the GC tree (branch, leaf and large pages).
+    tree: u64,
+    /// GC records.
+    records: u64,
+    /// The first unallocated page.
+    first_unallocated: u64,
+}
+
+/// Runs the preload, then `pinned` rounds while another thread holds a read
+/// transaction on the preload's snapshot, then the remaining rounds without
+/// it; measures the GC after both phases.
+fn gc_rdbx(dir: &Path, ps: usize, s: &Schedule, pinned: usize) -> [GcSize; 2] {
+    let (now, upper, growth) = geometry();
+    let env = Env::builder()
+        .durability(Durability::SyncDurable)
+        .geometry(Geometry {
+            page_size: Some(ps),
+            size_now: Some(now),
+            size_upper: Some(upper),
+            growth_step: Some(growth),
+            ..Default::default()
+        })
+        .open(dir)
+        .expect("rdbx open");
+    let apply = |changes: &[Change]| {
+        let mut txn = env.begin_rw_txn().expect("begin");
+        for c in changes {
+            let Change::Put(k, v) = c else { unreachable!("overwrites only") };
+            txn.put(Db::MAIN, k, v, PutFlags::empty()).expect("rdbx put");
+        }
+        txn.commit().expect("rdbx commit");
+    };
+    let measure = || {
+        let metas = rdbx::inspect::read_metas(&dir.join("mdbx.dat")).expect("metas");
+        let gc = metas.slots[metas.head].meta.gc;
+        GcSize {
+            tree: gc.branch_pages as u64 + gc.leaf_pages as u64 + gc.large_pages as u64,
+            records: gc.items,
+            first_unallocated: env.info().expect("info").first_unallocated,
+        }
+    };
+    apply(&s.preload);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let pinned_size = std::thread::scope(|sc| {
+        let env = &env;
+        sc.spawn(move || {
+            let r = env.begin_ro_txn().expect("reader");
+            ready_tx.send(()).unwrap();
+            rx.recv().unwrap();
+            drop(r);
+        });
+        ready_rx.recv().unwrap();
+        for r in &s.rounds[..pinned] {
+            apply(r);
+        }
+        let m = measure();
+        tx.send(()).unwrap();
+        m
+    });
+    for r in &s.rounds[pinned..] {
+        apply(r);
+    }
+    [pinned_size, measure()]
+}
+
+/// The same on libmdbx.
+fn gc_mdbx(dir: &Path, ps: usize, s: &Schedule, pinned: usize) -> [GcSize; 2] {
+    let (now, upper, growth) = geometry();
+    let opts = oracle::EnvOptions {
+        page_size: Some(ps),
+        geometry: oracle::Geometry { now: Some(now), upper: Some(upper), growth: Some(growth), ..Default::default() },
+        durability: oracle::Durability::SyncDurable,
+        ..Default::default()
+    };
+    let env = oracle::Env::open(dir, &opts).expect("libmdbx open");
+    let mut txn = env.begin_rw().expect("begin");
+    let dbi = txn.create_table(None, 0).expect("main");
+    txn.commit().expect("commit");
+    let apply = |changes: &[Change]| {
+        let mut txn = env.begin_rw().expect("begin");
+        for c in changes {
+            let Change::Put(k, v) = c else { unreachable!("overwrites only") };
+            txn.put(dbi, k, v, 0).expect("libmdbx put");
+        }
+        txn.commit().expect("libmdbx commit");
+    };
+    let measure = || {
+        let st = env.begin_ro().and_then(|r| r.stat(0)).expect("GC stat");
+        GcSize {
+            tree: st.branch_pages + st.leaf_pages + st.overflow_pages,
+            records: st.entries,
+            first_unallocated: env.info().expect("info").last_pgno + 1,
+        }
+    };
+    apply(&s.preload);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let pinned_size = std::thread::scope(|sc| {
+        let env = &env;
+        sc.spawn(move || {
+            let r = env.begin_ro().expect("reader");
+            ready_tx.send(()).unwrap();
+            rx.recv().unwrap();
+            drop(r);
+        });
+        ready_rx.recv().unwrap();
+        for r in &s.rounds[..pinned] {
+            apply(r);
+        }
+        let m = measure();
+        tx.send(()).unwrap();
+        m
+    });
+    for r in &s.rounds[pinned..] {
+        apply(r);
+    }
+    [pinned_size, measure()]
+}
+
+/// A reader pins the snapshot of the preload while 1,000 small commits
+/// each leave one small GC record: the GC tree must take about the room
+/// its records need, as libmdbx's does (libmdbx reserves `4·(n + 1)`
+/// bytes, rounded up to 16, for a record of `n` pages), not a full inline
+/// record each. Then, without the reader, the records are consumed again.
+fn gc_tree_with_a_pinned_reader(ps: usize) {
+    let (pinned, after) = (1000, 300);
+    let s = schedule(Workload::Overwrite, ps, pinned + after, 0x6c ^ ps as u64);
+    let (a, b) = (scratch(&format!("gc-{ps}-rdbx")), scratch(&format!("gc-{ps}-mdbx")));
+    let ours = gc_rdbx(a.path(), ps, &s, pinned);
+    let theirs = gc_mdbx(b.path(), ps, &s, pinned);
+    eprintln!("gc-{ps}: pinned for {pinned} commits, then {after} more: rdbx {ours:?}, libmdbx {theirs:?}");
+    for (phase, (o, t)) in ["with the reader", "after it"].iter().zip(ours.iter().zip(&theirs)) {
+        let bound = 1.25 * t.tree as f64 + 4.0;
+        assert!(
+            o.tree as f64 <= bound,
+            "{ps}: {phase}, rdbx's GC tree has {} pages ({} records), libmdbx's {} ({} records); bound {bound:.0}",
+            o.tree,
+            o.records,
+            t.tree,
+            t.records
+        );
+        let bound = 1.25 * t.first_unallocated as f64;
+        assert!(
+            o.first_unallocated as f64 <= bound,
+            "{ps}: {phase}, rdbx uses {} pages, libmdbx {}; bound {bound:.0}",
+            o.first_unallocated,
+            t.first_unallocated
+        );
+    }
+}
+
+#[test]
+fn gc_tree_with_a_pinned_reader_2k() {
+    gc_tree_with_a_pinned_reader(2048);
+}
+
+#[test]
+fn gc_tree_with_a_pinned_reader_4k() {
+    gc_tree_with_a_pinned_reader(4096);
+}
