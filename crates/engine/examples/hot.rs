@@ -1,4 +1,4 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|intget|intscan|intiter|put|multi|multidel|load] [PAGE_SIZE]`
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|load] [PAGE_SIZE]`
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
@@ -49,6 +49,27 @@ fn main() -> rdbx::Result<()> {
                     sum += v.len();
                 }
             }
+        }
+        "randscan" => {
+            // A table filled in a scattered key order (leaves split all over
+            // the file, nodes in insertion order within each leaf), scanned
+            // `RDBX_HOT_OPS / n` times (default 5).
+            let mut txn = env.begin_rw_txn()?;
+            let db = txn.create_db(Some("rand"), rdbx::DbFlags::empty())?;
+            for i in 0..n {
+                let k = i.wrapping_mul(0x9E37_79B1) % n;
+                txn.put(db, &k.to_be_bytes(), &[7u8; 32], PutFlags::empty())?;
+            }
+            txn.commit()?;
+            let r = env.begin_ro_txn()?;
+            let t1 = std::time::Instant::now();
+            for _ in 0..ops.map_or(5, |o| o.div_ceil(n.max(1))) {
+                let mut c = r.cursor(db)?;
+                while let Some((_, v)) = c.next()? {
+                    sum += v.len();
+                }
+            }
+            println!("{what} alone {:?}", t1.elapsed());
         }
         "intget" | "intscan" | "intiter" => {
             let mut txn = env.begin_rw_txn()?;
