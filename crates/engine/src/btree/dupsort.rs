@@ -171,11 +171,8 @@ fn subpage_squeeze(buf: &mut Vec<u8>) {
     let gap = upper - lower;
     if !p.is_dupfix() {
         buf.copy_within(PAGEHDRSZ + upper.., PAGEHDRSZ + lower);
-        for j in 0..n {
-            let at = PAGEHDRSZ + 2 * j;
-            let e = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
-            put_u16(buf, at, (e - gap) as u16);
-        }
+        let gap16 = gap as u16;
+        node::map_entries(buf, n, |e| e.wrapping_sub(gap16));
     }
     buf.truncate(buf.len() - gap);
     fpage::set_upper(buf, lower);
@@ -648,13 +645,8 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
     let front = PAGEHDRSZ + if dupfix { n * sp.dupfix_ksize() as usize } else { 2 * n };
     // The leaf: nodes below this one move down.
     leaf.copy_within(PAGEHDRSZ + lupper..p, PAGEHDRSZ + lupper - delta);
-    for j in 0..nleaf {
-        let at = PAGEHDRSZ + 2 * j;
-        let e = u16_at(leaf, at) as usize;
-        if e <= ptr {
-            put_u16(leaf, at, (e - delta) as u16);
-        }
-    }
+    let (ptr16, delta16) = (ptr as u16, delta as u16);
+    node::map_entries(leaf, nleaf, |e| if e <= ptr16 { e.wrapping_sub(delta16) } else { e });
     fpage::set_upper(leaf, lupper - delta);
     // This node: header, key, sub-page header and entries move down.
     leaf.copy_within(p..s + front, p - delta);
@@ -663,11 +655,8 @@ fn insert_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize, val: &[u8
     let sub = &mut leaf[s..s + dsize + add];
     let (lower, upper) = (Page { buf: sub }.lower(), Page { buf: sub }.upper());
     if !dupfix {
-        for j in 0..n {
-            let at = PAGEHDRSZ + 2 * j;
-            let e = u16_at(sub, at) as usize;
-            put_u16(sub, at, (e + add) as u16);
-        }
+        let add16 = add as u16;
+        node::map_entries(sub, n, |e| e.wrapping_add(add16));
     }
     fpage::set_upper(sub, upper + add);
     debug_assert_eq!(Page { buf: sub }.upper() - lower, if dupfix { add } else { upper - lower + add });
