@@ -182,14 +182,15 @@ impl<'a> Page<'a> {
 
 /// Copies the page `src` into `dst` (same length) as copy-on-write needs
 /// it: the header, the entries and the nodes (for a DUPFIX leaf, the
-/// items), with zeros in the free gap between them (but for the few bytes
-/// that round its edges to 8) instead of `src`'s gap bytes, as libmdbx's
-/// `page_copy` skips the gap (it leaves whatever `dst`
-/// held; rdbx writes zeros so that every byte of the copy is defined). Not
-/// reading the gap saves memory traffic on the cold source page. A header
-/// whose bounds do not fit the page (damaged) gets a plain full copy; the
-/// reader of the copy reports it.
-pub fn copy_used(dst: &mut [u8], src: &[u8]) {
+/// items), not the free gap between them (but for the few bytes that round
+/// its edges to 8), as libmdbx's `page_copy` skips the gap. With
+/// `zero_gap` the gap becomes zeros; without, `dst` keeps what it held
+/// there (for a page of the map: earlier bytes of the same file, which no
+/// reader looks at). Not reading the gap saves memory traffic on the cold
+/// source page, and not writing it on the destination. A header whose
+/// bounds do not fit the page (damaged) gets a plain full copy; the reader
+/// of the copy reports it.
+pub fn copy_used(dst: &mut [u8], src: &[u8], zero_gap: bool) {
     let ps = src.len();
     debug_assert_eq!(dst.len(), ps);
     let p = Page { buf: src };
@@ -209,7 +210,9 @@ pub fn copy_used(dst: &mut [u8], src: &[u8]) {
         return;
     }
     dst[..lo].copy_from_slice(&src[..lo]);
-    dst[lo..hi].fill(0);
+    if zero_gap {
+        dst[lo..hi].fill(0);
+    }
     dst[hi..].copy_from_slice(&src[hi..]);
 }
 
@@ -286,7 +289,7 @@ mod tests {
         set_lower(&mut src, 8);
         set_upper(&mut src, ps - PAGEHDRSZ - 100);
         let mut dst = vec![0x55u8; ps];
-        copy_used(&mut dst, &src);
+        copy_used(&mut dst, &src, true);
         assert_eq!(dst[..PAGEHDRSZ + 8], src[..PAGEHDRSZ + 8]);
         assert_eq!(dst[ps - 100..], src[ps - 100..]);
         assert!(dst[PAGEHDRSZ + 8 + 8..ps - 104].iter().all(|&b| b == 0), "the gap is zeros");
@@ -294,19 +297,24 @@ mod tests {
         for (lower, upper) in [(200, 100), (8, 5000), (8, 200)] {
             set_lower(&mut src, lower);
             set_upper(&mut src, upper);
-            copy_used(&mut dst, &src);
+            copy_used(&mut dst, &src, true);
             assert_eq!(dst, src);
         }
         init_large(&mut src, 9, 1, 5);
-        copy_used(&mut dst, &src);
+        copy_used(&mut dst, &src, true);
         assert_eq!(dst, src);
         // DUPFIX leaf: header and items, then zeros.
         let mut src = vec![0xAAu8; ps];
         init_page(&mut src, 9, flags::DUPFIX_LEAF, 5);
         set_dupfix_ksize(&mut src, 8);
         set_lower(&mut src, 2 * 10);
-        copy_used(&mut dst, &src);
+        copy_used(&mut dst, &src, true);
         assert_eq!(dst[..PAGEHDRSZ + 80], src[..PAGEHDRSZ + 80]);
         assert!(dst[PAGEHDRSZ + 80 + 8..].iter().all(|&b| b == 0));
+        // Without zeroing, the destination's gap stays as it was.
+        let mut dst = vec![0x55u8; ps];
+        copy_used(&mut dst, &src, false);
+        assert_eq!(dst[..PAGEHDRSZ + 80], src[..PAGEHDRSZ + 80]);
+        assert!(dst[PAGEHDRSZ + 80 + 8..].iter().all(|&b| b == 0x55));
     }
 }

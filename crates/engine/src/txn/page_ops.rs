@@ -150,9 +150,11 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
         let new = alloc(txn, 1)?;
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
-                // Into a cold map page: skip reading the source's gap (a
-                // heap copy, whose buffer is warm, gains nothing from it).
-                fpage::copy_used(&mut m, txn.pages().get(pgno)?);
+                // Into a cold map page: skip the source's gap, reading it
+                // and writing it (a heap copy, whose buffer is warm, gains
+                // nothing from it). The page keeps its own earlier bytes
+                // there, as libmdbx's copies do.
+                fpage::copy_used(&mut m, txn.pages().get(pgno)?, false);
                 PageBuf::Map(m)
             }
             None => {
