@@ -5,6 +5,7 @@ faster). The machines are shared and noisy: quote medians with their ranges,
 never one run.
 
     scripts/bench_runs.py [RUNS] [-- extra cargo args]
+    scripts/bench_runs.py --parse OUTPUT...   (summarise kept outputs)
 
 The benchmark's own variables pass through (RDBX_BENCH_N, RDBX_BENCH_MODES,
 RDBX_BENCH_PAGE_SIZE, RDBX_BENCH_SYNC_DIR, ...). Each run's full output is
@@ -27,8 +28,11 @@ def parse(text):
         if section is None or len(parts) < 7:
             continue
         try:
-            nums = [float(p) for p in parts[-6:]]
+            # "-": no figure (LMDB runs at 4 KiB pages only).
+            nums = [None if p == "-" else float(p) for p in parts[-6:]]
         except ValueError:
+            continue
+        if nums[0] is None:
             continue
         name = " ".join(parts[:-6])
         rows[(section, name)] = (nums[4], nums[5])
@@ -37,6 +41,10 @@ def parse(text):
 
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--parse":
+        # Summarise kept outputs instead of running: --parse FILE...
+        show([parse(open(f).read()) for f in args[1:]])
+        return
     extra = []
     if "--" in args:
         i = args.index("--")
@@ -44,7 +52,7 @@ def main():
     runs = int(args[0]) if args else 3
     out_dir = os.path.join("target", "bench-runs")
     os.makedirs(out_dir, exist_ok=True)
-    results, order = [], []
+    results = []
     for k in range(runs):
         cmd = ["cargo", "bench", "-q", "-p", "rdbx-tests", "--bench", "compare"] + extra
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -52,12 +60,17 @@ def main():
             f.write(p.stdout + p.stderr)
         if p.returncode != 0:
             sys.exit(f"run {k + 1} failed (exit {p.returncode}); see {out_dir}/run-{k + 1}.txt")
-        r = parse(p.stdout)
+        results.append(parse(p.stdout))
+        print(f"run {k + 1}/{runs} done", file=sys.stderr)
+    show(results)
+
+
+def show(results):
+    order = []
+    for r in results:
         for key in r:
             if key not in order:
                 order.append(key)
-        results.append(r)
-        print(f"run {k + 1}/{runs} done", file=sys.stderr)
     section = None
     for key in order:
         if key[0] != section:
@@ -65,8 +78,8 @@ def main():
             print(f"\n== {section}\n{'row':40} {'/libmdbx median (range)':>26} {'/LMDB median (range)':>26}")
         cells = []
         for peer in (0, 1):
-            vals = [r[key][peer] for r in results if key in r]
-            cells.append(f"{statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f})")
+            vals = [r[key][peer] for r in results if key in r and r[key][peer] is not None]
+            cells.append(f"{statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f})" if vals else "-")
         print(f"{key[1]:40} {cells[0]:>26} {cells[1]:>26}")
 
 
