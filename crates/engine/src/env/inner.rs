@@ -20,7 +20,6 @@ use crate::format::{DATA_MAGIC, MAX_PAGENO, MAX_PAGESIZE, MIN_PAGESIZE, NUM_META
 use crate::io::{FaultyIo, FileIo, PageIo};
 use crate::lck::LockFile;
 use crate::os::{file, mmap::Mmap};
-use crate::txn::View;
 
 /// A consistent view of one meta and the map to read its pages from.
 pub(crate) struct Snapshot {
@@ -380,16 +379,16 @@ impl EnvInner {
     }
 
     /// Checks a key against the table's limits.
-    pub(crate) fn check_key(&self, t: &View, key: &[u8]) -> Result<()> {
-        if t.flags.contains(DbFlags::INTEGER_KEY) {
+    pub(crate) fn check_key(&self, flags: DbFlags, key: &[u8]) -> Result<()> {
+        if flags.contains(DbFlags::INTEGER_KEY) {
             if key.len() != 4 && key.len() != 8 {
                 return Err(Error::BadValSize(format!("INTEGER_KEY keys are 4 or 8 bytes, got {}", key.len())));
             }
-        } else if key.len() > self.limits.max_key(t.flags) {
+        } else if key.len() > self.limits.max_key(flags) {
             return Err(Error::BadValSize(format!(
                 "key of {} bytes exceeds the maximum of {} for page size {}",
                 key.len(),
-                self.limits.max_key(t.flags),
+                self.limits.max_key(flags),
                 self.page_size
             )));
         }

@@ -1023,8 +1023,10 @@ impl<'env> RwTxn<'env> {
         if db.dbi == Db::GC.dbi {
             return Err(Error::BadDbi);
         }
-        let t = self.table(db)?;
-        self.env.check_key(&t, key)?;
+        // Only the flags: copying the whole table view here cost a store-
+        // forwarding stall per put (its fields moved by overlapping copies).
+        let table_flags = self.table(db)?.flags;
+        self.env.check_key(table_flags, key)?;
         // A plain put over a table record is refused inside `write::put`.
         crate::btree::write::put(self, db, key, val, flags, nflags)
     }
