@@ -8,8 +8,9 @@ never one run.
     scripts/bench_runs.py --parse OUTPUT...   (summarise kept outputs)
 
 The benchmark's own variables pass through (RDBX_BENCH_N, RDBX_BENCH_MODES,
-RDBX_BENCH_PAGE_SIZE, RDBX_BENCH_SYNC_DIR, ...). Each run's full output is
-kept in target/bench-runs/run-K.txt.
+RDBX_BENCH_PAGE_SIZE, RDBX_BENCH_SYNC_DIR, ...). The order the engines run
+in rotates between runs (RDBX_BENCH_ORDER), unless it is set. Each run's
+full output is kept in target/bench-runs/run-K.txt.
 """
 import os
 import statistics
@@ -53,9 +54,14 @@ def main():
     out_dir = os.path.join("target", "bench-runs")
     os.makedirs(out_dir, exist_ok=True)
     results = []
+    orders = ["rdbx,libmdbx,lmdb", "libmdbx,lmdb,rdbx", "lmdb,rdbx,libmdbx"]
     for k in range(runs):
         cmd = ["cargo", "bench", "-q", "-p", "rdbx-tests", "--bench", "compare"] + extra
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        # Each engine runs first in a third of the runs (the first engine of
+        # a process may pay for fresh heap memory the others find ready).
+        env = dict(os.environ)
+        env.setdefault("RDBX_BENCH_ORDER", orders[k % len(orders)])
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         with open(os.path.join(out_dir, f"run-{k + 1}.txt"), "w") as f:
             f.write(p.stdout + p.stderr)
         if p.returncode != 0:

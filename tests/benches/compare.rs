@@ -6,6 +6,7 @@
 //! Run: `cargo bench -p rdbx-tests --bench compare`
 //! (`RDBX_BENCH_N=<records>` changes the record count, default 1,000,000;
 //! `RDBX_BENCH_MODES=none` runs only the durable workloads;
+//! `RDBX_BENCH_ORDER=libmdbx,lmdb,rdbx` changes the order the engines run in;
 //! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
 //!
 //! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
@@ -770,14 +771,43 @@ fn durable_crud() {
     );
 }
 
+/// The engines in the order they run (`RDBX_BENCH_ORDER`, a comma-separated
+/// permutation of `rdbx,libmdbx,lmdb`).
+fn bench_order() -> Vec<&'static str> {
+    let all = ["rdbx", "libmdbx", "lmdb"];
+    let Ok(v) = std::env::var("RDBX_BENCH_ORDER") else { return all.to_vec() };
+    let order: Vec<&'static str> = v
+        .split(',')
+        .map(|e| {
+            *all.iter()
+                .find(|a| **a == e.trim())
+                .unwrap_or_else(|| panic!("RDBX_BENCH_ORDER: unknown engine {e:?} (rdbx, libmdbx, lmdb)"))
+        })
+        .collect();
+    assert!(
+        order.len() == 3 && all.iter().all(|a| order.contains(a)),
+        "RDBX_BENCH_ORDER must name rdbx, libmdbx and lmdb once each, got {v:?}"
+    );
+    order
+}
+
 fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
     let rdbx_dir = tmp.join(format!("rdbx-{mode}"));
     let mdbx_dir = tmp.join(format!("libmdbx-{mode}"));
     let lmdb_dir = tmp.join(format!("lmdb-{mode}"));
-    let r = run_rdbx(&rdbx_dir, w, write_map);
-    let m = run_libmdbx(&mdbx_dir, w, write_map);
-    // LMDB's page size is the OS page size.
-    let l = (page_size() == 4096).then(|| run_lmdb(&lmdb_dir, w, write_map));
+    // In the order `RDBX_BENCH_ORDER` names (default rdbx, libmdbx, LMDB):
+    // the first engine of a process may pay for fresh heap memory the
+    // others find ready, so `scripts/bench_runs.py` rotates it between runs.
+    let (mut r, mut m, mut l) = (None, None, None);
+    for engine in bench_order() {
+        match engine {
+            "rdbx" => r = Some(run_rdbx(&rdbx_dir, w, write_map)),
+            "libmdbx" => m = Some(run_libmdbx(&mdbx_dir, w, write_map)),
+            // LMDB's page size is the OS page size.
+            _ => l = (page_size() == 4096).then(|| run_lmdb(&lmdb_dir, w, write_map)),
+        }
+    }
+    let (r, m) = (r.expect("rdbx ran"), m.expect("libmdbx ran"));
 
     // Every side did the same work.
     for (peer, p) in [("libmdbx", Some(&m)), ("LMDB", l.as_ref())] {
