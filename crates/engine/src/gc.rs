@@ -199,8 +199,13 @@ fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
 /// a transaction of [`TAIL_RUN_MIN_DIRTY`] pages or more, inside the file's
 /// current size.
 fn tail_run_allowed<P: RunPool + ?Sized>(p: &P) -> bool {
-    let (first_unallocated, now) = p.tail();
-    p.dirty_pages() >= TAIL_RUN_MIN_DIRTY && first_unallocated < now
+    tail_room(p.dirty_pages(), p.tail())
+}
+
+/// The rule of [`tail_run_allowed`] on plain figures: the transaction's
+/// dirty pages, and the file's first unallocated page and current size.
+fn tail_room(dirty_pages: usize, (first_unallocated, now): (u32, u32)) -> bool {
+    dirty_pages >= TAIL_RUN_MIN_DIRTY && first_unallocated < now
 }
 
 /// Removes `pgno` from a descending-sorted list; whether it was there.
@@ -1602,9 +1607,10 @@ mod vec_policy_tests {
     use proptest::prelude::*;
 
     use super::{
-        next_in_run, take_reclaimed, take_run, RunPool, MIN_RUN, RUN_LIST_MAX, RUN_POOL_PER_DIRTY, TAIL_RUN_MIN_DIRTY,
+        next_in_run, tail_room, take_page, take_reclaimed, take_run, RunPool, MIN_RUN, RUN_LIST_MAX, RUN_POOL_PER_DIRTY,
     };
     use crate::error::Result;
+    use crate::run_list::tests::longest_in_vec;
     use crate::run_list::RunList;
 
     /// `RunPool` with the reclaimed pages as a plain list.
@@ -1623,7 +1629,7 @@ mod vec_policy_tests {
         let (loose, reclaimed) = p.free_lists();
         let short = reclaimed.len() + loose.len() <= RUN_LIST_MAX;
         if want != 0 {
-            if short && (vec_take_page(loose, want) || vec_take_page(reclaimed, want)) {
+            if short && (take_page(loose, want) || take_page(reclaimed, want)) {
                 return Ok(Some(want));
             }
             if want == p.tail().0 && vec_tail_run_allowed(p) {
@@ -1644,7 +1650,7 @@ mod vec_policy_tests {
             let reclaimed = p.free_lists().1;
             let pooled = reclaimed.len();
             if pooled > scanned {
-                let (at, len) = vec_longest_run(reclaimed);
+                let (at, len) = longest_in_vec(reclaimed);
                 if len >= MIN_RUN {
                     return Ok(Some(reclaimed.remove(at)));
                 }
@@ -1661,30 +1667,7 @@ mod vec_policy_tests {
     }
 
     fn vec_tail_run_allowed<P: VecRunPool + ?Sized>(p: &P) -> bool {
-        let (first_unallocated, now) = p.tail();
-        p.dirty_pages() >= TAIL_RUN_MIN_DIRTY && first_unallocated < now
-    }
-
-    fn vec_take_page(list: &mut Vec<u32>, pgno: u32) -> bool {
-        match list.binary_search_by(|x| pgno.cmp(x)) {
-            Ok(i) => {
-                list.remove(i);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn vec_longest_run(list: &[u32]) -> (usize, usize) {
-        let (mut best_at, mut best_len) = (0, 0);
-        let mut len = 0;
-        for i in 0..list.len() {
-            len = if i > 0 && list[i - 1] == list[i] + 1 { len + 1 } else { 1 };
-            if len >= best_len {
-                (best_at, best_len) = (i, len);
-            }
-        }
-        (best_at, best_len)
+        tail_room(p.dirty_pages(), p.tail())
     }
 
     /// A write transaction as the allocator sees it: free pages, GC records

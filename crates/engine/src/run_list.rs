@@ -403,7 +403,7 @@ impl PartialEq for RunList {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use proptest::prelude::*;
@@ -412,8 +412,8 @@ mod tests {
 
     /// The longest run of a descending list, as the allocator computed it on
     /// a plain list: the index of its lowest page and its length (the
-    /// lowest run on ties).
-    fn longest_in_vec(list: &[u32]) -> (usize, usize) {
+    /// lowest run on ties). Also the reference of gc.rs's policy tests.
+    pub(crate) fn longest_in_vec(list: &[u32]) -> (usize, usize) {
         let (mut best_at, mut best_len) = (0, 0);
         let mut len = 0;
         for i in 0..list.len() {
