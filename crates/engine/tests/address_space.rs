@@ -7,8 +7,9 @@
 //! geometry whose upper bound is 64 GiB, grows its file many times, reopens
 //! it and reads everything back.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use rdbx::{Env, Geometry, PutFlags};
 
@@ -67,19 +68,12 @@ fn address_space_child() {
 
 fn run(write_map: bool) {
     let d = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new("sh");
+    let dir = d.path().to_str().expect("a UTF-8 temporary path");
+    let mut envs = vec![(CHILD_ENV, dir)];
     if write_map {
-        cmd.env("RDBX_ADDRESS_SPACE_WRITEMAP", "1");
+        envs.push(("RDBX_ADDRESS_SPACE_WRITEMAP", "1"));
     }
-    let out = cmd
-        .arg("-c")
-        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", 2 << 20))
-        .arg(&exe)
-        .args(["--exact", "address_space_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, d.path())
-        .output()
-        .unwrap();
+    let out = common::run_child_under_ulimit('v', 2 << 20, "address_space_child", &envs);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

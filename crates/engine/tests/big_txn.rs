@@ -11,8 +11,9 @@
 //! default 1024) and `RDBX_BIG_TXN_LIMIT_MIB` (the child's RLIMIT_DATA,
 //! default an eighth of that: the case is 4096 and 512).
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use rdbx::{Env, Geometry, PutFlags};
 
@@ -109,20 +110,12 @@ fn run(write_map: bool) {
     let limit_mib = env_u64("RDBX_BIG_TXN_LIMIT_MIB", (mib / 8).max(64));
     // A real file system: spilled pages are page cache, not process memory.
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new("sh");
+    let (dir, mib_s) = (d.path().to_str().expect("a UTF-8 temporary path"), mib.to_string());
+    let mut envs = vec![(CHILD_ENV, dir), ("RDBX_BIG_TXN_MIB", mib_s.as_str())];
     if write_map {
-        cmd.env("RDBX_BIG_TXN_WRITEMAP", "1");
+        envs.push(("RDBX_BIG_TXN_WRITEMAP", "1"));
     }
-    let out = cmd
-        .arg("-c")
-        .arg(format!("ulimit -d {} && exec \"$0\" \"$@\"", limit_mib * 1024))
-        .arg(&exe)
-        .args(["--exact", "big_txn_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, d.path())
-        .env("RDBX_BIG_TXN_MIB", mib.to_string())
-        .output()
-        .unwrap();
+    let out = common::run_child_under_ulimit('d', limit_mib * 1024, "big_txn_child", &envs);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

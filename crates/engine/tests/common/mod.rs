@@ -22,3 +22,20 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// Runs test `child` of the current test binary again, in a child process
+/// under `ulimit -<flag> <kib>` (e.g. `d` for RLIMIT_DATA, `v` for
+/// RLIMIT_AS), with the environment `envs`; returns its output. The child
+/// test does its work only when one of those variables is set.
+#[allow(dead_code)]
+pub fn run_child_under_ulimit(flag: char, kib: u64, child: &str, envs: &[(&str, &str)]) -> std::process::Output {
+    let exe = std::env::current_exe().expect("the test binary");
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -{flag} {kib} && exec \"$0\" \"$@\""))
+        .arg(&exe)
+        .args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().copied())
+        .output()
+        .expect("running the child test")
+}
