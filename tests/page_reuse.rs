@@ -275,8 +275,41 @@ struct GcSize {
 }
 
 /// Runs the preload, then `pinned` rounds while another thread holds a read
-/// transaction on the preload's snapshot, then the remaining rounds without
-/// it; measures the GC after both phases.
+/// transaction (`pin` begins it) on the preload's snapshot, then the
+/// remaining rounds without it; measures the GC after both phases. The same
+/// for both engines: `apply` commits one round, `measure` reads the GC.
+fn pinned_phases<R>(
+    s: &Schedule,
+    pinned: usize,
+    apply: impl Fn(&[Change]),
+    measure: impl Fn() -> GcSize,
+    pin: impl FnOnce() -> R + Send,
+) -> [GcSize; 2] {
+    apply(&s.preload);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let pinned_size = std::thread::scope(|sc| {
+        sc.spawn(move || {
+            let r = pin();
+            ready_tx.send(()).unwrap();
+            rx.recv().unwrap();
+            drop(r);
+        });
+        ready_rx.recv().unwrap();
+        for r in &s.rounds[..pinned] {
+            apply(r);
+        }
+        let m = measure();
+        tx.send(()).unwrap();
+        m
+    });
+    for r in &s.rounds[pinned..] {
+        apply(r);
+    }
+    [pinned_size, measure()]
+}
+
+/// [`pinned_phases`] on rdbx.
 fn gc_rdbx(dir: &Path, ps: usize, s: &Schedule, pinned: usize) -> [GcSize; 2] {
     let (now, upper, growth) = geometry();
     let env = Env::builder()
@@ -307,29 +340,8 @@ fn gc_rdbx(dir: &Path, ps: usize, s: &Schedule, pinned: usize) -> [GcSize; 2] {
             first_unallocated: env.info().expect("info").first_unallocated,
         }
     };
-    apply(&s.preload);
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let pinned_size = std::thread::scope(|sc| {
-        let env = &env;
-        sc.spawn(move || {
-            let r = env.begin_ro_txn().expect("reader");
-            ready_tx.send(()).unwrap();
-            rx.recv().unwrap();
-            drop(r);
-        });
-        ready_rx.recv().unwrap();
-        for r in &s.rounds[..pinned] {
-            apply(r);
-        }
-        let m = measure();
-        tx.send(()).unwrap();
-        m
-    });
-    for r in &s.rounds[pinned..] {
-        apply(r);
-    }
-    [pinned_size, measure()]
+    let env = &env;
+    pinned_phases(s, pinned, apply, measure, move || env.begin_ro_txn().expect("reader"))
 }
 
 /// The same on libmdbx.
@@ -361,29 +373,8 @@ fn gc_mdbx(dir: &Path, ps: usize, s: &Schedule, pinned: usize) -> [GcSize; 2] {
             first_unallocated: env.info().expect("info").last_pgno + 1,
         }
     };
-    apply(&s.preload);
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let pinned_size = std::thread::scope(|sc| {
-        let env = &env;
-        sc.spawn(move || {
-            let r = env.begin_ro().expect("reader");
-            ready_tx.send(()).unwrap();
-            rx.recv().unwrap();
-            drop(r);
-        });
-        ready_rx.recv().unwrap();
-        for r in &s.rounds[..pinned] {
-            apply(r);
-        }
-        let m = measure();
-        tx.send(()).unwrap();
-        m
-    });
-    for r in &s.rounds[pinned..] {
-        apply(r);
-    }
-    [pinned_size, measure()]
+    let env = &env;
+    pinned_phases(s, pinned, apply, measure, move || env.begin_ro().expect("reader"))
 }
 
 /// A reader pins the snapshot of the preload while 1,000 small commits
