@@ -7,6 +7,11 @@
 //! (`RDBX_BENCH_N=<records>` changes the record count, default 1,000,000;
 //! `RDBX_BENCH_MODES=none` runs only the durable workloads;
 //! `RDBX_BENCH_ORDER=libmdbx,lmdb,rdbx` changes the order the engines run in;
+//! `RDBX_BENCH_ENGINES=lmdb` runs only the engines named (comma-separated;
+//! for profiling one engine: prints its rows alone, no ratios);
+//! `RDBX_BENCH_ROUNDS=<k>` runs each mode k times, rotating that order one
+//! step per round, on fresh files each time, and keeps each engine's best
+//! time per row (default 1);
 //! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
 //!
 //! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
@@ -135,6 +140,28 @@ struct Times {
     used: [u64; 3],
 }
 
+impl Times {
+    /// Keeps the better (shorter) time of each row from `other`, a run of
+    /// the same workloads on fresh files; the work done must be the same.
+    fn keep_best(&mut self, other: Times) {
+        assert_eq!((self.found, self.scanned, self.multi_entries), (other.found, other.scanned, other.multi_entries));
+        for (a, b) in [
+            (&mut self.load, other.load),
+            (&mut self.int_load, other.int_load),
+            (&mut self.int_get, other.int_get),
+            (&mut self.int_scan, other.int_scan),
+            (&mut self.put, other.put),
+            (&mut self.multi, other.multi),
+            (&mut self.multi_del, other.multi_del),
+            (&mut self.get, other.get),
+            (&mut self.get2, other.get2),
+            (&mut self.scan, other.scan),
+        ] {
+            *a = (*a).min(b);
+        }
+    }
+}
+
 fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let env = Env::builder()
         .write_map(write_map)
@@ -167,29 +194,29 @@ fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let used = |env: &Env| env.info().unwrap().first_unallocated;
     t.used[0] = used(&env);
 
-    let start = Instant::now();
-    for chunk in w.random_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw_txn().unwrap();
-        for &i in chunk {
-            txn.put(db, &key(i), &value(i ^ 1), PutFlags::empty()).unwrap();
+    t.put = random_put_phase(|| {
+        for chunk in w.random_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for &i in chunk {
+                txn.put(db, &key(i), &value(i ^ 1), PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.put = start.elapsed();
+    });
     t.used[1] = used(&env);
 
     let mut txn = env.begin_rw_txn().unwrap();
     let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).unwrap();
     txn.commit().unwrap();
-    let start = Instant::now();
-    for chunk in w.multi_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw_txn().unwrap();
-        for &(k, v) in chunk {
-            txn.put(multi, &key(k), &v.to_be_bytes(), PutFlags::empty()).unwrap();
+    t.multi = multi_put_phase(|| {
+        for chunk in w.multi_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for &(k, v) in chunk {
+                txn.put(multi, &key(k), &v.to_be_bytes(), PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi = start.elapsed();
+    });
     t.used[2] = used(&env);
     {
         let txn = env.begin_ro_txn().unwrap();
@@ -197,15 +224,15 @@ fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
         t.multi_entries = s.entries;
         t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
-    let start = Instant::now();
-    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-        let mut txn = env.begin_rw_txn().unwrap();
-        for &&(k, v) in chunk {
-            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+    t.multi_del = multi_del_phase(|| {
+        for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for &&(k, v) in chunk {
+                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi_del = start.elapsed();
+    });
     t.multi_entries += env.begin_ro_txn().unwrap().db_stat(multi).unwrap().entries << 32;
 
     let start = Instant::now();
@@ -304,29 +331,29 @@ fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let used = |env: &oracle::Env| env.info().unwrap().last_pgno + 1;
     t.used[0] = used(&env);
 
-    let start = Instant::now();
-    for chunk in w.random_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &i in chunk {
-            txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
+    t.put = random_put_phase(|| {
+        for chunk in w.random_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &i in chunk {
+                txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.put = start.elapsed();
+    });
     t.used[1] = used(&env);
 
     let mut txn = env.begin_rw().unwrap();
     let multi = txn.create_table(Some(b"multi"), oracle::MDBX_DUPSORT).unwrap();
     txn.commit().unwrap();
-    let start = Instant::now();
-    for chunk in w.multi_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &(k, v) in chunk {
-            txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+    t.multi = multi_put_phase(|| {
+        for chunk in w.multi_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &(k, v) in chunk {
+                txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi = start.elapsed();
+    });
     t.used[2] = used(&env);
     {
         let txn = env.begin_ro().unwrap();
@@ -334,15 +361,15 @@ fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
         t.multi_entries = s.entries;
         t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
-    let start = Instant::now();
-    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &&(k, v) in chunk {
-            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+    t.multi_del = multi_del_phase(|| {
+        for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &&(k, v) in chunk {
+                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi_del = start.elapsed();
+    });
     t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
 
     let start = Instant::now();
@@ -434,29 +461,29 @@ fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let used = |env: &lmdb::Env| env.last_pgno().unwrap() + 1;
     t.used[0] = used(&env);
 
-    let start = Instant::now();
-    for chunk in w.random_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &i in chunk {
-            txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
+    t.put = random_put_phase(|| {
+        for chunk in w.random_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &i in chunk {
+                txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.put = start.elapsed();
+    });
     t.used[1] = used(&env);
 
     let mut txn = env.begin_rw().unwrap();
     let multi = txn.create_table(b"multi", lmdb::MDB_DUPSORT).unwrap();
     txn.commit().unwrap();
-    let start = Instant::now();
-    for chunk in w.multi_puts.chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &(k, v) in chunk {
-            txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+    t.multi = multi_put_phase(|| {
+        for chunk in w.multi_puts.chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &(k, v) in chunk {
+                txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi = start.elapsed();
+    });
     t.used[2] = used(&env);
     {
         let txn = env.begin_ro().unwrap();
@@ -464,15 +491,15 @@ fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
         t.multi_entries = s.entries;
         t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
     }
-    let start = Instant::now();
-    for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-        let mut txn = env.begin_rw().unwrap();
-        for &&(k, v) in chunk {
-            txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+    t.multi_del = multi_del_phase(|| {
+        for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
+            let mut txn = env.begin_rw().unwrap();
+            for &&(k, v) in chunk {
+                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.commit().unwrap();
-    }
-    t.multi_del = start.elapsed();
+    });
     t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
 
     let start = Instant::now();
@@ -771,6 +798,32 @@ fn durable_crud() {
     );
 }
 
+/// The timed write phases, each its own function so that a profiler can
+/// single one out (`valgrind --tool=callgrind --toggle-collect='*multi_del_phase*'`,
+/// or a `perf report --parent` filter).
+#[inline(never)]
+fn random_put_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
+#[inline(never)]
+fn multi_put_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
+#[inline(never)]
+fn multi_del_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
+fn timed(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+/// Rounds per mode (`RDBX_BENCH_ROUNDS`, default 1).
+fn bench_rounds() -> usize {
+    std::env::var("RDBX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+}
+
 /// The engines in the order they run (`RDBX_BENCH_ORDER`, a comma-separated
 /// permutation of `rdbx,libmdbx,lmdb`).
 fn bench_order() -> Vec<&'static str> {
@@ -798,14 +851,58 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
     // In the order `RDBX_BENCH_ORDER` names (default rdbx, libmdbx, LMDB):
     // the first engine of a process may pay for fresh heap memory the
     // others find ready, so `scripts/bench_runs.py` rotates it between runs.
-    let (mut r, mut m, mut l) = (None, None, None);
-    for engine in bench_order() {
-        match engine {
-            "rdbx" => r = Some(run_rdbx(&rdbx_dir, w, write_map)),
-            "libmdbx" => m = Some(run_libmdbx(&mdbx_dir, w, write_map)),
-            // LMDB's page size is the OS page size.
-            _ => l = (page_size() == 4096).then(|| run_lmdb(&lmdb_dir, w, write_map)),
+    // With several rounds, the order rotates one step per round and each
+    // engine keeps its best time per row; every round starts from new files.
+    let (mut r, mut m, mut l): (Option<Times>, Option<Times>, Option<Times>) = (None, None, None);
+    let rounds = bench_rounds();
+    let mut order = bench_order();
+    if let Ok(only) = std::env::var("RDBX_BENCH_ENGINES") {
+        order.retain(|e| only.split(',').any(|o| o.trim() == *e));
+    }
+    for round in 0..rounds {
+        let last = round + 1 == rounds;
+        for engine in &order {
+            let (dir, slot) = match *engine {
+                "rdbx" => (&rdbx_dir, &mut r),
+                "libmdbx" => (&mdbx_dir, &mut m),
+                // LMDB's page size is the OS page size.
+                _ if page_size() != 4096 => continue,
+                _ => (&lmdb_dir, &mut l),
+            };
+            let _ = std::fs::remove_dir_all(dir);
+            let t = match *engine {
+                "rdbx" => run_rdbx(dir, w, write_map),
+                "libmdbx" => run_libmdbx(dir, w, write_map),
+                _ => run_lmdb(dir, w, write_map),
+            };
+            match slot {
+                Some(best) => best.keep_best(t),
+                None => *slot = Some(t),
+            }
+            // The last round's files stay for the size figures below.
+            if !last {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         }
+        order.rotate_left(1);
+    }
+    if r.is_none() || m.is_none() {
+        // A subset of the engines (`RDBX_BENCH_ENGINES`): their rows alone.
+        println!();
+        for (name, t) in [("rdbx", &r), ("libmdbx", &m), ("LMDB", &l)] {
+            let Some(t) = t else { continue };
+            for (row, ops, d) in [
+                ("sequential load", n, t.load),
+                ("random put", w.random_puts.len() as u64, t.put),
+                ("random get", n, t.get),
+                ("full scan", t.scanned.saturating_sub(n), t.scan),
+                ("multimap put", w.multi_puts.len() as u64, t.multi),
+                ("multimap delete", w.multi_puts.len().div_ceil(2) as u64, t.multi_del),
+            ] {
+                println!("{name:<8} {row:<20} {:>12.0} ops/s", ops_per_sec(ops, d));
+            }
+        }
+        return;
     }
     let (r, m) = (r.expect("rdbx ran"), m.expect("libmdbx ran"));
 
@@ -838,6 +935,9 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         ("integer keys: scan (cursor)", n, r.int_scan, m.int_scan, lt(|t| t.int_scan)),
     ];
     println!();
+    if rounds > 1 {
+        println!("best of {rounds} rounds per row (engine order rotated each round)");
+    }
     println!(
         "{:<36} {:>9} {:>12} {:>12} {:>12} {:>9} {:>9}",
         "workload", "ops", "rdbx ops/s", "libmdbx", "LMDB", "/libmdbx", "/LMDB"

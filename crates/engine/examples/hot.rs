@@ -1,6 +1,7 @@
 //! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|load] [PAGE_SIZE]`
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
-//! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes).
+//! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
+//! the put mode, default 100,000).
 use rdbx::{Db, Durability, Env, Geometry, PutFlags};
 
 /// xorshift64: the next pseudo-random number after `x`.
@@ -103,7 +104,7 @@ fn main() -> rdbx::Result<()> {
         }
         "put" => {
             let mut x = 1u64;
-            for _ in 0..100 {
+            for _ in 0..ops.map_or(100, |o| o.div_ceil(1000)) {
                 let mut txn = env.begin_rw_txn()?;
                 for _ in 0..1000 {
                     txn.put(Db::MAIN, &(next(&mut x) % n).to_be_bytes(), &[9u8; 32], PutFlags::empty())?;

@@ -92,9 +92,16 @@ impl Clone for PageBuf {
     }
 }
 
+/// Most dirty-set entries whose table a finished transaction leaves for the
+/// next (about 2.5 MiB); a larger table, from a bulk transaction, is freed.
+pub(crate) const DIRTY_SET_KEEP: usize = 1 << 16;
+
 #[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
+    /// An empty dirty set with the capacity the last transaction grew it
+    /// to, for the next one (growing a hash table rehashes every entry).
+    pub(crate) dirty: Dirty,
 }
 
 impl PagePool {
@@ -130,6 +137,15 @@ impl PagePool {
         }
     }
 
+    /// Keeps the (drained) dirty set of a finished transaction for the
+    /// next one, unless its table is over [`DIRTY_SET_KEEP`] entries.
+    pub(crate) fn keep_dirty_set(&mut self, mut dirty: Dirty) {
+        dirty.clear();
+        if dirty.capacity() <= DIRTY_SET_KEEP {
+            self.dirty = dirty;
+        }
+    }
+
     fn take(&mut self, len: usize) -> Option<Box<[u8]>> {
         // All pooled buffers have the environment's page size; the check
         // keeps a mistaken caller from getting a wrong-sized buffer.
@@ -161,5 +177,22 @@ mod tests {
             pool.recycle(vec![0u8; 256].into_boxed_slice(), 256);
         }
         assert_eq!(pool.bufs.len(), POOL_LIMIT);
+    }
+
+    #[test]
+    fn keeps_an_emptied_dirty_set_of_bounded_size() {
+        let mut pool = PagePool::default();
+        let mut d = Dirty::default();
+        for p in 0..1000 {
+            d.insert(p, vec![0u8; 8].into_boxed_slice().into());
+        }
+        let cap = d.capacity();
+        pool.keep_dirty_set(d);
+        assert!(pool.dirty.is_empty());
+        assert_eq!(pool.dirty.capacity(), cap, "the table is kept");
+        let mut big = Dirty::default();
+        big.reserve(DIRTY_SET_KEEP + 1);
+        pool.keep_dirty_set(big);
+        assert_eq!(pool.dirty.capacity(), cap, "an oversized table is not kept");
     }
 }

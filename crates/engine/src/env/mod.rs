@@ -470,6 +470,7 @@ impl Env {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
         let tables = vec![Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))];
+        let mut pool = std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(RwTxn {
             env,
             _guard: guard,
@@ -482,7 +483,9 @@ impl Env {
             txnid,
             tables,
             base,
-            dirty: Default::default(),
+            // The dirty set of the last transaction, emptied, keeps its
+            // capacity: no rehashing as this one grows to the same size.
+            dirty: std::mem::take(&mut pool.dirty),
             dirty_extra: 0,
             spilled: Default::default(),
             retired: Vec::new(),
@@ -500,7 +503,7 @@ impl Env {
             retired_count: 0,
             poisoned: false,
             frames: Vec::new(),
-            pool: std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner())),
+            pool,
             ops: Default::default(),
         })
     }

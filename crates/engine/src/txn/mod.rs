@@ -391,6 +391,7 @@ impl Drop for RwTxn<'_> {
             self.pool.recycle(buf, ps);
         }
         self.dirty_extra = 0;
+        self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
         *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
         self.env.lck.add_page_ops(&self.ops);
     }
