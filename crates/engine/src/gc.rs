@@ -145,10 +145,9 @@ impl RunPool for RwTxn<'_> {
         Ok(!self.gc_exhausted && reclaim_one(self)?)
     }
     fn tail_runs(&self) -> bool {
-        // WRITEMAP on tmpfs: a commit writes nothing, so locality gains
-        // nothing, while a fresh page costs the kernel an allocation and
-        // zeroing (see `EnvInner::map_in_memory`).
-        !self.env.map_in_memory
+        // On tmpfs locality gains nothing, while a fresh page costs the
+        // kernel an allocation (see `EnvInner::in_memory_fs`).
+        !self.env.in_memory_fs
     }
 }
 
@@ -393,18 +392,18 @@ fn sweep_if_pinned(txn: &mut RwTxn<'_>) -> Result<bool> {
 /// reuse to be worth a sync: the records that only the last steady commit
 /// holds back must list at least half a growth step (and at least `n`), or
 /// at least `n` when the tail cannot give `n` pages without growing the file
-/// (libmdbx also makes a steady point rather than grow or fail), or with
-/// WRITEMAP on tmpfs, where a sync is free (at least `n`, always).
+/// (libmdbx also makes a steady point rather than grow or fail), or on
+/// tmpfs, where a sync is free (at least `n`, always).
 fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let readers = txn.env.lck.oldest_live_reader().unwrap_or(u64::MAX).min(txn.txnid - 1);
     if readers <= txn.steady_txnid {
         return Ok(false);
     }
     let tail_grows = txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64;
-    // A sync costs nothing on tmpfs with WRITEMAP, a fresh page does
-    // (`EnvInner::map_in_memory`); elsewhere a sync is worth half a growth
+    // A sync costs nothing on tmpfs, a fresh page does
+    // (`EnvInner::in_memory_fs`); elsewhere a sync is worth half a growth
     // step of reuse.
-    let half_step = if tail_grows || txn.env.map_in_memory { 0 } else { pv2pages(txn.geo.grow_pv) as usize / 2 };
+    let half_step = if tail_grows || txn.env.in_memory_fs { 0 } else { pv2pages(txn.geo.grow_pv) as usize / 2 };
     let want = half_step.max(n).max(1);
     let mut held = 0usize;
     let mut c = txn.cursor(Db::GC)?;

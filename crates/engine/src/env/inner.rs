@@ -51,17 +51,18 @@ pub(crate) struct EnvInner {
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
     pub writemap: bool,
-    /// WRITEMAP on an in-memory file system (tmpfs, ramfs). There a commit
-    /// writes nothing and a sync costs nothing (nor would it outlive a
-    /// power loss), while a page of the file used for the first time costs
-    /// the kernel an allocation and zeroing. So: fresh tail pages are made
-    /// present ahead in batches (`Mmap::prefault`), which on a disk would
-    /// dirty pages the transaction may not use; the writer makes the last
-    /// commit steady as soon as that frees pages for reuse rather than take
-    /// fresh ones (`gc::sync_would_help`); and commit locality, which only
-    /// serves the disk, never takes the unused room of the file ahead of
-    /// free pages (`gc::tail_run_allowed`).
-    pub map_in_memory: bool,
+    /// The data file lives on an in-memory file system (tmpfs, ramfs). There
+    /// a sync costs nothing (nor would it outlive a power loss) and the
+    /// order of pages written gains nothing, while a page of the file used
+    /// for the first time costs the kernel an allocation (and, through the
+    /// map, zeroing). So the writer makes the last commit steady as soon as
+    /// that frees pages for reuse rather than take fresh ones
+    /// (`gc::sync_would_help`); commit locality never takes the unused room
+    /// of the file ahead of free pages (`gc::tail_run_allowed`); and with
+    /// WRITEMAP, fresh tail pages are made present ahead in batches
+    /// (`Mmap::prefault`), which on a disk would dirty pages the
+    /// transaction may not use.
+    pub in_memory_fs: bool,
     /// Durable commits of at most this many pages write through (see
     /// `EnvBuilder::writethrough_threshold`).
     pub writethrough_threshold: usize,
@@ -251,7 +252,7 @@ impl EnvInner {
             }
         }
         let limits = Limits::new(page_size);
-        let map_in_memory = writemap && crate::os::is_in_memory_fs(&file);
+        let in_memory_fs = crate::os::is_in_memory_fs(&file);
         let map = map_file(&file, &meta, page_size, size, writemap)?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
@@ -272,7 +273,7 @@ impl EnvInner {
             page_pool: Default::default(),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
-            map_in_memory,
+            in_memory_fs,
             writethrough_threshold: b.writethrough_threshold,
             slow_readers: b.slow_readers.clone(),
             closed: Default::default(),

@@ -91,7 +91,7 @@ impl RwTxn<'_> {
             return None;
         }
         let page = self.map.page_mut(off, len)?;
-        if self.env.map_in_memory && pgno >= self.base.geo.first_unallocated {
+        if self.env.in_memory_fs && pgno >= self.base.geo.first_unallocated {
             // A page from the tail (no snapshot has it): its first store
             // would take a page fault. Populate the page tables for the next
             // 256 KiB of the file in one call instead (the tail is allocated
