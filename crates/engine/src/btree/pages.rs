@@ -31,6 +31,13 @@ impl<'t> Pages<'t> {
                 return Ok(&b[..self.ps]);
             }
         }
+        self.get_clean(pgno)
+    }
+
+    /// One page the caller knows is not dirty (a snapshot page about to be
+    /// copied on write): [`Pages::get`] without the dirty-set lookup.
+    #[inline(always)]
+    pub fn get_clean(&self, pgno: u32) -> Result<&'t [u8]> {
         if pgno >= self.valid || pgno < crate::format::NUM_METAS {
             return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
         }

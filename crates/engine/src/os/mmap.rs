@@ -47,11 +47,12 @@ pub(crate) struct Mmap {
     /// Granule of [`Mmap::page_mut`] (the database page size; 0 when not
     /// writable): handed-out ranges are whole granules.
     granule: usize,
-    /// The granules handed out as live [`MapPage`]s, by index (offset /
-    /// granule): `page_mut` refuses a range that holds one, so two handles to
-    /// the same bytes cannot exist. A hash set rather than an interval map:
-    /// one hash probe per page on the write path of every WRITEMAP page.
-    handed: std::sync::Mutex<HandedSet>,
+    /// The granules handed out as live [`MapPage`]s, one bit each (by
+    /// offset / granule): `page_mut` refuses a range that holds one, so two
+    /// handles to the same bytes cannot exist. Lock-free: one atomic
+    /// read-modify-write per page when it is handed out and one when its
+    /// handle drops, on the write path of every WRITEMAP page.
+    handed: HandedBits,
     /// The range [`Mmap::prefault`] last populated, start and end (a hint
     /// only).
     prefaulted: [std::sync::atomic::AtomicUsize; 2],
@@ -60,24 +61,52 @@ pub(crate) struct Mmap {
     shielded: usize,
 }
 
-/// Multiply-shift hasher for granule indices (small integers, no adversary:
-/// the indices come from the writer's own page numbers).
-#[derive(Default)]
-pub(crate) struct IndexHasher(u64);
-impl std::hash::Hasher for IndexHasher {
-    fn finish(&self) -> u64 {
-        self.0
+/// Granules per chunk of [`HandedBits`] (512 words of 64 bits: 128 MiB of
+/// map at 4 KiB pages per 4 KiB chunk).
+const CHUNK_BITS: usize = 512 * 64;
+
+/// A bit per granule of a writable map, in chunks allocated on first use
+/// (a map may reserve terabytes of address space; the writer touches the
+/// chunks of the pages it allocates).
+#[derive(Debug, Default)]
+struct HandedBits {
+    chunks: Box<[std::sync::OnceLock<Box<[AtomicU64]>>]>,
+}
+
+impl HandedBits {
+    fn new(granules: usize) -> HandedBits {
+        HandedBits { chunks: (0..granules.div_ceil(CHUNK_BITS)).map(|_| std::sync::OnceLock::new()).collect() }
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+
+    /// The word holding granule `g`'s bit, and the bit.
+    fn word(&self, g: usize) -> (&AtomicU64, u64) {
+        let chunk =
+            self.chunks[g / CHUNK_BITS].get_or_init(|| (0..CHUNK_BITS / 64).map(|_| AtomicU64::new(0)).collect());
+        (&chunk[g % CHUNK_BITS / 64], 1 << (g % 64))
+    }
+
+    /// Sets the bits of granules `first..first + n`, all or none: false
+    /// (nothing changed) if one was set. Safe against concurrent claims:
+    /// each bit has one winner, and a loser clears only the bits it set.
+    fn claim(&self, first: usize, n: usize) -> bool {
+        for g in first..first + n {
+            let (w, bit) = self.word(g);
+            if w.fetch_or(bit, Ordering::Acquire) & bit != 0 {
+                self.release(first, g - first);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Clears the bits of granules `first..first + n` (claimed before).
+    fn release(&self, first: usize, n: usize) {
+        for g in first..first + n {
+            let (w, bit) = self.word(g);
+            w.fetch_and(!bit, Ordering::Release);
         }
     }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
-type HandedSet = std::collections::HashSet<usize, std::hash::BuildHasherDefault<IndexHasher>>;
 
 // SAFETY: the mapping is plain memory owned by this value; it is written only
 // through `MapPage`s (see there), and unmapping happens only in Drop
@@ -98,7 +127,7 @@ impl Mmap {
             len,
             writable: false,
             granule: 0,
-            handed: Default::default(),
+            handed: HandedBits::default(),
             prefaulted: Default::default(),
             shielded: 0,
         })
@@ -117,7 +146,7 @@ impl Mmap {
             len,
             writable: true,
             granule,
-            handed: Default::default(),
+            handed: HandedBits::new(len.div_ceil(granule)),
             prefaulted: Default::default(),
             shielded: 0,
         })
@@ -153,14 +182,9 @@ impl Mmap {
         {
             return None;
         }
-        {
-            let (first, n) = (off / self.granule, len / self.granule);
-            let mut handed = self.handed.lock().unwrap_or_else(|e| e.into_inner());
-            if (first..first + n).any(|g| handed.contains(&g)) {
-                debug_assert!(false, "a map page was handed out twice");
-                return None;
-            }
-            handed.extend(first..first + n);
+        if !self.handed.claim(off / self.granule, len / self.granule) {
+            debug_assert!(false, "a map page was handed out twice");
+            return None;
         }
         // SAFETY: `off < self.len` (checked above), so the result stays inside
         // the live mapping and is non-null.
@@ -304,10 +328,7 @@ impl Drop for MapPage {
     fn drop(&mut self) {
         let map = &self._map;
         let first = (self.ptr.as_ptr() as usize - map.ptr.as_ptr() as usize) / map.granule;
-        let mut handed = map.handed.lock().unwrap_or_else(|e| e.into_inner());
-        for g in first..first + self.len / map.granule {
-            handed.remove(&g);
-        }
+        map.handed.release(first, self.len / map.granule);
     }
 }
 
@@ -457,6 +478,27 @@ mod tests {
         m.prefault(4096, 1 << 30);
         assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
         assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn handed_bits_claim_all_or_nothing() {
+        let h = HandedBits::new(3 * CHUNK_BITS);
+        // Across a chunk boundary.
+        assert!(h.claim(CHUNK_BITS - 2, 4));
+        // Overlapping the claimed range at its end: nothing changes.
+        assert!(!h.claim(CHUNK_BITS - 5, 4));
+        assert!(h.claim(CHUNK_BITS - 5, 3), "the bits a failed claim set were cleared");
+        assert!(!h.claim(CHUNK_BITS + 1, 1));
+        h.release(CHUNK_BITS - 2, 4);
+        assert!(h.claim(CHUNK_BITS + 1, 1));
+        assert!(h.claim(3 * CHUNK_BITS - 1, 1), "the last granule");
+        // Many threads racing for the same pages: one winner each.
+        let h = Arc::new(HandedBits::new(64));
+        let wins: usize = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4).map(|_| sc.spawn(|| (0..64).filter(|&g| h.claim(g, 1)).count())).collect();
+            hs.into_iter().map(|t| t.join().unwrap()).sum()
+        });
+        assert_eq!(wins, 64);
     }
 
     #[test]

@@ -144,9 +144,10 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     if txn.dirty.contains_key(&pgno) || crate::txn::spill::unspill(txn, pgno)? {
         return Ok(pgno);
     }
+    // From here `pgno` is a snapshot page: `get_clean` skips the dirty set.
     if txn.env.writemap {
         // Check the source before taking a page for its copy.
-        txn.pages().get(pgno)?;
+        txn.pages().get_clean(pgno)?;
         let new = alloc(txn, 1)?;
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
@@ -154,12 +155,12 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
                 // and writing it (a heap copy, whose buffer is warm, gains
                 // nothing from it). The page keeps its own earlier bytes
                 // there, as libmdbx's copies do.
-                fpage::copy_used(&mut m, txn.pages().get(pgno)?, false);
+                fpage::copy_used(&mut m, txn.pages().get_clean(pgno)?, false);
                 PageBuf::Map(m)
             }
             None => {
                 let mut pool = std::mem::take(&mut txn.pool);
-                let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+                let copied = txn.pages().get_clean(pgno).map(|src| pool.copy_of(src));
                 txn.pool = pool;
                 copied?.into()
             }
@@ -173,7 +174,7 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     }
     // The pool leaves the transaction for the copy (`pages()` borrows all of it).
     let mut pool = std::mem::take(&mut txn.pool);
-    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
+    let copied = txn.pages().get_clean(pgno).map(|src| pool.copy_of(src));
     txn.pool = pool;
     let mut buf = copied?;
     txn.ops.cow += 1;

@@ -145,7 +145,7 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
 /// Takes a spilled page back into memory at the same page number; false if
 /// `pgno` is not spilled.
 pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
-    if !txn.spilled.contains(&pgno) {
+    if txn.spilled.is_empty() || !txn.spilled.contains(&pgno) {
         return Ok(false);
     }
     // With WRITEMAP the page is edited where it is, unless a child is open:
