@@ -49,8 +49,11 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     meta.geo = geo;
     // 4. Pages, in runs of consecutive page numbers.
     // With WRITEMAP most pages are already in place in the map.
-    let mut pgnos: Vec<u32> = txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, _)| *p).collect();
-    pgnos.sort_unstable();
+    // (page number, buffer) pairs, so that writing them needs no second
+    // dirty-set lookup per page.
+    let mut pages: Vec<(u32, &[u8])> =
+        txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, b)| (*p, &b[..])).collect();
+    pages.sort_unstable_by_key(|&(p, _)| p);
     let mut i = 0;
     // Pages edited in place in the map are written too (to the page cache).
     let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
@@ -59,20 +62,21 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // commit with nothing else waiting for a sync (no spilled pages, no lazy
     // commit of another process, the file not resized) writes its pages
     // durably as it goes and needs no fdatasync.
-    let to_write: usize = pgnos.iter().map(|p| txn.dirty[p].len() / ps).sum();
+    let to_write: usize = pages.iter().map(|(_, b)| b.len() / ps).sum();
     let write_through = durable
         && !txn.env.writemap
         && to_write <= txn.env.writethrough_threshold
         && txn.geo.now == txn.base.geo.now
         && txn.env.lck.unsynced_pages() == 0;
-    while i < pgnos.len() {
-        let start = pgnos[i];
-        let mut bufs: Vec<&[u8]> = Vec::new();
+    let mut bufs: Vec<&[u8]> = Vec::new();
+    while i < pages.len() {
+        let start = pages[i].0;
+        bufs.clear();
         let mut next = start;
-        while i < pgnos.len() && pgnos[i] == next {
-            let b = &txn.dirty[&pgnos[i]];
+        while i < pages.len() && pages[i].0 == next {
+            let (p, b) = pages[i];
             bufs.push(b);
-            next = pgnos[i] + (b.len() / ps) as u32;
+            next = p + (b.len() / ps) as u32;
             i += 1;
         }
         if write_through {
