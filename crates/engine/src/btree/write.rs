@@ -503,17 +503,10 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     };
     let leaf = path.leaf();
     let (lpg, idx) = path.e[leaf];
-    {
-        let lp = Page { buf: w.pages().get(lpg)? };
-        if cmp == Cmp::Int {
-            let k0 = key_at(lp, 0, lpg)?;
-            if k0.len() != key.len() {
-                return Err(Error::BadValSize(format!(
-                    "INTEGER_KEY table uses {}-byte keys, got {}",
-                    k0.len(),
-                    key.len()
-                )));
-            }
+    if cmp == Cmp::Int {
+        let k0 = key_at(Page { buf: w.pages().get(lpg)? }, 0, lpg)?;
+        if k0.len() != key.len() {
+            return Err(Error::BadValSize(format!("INTEGER_KEY table uses {}-byte keys, got {}", k0.len(), key.len())));
         }
     }
     if exact && flags.contains(PutFlags::NO_OVERWRITE) {
@@ -526,18 +519,21 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     touch_path(w, &mut tree, &mut path)?;
     let lpg = path.e[leaf].0;
     if exact {
+        let new_inline = w.limits().fits_inline(key.len(), val.len());
+        // One dirty-set lookup for reading the node and, when it is
+        // overwritten in place, writing it.
+        let buf = w.dirty_mut(lpg);
         let (oflags, odata_len, big_pgno) = {
-            let n = node::node(Page { buf: w.dirty_ref(lpg) }, idx, lpg)?;
+            let n = node::node(Page { buf: &*buf }, idx, lpg)?;
             (n.flags, n.data.len(), if n.flags & N_BIG != 0 { n.big_pgno() } else { 0 })
         };
         if nflags == 0 && oflags & !N_BIG != 0 {
             return Err(Error::Incompatible("the key names a table; write to the table instead".into()));
         }
-        let new_inline = w.limits().fits_inline(key.len(), val.len());
         // Same-size inline value: overwrite in place.
         if oflags & N_BIG == 0 && new_inline && odata_len == val.len() && oflags == nflags {
-            let (off, len) = node::value_range(w.dirty_ref(lpg), idx);
-            val.copy_to(&mut w.dirty_mut(lpg)[off..off + len]);
+            let (off, len) = node::value_range(buf, idx);
+            val.copy_to(&mut buf[off..off + len]);
             finish(w, db, tree);
             return Ok(ValLoc { pgno: lpg, off, len });
         }
