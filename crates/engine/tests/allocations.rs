@@ -1,8 +1,9 @@
 //! Heap allocations on the hot paths, counted by a global allocator (counts
 //! are deterministic; nothing here measures time).
 //!
-//! In steady state a get, a cursor step and an overwrite put of an existing
-//! key allocate nothing.
+//! In steady state a get, a cursor step, an overwrite put of an existing
+//! key, and adding or deleting one value of an existing multimap key
+//! allocate nothing.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -132,6 +133,33 @@ fn hot_paths_do_not_allocate() {
         }
     });
     txn.commit().expect("commit");
+
+    // Multimap: values added to and removed from existing keys' sub-pages.
+    let mut txn = env.begin_rw_txn().expect("begin");
+    let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).expect("db");
+    for k in 0..100u64 {
+        for v in 0..20u64 {
+            txn.put(multi, &k.to_be_bytes(), &(v * 4).to_be_bytes(), PutFlags::empty()).expect("put");
+        }
+    }
+    txn.commit().expect("commit");
+    let mut txn = env.begin_rw_txn().expect("begin");
+    // Warm up: every leaf copied on write.
+    for k in 0..100u64 {
+        txn.put(multi, &k.to_be_bytes(), &1u64.to_be_bytes(), PutFlags::empty()).expect("put");
+    }
+    let multi_puts = allocations(|| {
+        for k in 0..100u64 {
+            txn.put(multi, &k.to_be_bytes(), &2u64.to_be_bytes(), PutFlags::empty()).expect("put");
+        }
+    });
+    let multi_dels = allocations(|| {
+        for k in 0..100u64 {
+            assert!(txn.del(multi, &k.to_be_bytes(), Some(&4u64.to_be_bytes())).expect("del"));
+        }
+    });
+    txn.commit().expect("commit");
+    eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
         "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
          {puts} for {N} overwrite puts, {rw_gets} for {N} gets in a write transaction",
@@ -144,4 +172,6 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(steps, 0, "cursor steps allocate");
     assert_eq!(puts, 0, "overwrite puts allocate");
     assert_eq!(rw_gets, 0, "gets in a write transaction allocate");
+    assert_eq!(multi_puts, 0, "multimap puts of a new value of an existing key allocate");
+    assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
 }

@@ -357,13 +357,15 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     let mut tree = t.tree;
     check_value(w, &t, &tree, val)?;
     let dcmp = dup_cmp(&t);
-    let one = [val.to_vec()];
+    // The value as a one-value list, for the paths that build a new node
+    // (made there: adding to an existing key allocates nothing).
+    let one = || [val.to_vec()];
     if tree.root == P_INVALID {
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
         let pg = w.new_page(pflags::LEAF)?;
-        let c = content_for(w, &t, &mut tree, key, &one, pg)?;
+        let c = content_for(w, &t, &mut tree, key, &one(), pg)?;
         node::insert(w.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
         tree.inc_leaf(1, pg)?;
         tree = Tree { root: pg, height: 1, items: 1, ..tree };
@@ -392,7 +394,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         touch_path(w, &mut tree, &mut path)?;
         let lpg = path.e[path.leaf()].0;
         tree.inc_items(1, lpg)?;
-        let c = content_for(w, &t, &mut tree, key, &one, lpg)?;
+        let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
         insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
         return done(w, db, tree, &t, val);
     }
@@ -413,7 +415,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         let n = drop_values(w, &mut tree, &repr, lpg)?;
         tree.dec_items(n, lpg)?;
         tree.inc_items(1, lpg)?;
-        let c = content_for(w, &t, &mut tree, key, &one, lpg)?;
+        let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
         replace_node(w, &mut tree, &path, key, c)?;
         return done(w, db, tree, &t, val);
     }
