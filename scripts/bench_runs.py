@@ -8,7 +8,10 @@ never one run.
     scripts/bench_runs.py --parse OUTPUT...   (summarise kept outputs)
 
 The benchmark's own variables pass through (RDBX_BENCH_N, RDBX_BENCH_MODES,
-RDBX_BENCH_PAGE_SIZE, RDBX_BENCH_SYNC_DIR, ...). The order the engines run
+RDBX_BENCH_PAGE_SIZE, RDBX_BENCH_SYNC_DIR, RDBX_BENCH_ROUNDS, ...). With
+RDBX_BENCH_ROUNDS=3 each run keeps every engine's best of 3 rounds per row
+(the engine order rotating between rounds), which cuts the spread between
+runs several times over on this VM. The order the engines run
 in rotates between runs (RDBX_BENCH_ORDER), unless it is set. Each run's
 full output is kept in target/bench-runs/run-K.txt.
 """
