@@ -819,6 +819,24 @@ fn timed(f: impl FnOnce()) -> Duration {
     start.elapsed()
 }
 
+/// A row of the table: its name, its operations (from the workloads, the
+/// record count and the engine's own counts) and its time.
+type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
+
+/// The rows, in the order printed.
+const ROWS: [Row; 10] = [
+    ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
+    ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
+    ("random get (shuffled)", |_, n, _| n, |t| t.get),
+    ("random get, 2 threads", |_, n, _| n, |t| t.get2),
+    ("full scan (cursor)", |_, n, t| t.scanned - n, |t| t.scan),
+    ("multimap put (txns of 1000)", |w, _, _| w.multi_puts.len() as u64, |t| t.multi),
+    ("multimap delete (txns of 1000)", |w, _, _| w.multi_puts.len().div_ceil(2) as u64, |t| t.multi_del),
+    ("integer keys: load (append, 1 txn)", |_, n, _| n, |t| t.int_load),
+    ("integer keys: get (shuffled)", |_, n, _| n, |t| t.int_get),
+    ("integer keys: scan (cursor)", |_, n, _| n, |t| t.int_scan),
+];
+
 /// Rounds per mode (`RDBX_BENCH_ROUNDS`, default 1).
 fn bench_rounds() -> usize {
     std::env::var("RDBX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
@@ -891,15 +909,8 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         println!();
         for (name, t) in [("rdbx", &r), ("libmdbx", &m), ("LMDB", &l)] {
             let Some(t) = t else { continue };
-            for (row, ops, d) in [
-                ("sequential load", n, t.load),
-                ("random put", w.random_puts.len() as u64, t.put),
-                ("random get", n, t.get),
-                ("full scan", t.scanned.saturating_sub(n), t.scan),
-                ("multimap put", w.multi_puts.len() as u64, t.multi),
-                ("multimap delete", w.multi_puts.len().div_ceil(2) as u64, t.multi_del),
-            ] {
-                println!("{name:<8} {row:<20} {:>12.0} ops/s", ops_per_sec(ops, d));
+            for (row, ops, time) in ROWS {
+                println!("{name:<8} {row:<36} {:>12.0} ops/s", ops_per_sec(ops(w, n, t), time(t)));
             }
         }
         return;
@@ -914,26 +925,6 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         assert_eq!(r.multi_entries, p.multi_entries, "multimap values: rdbx vs {peer}");
     }
 
-    let puts = w.random_puts.len() as u64;
-    let lt = |f: fn(&Times) -> Duration| l.as_ref().map(f);
-    let rows = [
-        ("sequential load (append, 1 txn)", n, r.load, m.load, lt(|t| t.load)),
-        ("random put (txns of 1000)", puts, r.put, m.put, lt(|t| t.put)),
-        ("random get (shuffled)", n, r.get, m.get, lt(|t| t.get)),
-        ("random get, 2 threads", n, r.get2, m.get2, lt(|t| t.get2)),
-        ("full scan (cursor)", r.scanned - n, r.scan, m.scan, lt(|t| t.scan)),
-        ("multimap put (txns of 1000)", w.multi_puts.len() as u64, r.multi, m.multi, lt(|t| t.multi)),
-        (
-            "multimap delete (txns of 1000)",
-            w.multi_puts.len().div_ceil(2) as u64,
-            r.multi_del,
-            m.multi_del,
-            lt(|t| t.multi_del),
-        ),
-        ("integer keys: load (append, 1 txn)", n, r.int_load, m.int_load, lt(|t| t.int_load)),
-        ("integer keys: get (shuffled)", n, r.int_get, m.int_get, lt(|t| t.int_get)),
-        ("integer keys: scan (cursor)", n, r.int_scan, m.int_scan, lt(|t| t.int_scan)),
-    ];
     println!();
     if rounds > 1 {
         println!("best of {rounds} rounds per row (engine order rotated each round)");
@@ -942,10 +933,11 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         "{:<36} {:>9} {:>12} {:>12} {:>12} {:>9} {:>9}",
         "workload", "ops", "rdbx ops/s", "libmdbx", "LMDB", "/libmdbx", "/LMDB"
     );
-    for (name, ops, rt, mt, lt) in rows {
-        let ro = ops_per_sec(ops, rt);
-        let mo = ops_per_sec(ops, mt);
-        let (lo, lr) = match lt {
+    for (name, ops, time) in ROWS {
+        let ops = ops(w, n, &r);
+        let ro = ops_per_sec(ops, time(&r));
+        let mo = ops_per_sec(ops, time(&m));
+        let (lo, lr) = match l.as_ref().map(time) {
             Some(lt) => {
                 let lo = ops_per_sec(ops, lt);
                 (format!("{lo:.0}"), format!("{:.2}", ro / lo))
