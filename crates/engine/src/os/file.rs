@@ -31,13 +31,27 @@ pub(crate) fn pwrite_all_dsync(file: &File, bufs: &[&[u8]], offset: u64) -> io::
     }
 }
 
+/// Iovecs built on the stack per `pwritev` call; a call with more buffers
+/// (a long run of pages) builds them on the heap.
+const IOV_STACK: usize = 64;
+
 /// `pwritev2` with `flags` (0: plain `pwritev`).
 fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int) -> io::Result<()> {
+    const NO_IOV: libc::iovec = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
     let fd = file.as_raw_fd();
     let mut idx = 0usize; // first buffer not completely written
     let mut skip = 0usize; // bytes of bufs[idx] already written
     let mut pos = offset;
-    let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len().min(IOV_MAX));
+    // No allocation for the common case: a commit writes most pages in runs
+    // of a few pages, one call each.
+    let mut on_stack = [NO_IOV; IOV_STACK];
+    let mut on_heap = Vec::new();
+    let iov: &mut [libc::iovec] = if bufs.len() <= IOV_STACK {
+        &mut on_stack
+    } else {
+        on_heap.resize(bufs.len().min(IOV_MAX), NO_IOV);
+        &mut on_heap
+    };
     loop {
         while idx < bufs.len() && bufs[idx].len() == skip {
             idx += 1;
@@ -46,10 +60,10 @@ fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int)
         if idx == bufs.len() {
             return Ok(());
         }
-        iov.clear();
+        let mut count = 0usize;
         let mut total = 0usize;
         for (i, b) in bufs[idx..].iter().enumerate() {
-            if iov.len() == IOV_MAX {
+            if count == iov.len() {
                 break;
             }
             let part = if i == 0 { &b[skip..] } else { &b[..] };
@@ -60,18 +74,23 @@ fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int)
                 break;
             }
             total += part.len();
-            iov.push(libc::iovec { iov_base: part.as_ptr() as *mut libc::c_void, iov_len: part.len() });
+            iov[count] = libc::iovec { iov_base: part.as_ptr() as *mut libc::c_void, iov_len: part.len() };
+            count += 1;
         }
         let off = libc::off_t::try_from(pos)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset too large"))?;
-        // SAFETY: every iovec points into a live `&[u8]` borrowed for the whole
-        // call (pwritev/pwritev2 only read from them); `iov.len() <= IOV_MAX`
-        // fits c_int.
+        // SAFETY: the first `count` iovecs point into live `&[u8]`s borrowed
+        // for the whole call (pwritev/pwritev2 only read from them);
+        // `count <= IOV_MAX` fits c_int.
         let rc = unsafe {
-            if flags == 0 {
-                libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, off)
+            if flags == 0 && count == 1 {
+                // One buffer (most pages of a random-write commit): plain
+                // pwrite, which spares the kernel copying in an iovec.
+                libc::pwrite(fd, iov[0].iov_base, iov[0].iov_len, off)
+            } else if flags == 0 {
+                libc::pwritev(fd, iov.as_ptr(), count as libc::c_int, off)
             } else {
-                libc::pwritev2(fd, iov.as_ptr(), iov.len() as libc::c_int, off, flags)
+                libc::pwritev2(fd, iov.as_ptr(), count as libc::c_int, off, flags)
             }
         };
         if rc < 0 {

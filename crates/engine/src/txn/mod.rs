@@ -386,14 +386,30 @@ pub struct RwTxn<'env> {
 impl Drop for RwTxn<'_> {
     /// Gives the dirty buffers and the pool back to the environment.
     fn drop(&mut self) {
+        self.recycle_dirty([]);
+        self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
+        *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
+        self.env.lck.add_page_ops(&self.ops);
+    }
+}
+
+impl RwTxn<'_> {
+    /// Gives every dirty buffer to the pool, those of `first` first and in
+    /// that order (the pool hands out the last one given first). The pool
+    /// notes how many pages were dirty: it sizes the dirty-set table it
+    /// keeps for the next transaction by that count.
+    pub(crate) fn recycle_dirty(&mut self, first: impl IntoIterator<Item = u32>) {
         let ps = self.env.page_size;
+        self.pool.note_dirty_pages(self.dirty.len());
+        for pgno in first {
+            if let Some(buf) = self.dirty.remove(&pgno) {
+                self.pool.recycle(buf, ps);
+            }
+        }
         for (_, buf) in self.dirty.drain() {
             self.pool.recycle(buf, ps);
         }
         self.dirty_extra = 0;
-        self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
-        *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
-        self.env.lck.add_page_ops(&self.ops);
     }
 }
 
