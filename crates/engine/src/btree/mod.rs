@@ -154,20 +154,141 @@ fn bsearch(
     Ok((lo, false))
 }
 
+/// Narrows `lo..hi` for [`bsearch`] by interpolation: `guess` sees the
+/// keys of the first and last entries and says where between them the
+/// searched key falls (0.0 to 1.0, from numbers that keep the keys' order),
+/// or `None` when it cannot; the first probe goes there, and probes then
+/// step away from it, 1, 2, 4... entries, until they pass the key. On
+/// pages whose keys are spread evenly (counters, hashes, random ids) that
+/// takes three or four key reads instead of binary search's seven on a page
+/// of 80 entries, and on a page not in the cache each read is a miss. The
+/// guess only picks where to look: every probe narrows the range by a real
+/// comparison, so uneven keys cost extra probes, never a wrong answer.
+/// Returns the narrowed range, or the answer when a probe hits the key.
+#[inline(always)]
+fn interpolate(
+    page: Page<'_>,
+    lo: usize,
+    hi: usize,
+    pgno: u32,
+    guess: impl FnOnce(&[u8], &[u8]) -> Option<f64>,
+    order: &mut impl FnMut(&[u8]) -> Ordering,
+) -> Result<std::ops::ControlFlow<(usize, bool), (usize, usize)>> {
+    use std::ops::ControlFlow::{Break, Continue};
+    if hi - lo < 8 {
+        return Ok(Continue((lo, hi)));
+    }
+    let Some(at) = guess(key_at(page, lo, pgno)?, key_at(page, hi - 1, pgno)?) else {
+        return Ok(Continue((lo, hi)));
+    };
+    // `as usize` saturates (and maps NaN to 0): `g` stays inside the range.
+    let g = (lo + (at.clamp(0.0, 1.0) * (hi - 1 - lo) as f64) as usize).min(hi - 1);
+    let (mut lo, mut hi) = (lo, hi);
+    match order(key_at(page, g, pgno)?) {
+        Ordering::Equal => return Ok(Break((g, true))),
+        Ordering::Less => {
+            lo = g + 1;
+            let mut step = 1;
+            while lo < hi {
+                let p = (g + step).min(hi - 1);
+                match order(key_at(page, p, pgno)?) {
+                    Ordering::Less => lo = p + 1,
+                    Ordering::Equal => return Ok(Break((p, true))),
+                    Ordering::Greater => {
+                        hi = p;
+                        break;
+                    }
+                }
+                step *= 2;
+            }
+        }
+        Ordering::Greater => {
+            hi = g;
+            let mut step = 1;
+            while lo < hi {
+                let p = g.saturating_sub(step).max(lo);
+                match order(key_at(page, p, pgno)?) {
+                    Ordering::Less => {
+                        lo = p + 1;
+                        break;
+                    }
+                    Ordering::Equal => return Ok(Break((p, true))),
+                    Ordering::Greater => hi = p,
+                }
+                step *= 2;
+            }
+        }
+    }
+    Ok(Continue((lo, hi)))
+}
+
+/// Up to 8 bytes of a byte key as a big-endian number (zero-padded): never
+/// decreasing in [`lex`] order among keys that share everything before them.
+#[inline(always)]
+fn lex_rank(k: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = k.len().min(8);
+    b[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Where byte key `key` falls between `first` and `last` (see
+/// [`interpolate`]), from their first 8 bytes; when those are the same on
+/// the whole page, from the 8 bytes after the first and last keys' common
+/// prefix, which every key between them shares (keys with a long shared
+/// prefix, such as "account:" ids, interpolate as well as bare ones). A key
+/// outside the page's range guesses an end: one probe settles it.
+#[inline(always)]
+fn lex_guess(first: &[u8], last: &[u8], key: &[u8]) -> Option<f64> {
+    let (mut a, mut b, mut w) = (lex_rank(first), lex_rank(last), lex_rank(key));
+    if a == b {
+        let common = first.iter().zip(last).take_while(|(x, y)| x == y).count();
+        if key.get(..common) != first.get(..common) {
+            return None;
+        }
+        let rank = |k: &[u8]| lex_rank(k.get(common..).unwrap_or(&[]));
+        (a, b, w) = (rank(first), rank(last), rank(key));
+    }
+    (a < b).then(|| (w.clamp(a, b) - a) as f64 / (b - a) as f64)
+}
+
 /// [`bsearch`] with the comparator chosen once per page rather than per
 /// probe: byte keys compare with [`lex`]; an 8- or 4-byte INTEGER_KEY is
 /// read once and compared natively with each entry of its width (entries of
 /// another width, only on damaged pages, take the general comparator).
+/// Byte keys and 8-byte integer keys start with [`interpolate`].
 #[inline(always)]
 fn search(page: Page<'_>, lo: usize, hi: usize, key: &[u8], cmp: Cmp, pgno: u32) -> Result<(usize, bool)> {
+    use std::ops::ControlFlow::{Break, Continue};
     match cmp {
-        Cmp::Lex => bsearch(page, lo, hi, pgno, |k| lex(k, key)),
+        Cmp::Lex => {
+            let mut order = |k: &[u8]| lex(k, key);
+            match interpolate(page, lo, hi, pgno, |first, last| lex_guess(first, last, key), &mut order)? {
+                Break(found) => Ok(found),
+                Continue((lo, hi)) => bsearch(page, lo, hi, pgno, order),
+            }
+        }
         Cmp::Int if key.len() == 8 => {
             let want = u64::from_le_bytes(key.try_into().expect("8 bytes"));
-            bsearch(page, lo, hi, pgno, |k| match <[u8; 8]>::try_from(k) {
+            let mut order = |k: &[u8]| match <[u8; 8]>::try_from(k) {
                 Ok(k) => u64::from_le_bytes(k).cmp(&want),
                 Err(_) => cmp.cmp(k, key),
-            })
+            };
+            // An entry of another width (a damaged page) ranks as 0 or the
+            // maximum by its length; the probes' comparisons stay exact.
+            let rank = |k: &[u8]| match <[u8; 8]>::try_from(k) {
+                Ok(k) => u64::from_le_bytes(k),
+                Err(_) if k.len() < 8 => 0,
+                Err(_) => u64::MAX,
+            };
+            let guess = |first: &[u8], last: &[u8]| {
+                let (a, b) = (rank(first), rank(last));
+                (a < want && want < b).then(|| (want - a) as f64 / (b - a) as f64)
+            };
+            match interpolate(page, lo, hi, pgno, guess, &mut order)? {
+                Break(found) => Ok(found),
+                Continue((lo, hi)) => bsearch(page, lo, hi, pgno, order),
+            }
         }
         Cmp::Int if key.len() == 4 => {
             let want = u32::from_le_bytes(key.try_into().expect("4 bytes"));
@@ -413,6 +534,71 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// Checks `search_leaf` and `search_branch` on a page of `keys` (sorted,
+    /// unique) against a linear scan for every probe.
+    fn agree(keys: &[Vec<u8>], probes: &[Vec<u8>], cmp: Cmp) -> Result<(), TestCaseError> {
+        let leaf = page_with(flags::LEAF, keys);
+        for p in probes {
+            let got = search_leaf(Page { buf: &leaf }, p, cmp, 7).unwrap();
+            prop_assert_eq!(got, linear(keys, p, cmp, 0), "leaf, probe {:?}", p);
+        }
+        if keys.len() >= 2 {
+            let branch = page_with(flags::BRANCH, keys);
+            for p in probes {
+                let got = search_branch(Page { buf: &branch }, p, cmp, 7).unwrap();
+                let want = match linear(keys, p, cmp, 1) {
+                    (i, true) => i,
+                    (i, false) => i - 1,
+                };
+                prop_assert_eq!(got, want, "branch, probe {:?}", p);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// The interpolation step only chooses where to probe: on keys spread
+        /// unevenly (clusters, powers, a long shared prefix that gives every
+        /// key the same rank, keys shorter than 8 bytes) the answers are
+        /// those of a linear scan.
+        #[test]
+        fn interpolated_searches_agree_with_a_linear_scan_on_uneven_keys(
+            raw in prop::collection::btree_set(prop_oneof![
+                0u64..64,
+                any::<u64>(),
+                (0u32..64).prop_map(|e| 1u64 << e),
+                (0u64..1000).prop_map(|x| x * x * x),
+            ], 0..70),
+            probes in prop::collection::vec(any::<u64>(), 0..40),
+            prefix in prop::collection::vec(any::<u8>(), 0..12),
+            cut in 0usize..9,
+        ) {
+            let keys: Vec<u64> = raw.into_iter().collect();
+            // Probes: every key, its neighbours, and random numbers.
+            let mut probe_nums: Vec<u64> = probes;
+            for &k in &keys {
+                probe_nums.extend([k, k.wrapping_sub(1), k.wrapping_add(1)]);
+            }
+            // 8-byte INTEGER_KEY.
+            let int_keys: Keys = keys.iter().map(|k| k.to_le_bytes().to_vec()).collect();
+            let int_probes: Keys = probe_nums.iter().map(|k| k.to_le_bytes().to_vec()).collect();
+            agree(&int_keys, &int_probes, Cmp::Int)?;
+            // Byte keys: a shared prefix, then the number big-endian, cut
+            // to `cut` bytes at most (distinct keys may then collide: keep
+            // the set).
+            let lex_of = |k: u64| {
+                let mut v = prefix.clone();
+                v.extend_from_slice(&k.to_be_bytes()[8 - cut.max(1)..]);
+                v
+            };
+            let lex_keys: Keys = keys.iter().map(|&k| lex_of(k)).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            let lex_probes: Keys = probe_nums.iter().map(|&k| lex_of(k)).chain([Vec::new(), prefix.clone()]).collect();
+            agree(&lex_keys, &lex_probes, Cmp::Lex)?;
         }
     }
 }
