@@ -209,13 +209,18 @@ mod tests {
         assert_eq!(pool.bufs.len(), POOL_LIMIT);
     }
 
+    /// `d` with pages `0..n` added (8-byte buffers).
+    fn with_pages(mut d: Dirty, n: u32) -> Dirty {
+        for p in 0..n {
+            d.insert(p, vec![0u8; 8].into_boxed_slice().into());
+        }
+        d
+    }
+
     #[test]
     fn keeps_an_emptied_dirty_set_of_bounded_size() {
         let mut pool = PagePool::default();
-        let mut d = Dirty::default();
-        for p in 0..1000 {
-            d.insert(p, vec![0u8; 8].into_boxed_slice().into());
-        }
+        let d = with_pages(Dirty::default(), 1000);
         let cap = d.capacity();
         pool.note_dirty_pages(d.len());
         pool.keep_dirty_set(d);
@@ -231,19 +236,13 @@ mod tests {
     fn shrinks_a_kept_dirty_set_to_what_the_last_transaction_needed() {
         let mut pool = PagePool::default();
         // A bulk transaction grows the table to 16K slots...
-        let mut d = Dirty::default();
-        for p in 0..12_000 {
-            d.insert(p, vec![0u8; 8].into_boxed_slice().into());
-        }
+        let d = with_pages(Dirty::default(), 12_000);
         let big = d.capacity();
         pool.note_dirty_pages(d.len());
         pool.keep_dirty_set(d);
         assert_eq!(pool.dirty.capacity(), big, "a table its transaction filled is kept whole");
         // ...and the next one, of 800 pages, leaves a table sized for 800.
-        let mut d = std::mem::take(&mut pool.dirty);
-        for p in 0..800 {
-            d.insert(p, vec![0u8; 8].into_boxed_slice().into());
-        }
+        let d = with_pages(std::mem::take(&mut pool.dirty), 800);
         pool.note_dirty_pages(d.len());
         pool.keep_dirty_set(d);
         let cap = pool.dirty.capacity();

@@ -154,7 +154,7 @@ fn bsearch(
     Ok((lo, false))
 }
 
-/// Narrows `lo..hi` for [`bsearch`] by interpolation: `guess` sees the
+/// Searches `lo..hi` starting by interpolation: `guess` sees the
 /// keys of the first and last entries and says where between them the
 /// searched key falls (0.0 to 1.0, from numbers that keep the keys' order),
 /// or `None` when it cannot; the first probe goes there, and probes then
@@ -164,7 +164,8 @@ fn bsearch(
 /// of 80 entries, and on a page not in the cache each read is a miss. The
 /// guess only picks where to look: every probe narrows the range by a real
 /// comparison, so uneven keys cost extra probes, never a wrong answer.
-/// Returns the narrowed range, or the answer when a probe hits the key.
+/// [`bsearch`] finishes the narrowed range (and does all of it when the
+/// range is under 8 entries or there is no guess).
 #[inline(always)]
 fn interpolate(
     page: Page<'_>,
@@ -172,20 +173,19 @@ fn interpolate(
     hi: usize,
     pgno: u32,
     guess: impl FnOnce(&[u8], &[u8]) -> Option<f64>,
-    order: &mut impl FnMut(&[u8]) -> Ordering,
-) -> Result<std::ops::ControlFlow<(usize, bool), (usize, usize)>> {
-    use std::ops::ControlFlow::{Break, Continue};
+    mut order: impl FnMut(&[u8]) -> Ordering,
+) -> Result<(usize, bool)> {
     if hi - lo < 8 {
-        return Ok(Continue((lo, hi)));
+        return bsearch(page, lo, hi, pgno, order);
     }
     let Some(at) = guess(key_at(page, lo, pgno)?, key_at(page, hi - 1, pgno)?) else {
-        return Ok(Continue((lo, hi)));
+        return bsearch(page, lo, hi, pgno, order);
     };
     // `as usize` saturates (and maps NaN to 0): `g` stays inside the range.
     let g = (lo + (at.clamp(0.0, 1.0) * (hi - 1 - lo) as f64) as usize).min(hi - 1);
     let (mut lo, mut hi) = (lo, hi);
     match order(key_at(page, g, pgno)?) {
-        Ordering::Equal => return Ok(Break((g, true))),
+        Ordering::Equal => return Ok((g, true)),
         Ordering::Less => {
             lo = g + 1;
             let mut step = 1;
@@ -193,7 +193,7 @@ fn interpolate(
                 let p = (g + step).min(hi - 1);
                 match order(key_at(page, p, pgno)?) {
                     Ordering::Less => lo = p + 1,
-                    Ordering::Equal => return Ok(Break((p, true))),
+                    Ordering::Equal => return Ok((p, true)),
                     Ordering::Greater => {
                         hi = p;
                         break;
@@ -212,14 +212,14 @@ fn interpolate(
                         lo = p + 1;
                         break;
                     }
-                    Ordering::Equal => return Ok(Break((p, true))),
+                    Ordering::Equal => return Ok((p, true)),
                     Ordering::Greater => hi = p,
                 }
                 step *= 2;
             }
         }
     }
-    Ok(Continue((lo, hi)))
+    bsearch(page, lo, hi, pgno, order)
 }
 
 /// Up to 8 bytes of a byte key as a big-endian number (zero-padded): never
@@ -259,18 +259,11 @@ fn lex_guess(first: &[u8], last: &[u8], key: &[u8]) -> Option<f64> {
 /// Byte keys and 8-byte integer keys start with [`interpolate`].
 #[inline(always)]
 fn search(page: Page<'_>, lo: usize, hi: usize, key: &[u8], cmp: Cmp, pgno: u32) -> Result<(usize, bool)> {
-    use std::ops::ControlFlow::{Break, Continue};
     match cmp {
-        Cmp::Lex => {
-            let mut order = |k: &[u8]| lex(k, key);
-            match interpolate(page, lo, hi, pgno, |first, last| lex_guess(first, last, key), &mut order)? {
-                Break(found) => Ok(found),
-                Continue((lo, hi)) => bsearch(page, lo, hi, pgno, order),
-            }
-        }
+        Cmp::Lex => interpolate(page, lo, hi, pgno, |first, last| lex_guess(first, last, key), |k| lex(k, key)),
         Cmp::Int if key.len() == 8 => {
             let want = u64::from_le_bytes(key.try_into().expect("8 bytes"));
-            let mut order = |k: &[u8]| match <[u8; 8]>::try_from(k) {
+            let order = |k: &[u8]| match <[u8; 8]>::try_from(k) {
                 Ok(k) => u64::from_le_bytes(k).cmp(&want),
                 Err(_) => cmp.cmp(k, key),
             };
@@ -285,10 +278,7 @@ fn search(page: Page<'_>, lo: usize, hi: usize, key: &[u8], cmp: Cmp, pgno: u32)
                 let (a, b) = (rank(first), rank(last));
                 (a < want && want < b).then(|| (want - a) as f64 / (b - a) as f64)
             };
-            match interpolate(page, lo, hi, pgno, guess, &mut order)? {
-                Break(found) => Ok(found),
-                Continue((lo, hi)) => bsearch(page, lo, hi, pgno, order),
-            }
+            interpolate(page, lo, hi, pgno, guess, order)
         }
         Cmp::Int if key.len() == 4 => {
             let want = u32::from_le_bytes(key.try_into().expect("4 bytes"));
