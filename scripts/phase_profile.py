@@ -9,7 +9,7 @@ function, by leaf symbol (self) and by every symbol on the stack (inclusive).
     scripts/phase_profile.py rdbx.data random_put_phase [N]
 
 Phases: random_put_phase, multi_put_phase, multi_del_phase (tests/benches/
-compare.rs). Record one engine per file (RDBX_BENCH_ENGINES) and compare the
+compare/main.rs). Record one engine per file (RDBX_BENCH_ENGINES) and compare the
 engines' profiles of the same phase; N rows per table (default 25).
 """
 import collections

@@ -65,9 +65,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rdbx::{Db, DbFlags, Durability, Env, Geometry, PutFlags};
+use rdbx::{Db, Durability, Env, PutFlags};
 use rdbx_tests::rng::Rng;
 use rdbx_tests::{lmdb, oracle};
+
+mod engines;
+use engines::{Engine, Kind, Read, Setup, Write};
 
 /// Page size of both environments (`RDBX_BENCH_PAGE_SIZE`, default 4096).
 fn page_size() -> usize {
@@ -163,410 +166,115 @@ impl Times {
     }
 }
 
-fn run_rdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
-    let env = Env::builder()
-        .write_map(write_map)
-        .max_dbs(4)
-        .durability(Durability::SafeNoSync)
-        .geometry(Geometry {
-            page_size: Some(page_size()),
-            size_upper: Some(UPPER),
-            growth_step: Some(GROWTH),
-            ..Default::default()
-        })
-        .open(dir)
-        .expect("rdbx open");
+/// Runs every in-memory workload on one engine, in a new environment in `dir`.
+fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
+    let env = E::open(dir, Setup::NoSync { write_map });
     let mut t = Times::default();
 
     let start = Instant::now();
-    let mut txn = env.begin_rw_txn().unwrap();
-    let db = txn.create_db(Some("bench"), DbFlags::empty()).unwrap();
+    let mut txn = env.begin_rw();
+    let db = txn.table(Some("bench"), Kind::Plain);
     for i in 0..w.n {
-        txn.put(db, &key(i), &value(i), PutFlags::APPEND).unwrap();
+        txn.append(db, &key(i), &value(i));
     }
-    txn.commit().unwrap();
+    txn.commit();
     t.load = start.elapsed();
-    let shape = |env: &Env| {
-        let txn = env.begin_ro_txn().unwrap();
-        let s = txn.db_stat(db).unwrap();
-        (s.depth, s.branch_pages, s.leaf_pages)
-    };
+    let shape = |env: &E| env.begin_ro().shape(db).tree;
     t.tree_after_load = shape(&env);
-    let used = |env: &Env| env.info().unwrap().first_unallocated;
-    t.used[0] = used(&env);
+    t.used[0] = env.used_pages();
 
     t.put = random_put_phase(|| {
         for chunk in w.random_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw_txn().unwrap();
+            let mut txn = env.begin_rw();
             for &i in chunk {
-                txn.put(db, &key(i), &value(i ^ 1), PutFlags::empty()).unwrap();
+                txn.put(db, &key(i), &value(i ^ 1));
             }
-            txn.commit().unwrap();
+            txn.commit();
         }
     });
-    t.used[1] = used(&env);
+    t.used[1] = env.used_pages();
 
-    let mut txn = env.begin_rw_txn().unwrap();
-    let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).unwrap();
-    txn.commit().unwrap();
+    let mut txn = env.begin_rw();
+    let multi = txn.table(Some("multi"), Kind::Multi);
+    txn.commit();
     t.multi = multi_put_phase(|| {
         for chunk in w.multi_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw_txn().unwrap();
+            let mut txn = env.begin_rw();
             for &(k, v) in chunk {
-                txn.put(multi, &key(k), &v.to_be_bytes(), PutFlags::empty()).unwrap();
+                txn.put(multi, &key(k), &v.to_be_bytes());
             }
-            txn.commit().unwrap();
+            txn.commit();
         }
     });
-    t.used[2] = used(&env);
-    {
-        let txn = env.begin_ro_txn().unwrap();
-        let s = txn.db_stat(multi).unwrap();
-        t.multi_entries = s.entries;
-        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
-    }
+    t.used[2] = env.used_pages();
+    let s = env.begin_ro().shape(multi);
+    (t.multi_entries, t.multi_tree) = (s.entries, s.tree);
     t.multi_del = multi_del_phase(|| {
         for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-            let mut txn = env.begin_rw_txn().unwrap();
+            let mut txn = env.begin_rw();
             for &&(k, v) in chunk {
-                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
+                txn.del(multi, &key(k), Some(&v.to_be_bytes()));
             }
-            txn.commit().unwrap();
+            txn.commit();
         }
     });
-    t.multi_entries += env.begin_ro_txn().unwrap().db_stat(multi).unwrap().entries << 32;
+    t.multi_entries += env.begin_ro().shape(multi).entries << 32;
 
-    let start = Instant::now();
-    let txn = env.begin_ro_txn().unwrap();
-    for &i in &w.gets {
-        if let Some(v) = txn.get(db, &key(i)).unwrap() {
-            t.found += black_box(v)[0] as u64 | 1;
-        }
-    }
-    drop(txn);
-    t.get = start.elapsed();
-    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
-        let txn = env.begin_ro_txn().unwrap();
+    // The gets: the first byte of each value found (`| 1`: a found value
+    // counts even when that byte is 0).
+    let gets = |ks: &[u64]| {
+        let txn = env.begin_ro();
         let mut f = 0;
         for &i in ks {
-            if let Some(v) = txn.get(db, &key(i)).unwrap() {
+            if let Some(v) = txn.get(db, &key(i)) {
                 f += black_box(v)[0] as u64 | 1;
             }
         }
         f
-    });
+    };
+    let start = Instant::now();
+    t.found += gets(&w.gets);
+    t.get = start.elapsed();
+    t.get2 = two_threads(&w.gets, &mut t.found, gets);
 
     let start = Instant::now();
-    let txn = env.begin_ro_txn().unwrap();
-    let mut c = txn.cursor(db).unwrap();
-    while let Some((k, v)) = c.next().unwrap() {
-        black_box((k, v));
-        t.scanned += 1;
-    }
-    drop(c);
-    drop(txn);
+    t.scanned += scan(&env, db);
     t.scan = start.elapsed();
     t.tree_at_end = shape(&env);
 
     let start = Instant::now();
-    let mut txn = env.begin_rw_txn().unwrap();
-    let ints = txn.create_db(Some("ints"), DbFlags::INTEGER_KEY).unwrap();
+    let mut txn = env.begin_rw();
+    let ints = txn.table(Some("ints"), Kind::Integer);
     for i in 0..w.n {
-        txn.put(ints, &i.to_ne_bytes(), &value(i), PutFlags::APPEND).unwrap();
+        txn.append(ints, &i.to_ne_bytes(), &value(i));
     }
-    txn.commit().unwrap();
+    txn.commit();
     t.int_load = start.elapsed();
     let start = Instant::now();
-    let txn = env.begin_ro_txn().unwrap();
+    let txn = env.begin_ro();
     for &i in &w.gets {
-        if let Some(v) = txn.get(ints, &i.to_ne_bytes()).unwrap() {
+        if let Some(v) = txn.get(ints, &i.to_ne_bytes()) {
             t.found += black_box(v)[1] as u64 | 1;
         }
     }
     drop(txn);
     t.int_get = start.elapsed();
     let start = Instant::now();
-    let txn = env.begin_ro_txn().unwrap();
-    let mut c = txn.cursor(ints).unwrap();
-    while let Some((k, v)) = c.next().unwrap() {
-        black_box((k, v));
-        t.scanned += 1;
-    }
-    drop(c);
-    drop(txn);
+    t.scanned += scan(&env, ints);
     t.int_scan = start.elapsed();
-    drop(env);
+    env.close();
     t
 }
 
-fn run_libmdbx(dir: &Path, w: &Workloads, write_map: bool) -> Times {
-    let env = oracle::Env::open(
-        dir,
-        &oracle::EnvOptions {
-            no_sub_dir: Some(false),
-            page_size: Some(page_size()),
-            geometry: oracle::Geometry { upper: Some(UPPER), growth: Some(GROWTH), ..Default::default() },
-            max_dbs: 4,
-            durability: oracle::Durability::SafeNoSync,
-            write_map,
-            ..Default::default()
-        },
-    )
-    .expect("libmdbx open");
-    let mut t = Times::default();
-
-    let start = Instant::now();
-    let mut txn = env.begin_rw().unwrap();
-    let db = txn.create_table(Some(b"bench"), 0).unwrap();
-    for i in 0..w.n {
-        txn.put(db, &key(i), &value(i), oracle::MDBX_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    t.load = start.elapsed();
-    let shape = |env: &oracle::Env| {
-        let txn = env.begin_ro().unwrap();
-        let s = txn.stat(db).unwrap();
-        (s.depth, s.branch_pages, s.leaf_pages)
-    };
-    t.tree_after_load = shape(&env);
-    let used = |env: &oracle::Env| env.info().unwrap().last_pgno + 1;
-    t.used[0] = used(&env);
-
-    t.put = random_put_phase(|| {
-        for chunk in w.random_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &i in chunk {
-                txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-    });
-    t.used[1] = used(&env);
-
-    let mut txn = env.begin_rw().unwrap();
-    let multi = txn.create_table(Some(b"multi"), oracle::MDBX_DUPSORT).unwrap();
-    txn.commit().unwrap();
-    t.multi = multi_put_phase(|| {
-        for chunk in w.multi_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &(k, v) in chunk {
-                txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-    });
-    t.used[2] = used(&env);
-    {
-        let txn = env.begin_ro().unwrap();
-        let s = txn.stat(multi).unwrap();
-        t.multi_entries = s.entries;
-        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
-    }
-    t.multi_del = multi_del_phase(|| {
-        for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &&(k, v) in chunk {
-                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-    });
-    t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
-
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    for &i in &w.gets {
-        if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
-            t.found += black_box(v)[0] as u64 | 1;
-        }
-    }
-    drop(txn);
-    t.get = start.elapsed();
-    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
-        let txn = env.begin_ro().unwrap();
-        let mut f = 0;
-        for &i in ks {
-            if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
-                f += black_box(v)[0] as u64 | 1;
-            }
-        }
-        f
-    });
-
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
+/// One cursor over every record of `t` in a read transaction: the records seen.
+fn scan<E: Engine>(env: &E, t: E::Table) -> u64 {
+    let txn = env.begin_ro();
     let mut scanned = 0;
-    txn.for_each(db, |k, v| {
+    txn.scan(t, |k, v| {
         black_box((k, v));
         scanned += 1;
-        Ok(())
-    })
-    .unwrap();
-    t.scanned = scanned;
-    drop(txn);
-    t.scan = start.elapsed();
-    t.tree_at_end = shape(&env);
-
-    let start = Instant::now();
-    let mut txn = env.begin_rw().unwrap();
-    let ints = txn.create_table(Some(b"ints"), oracle::MDBX_INTEGERKEY).unwrap();
-    for i in 0..w.n {
-        txn.put(ints, &i.to_ne_bytes(), &value(i), oracle::MDBX_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    t.int_load = start.elapsed();
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    for &i in &w.gets {
-        if let Some(v) = txn.get_ref(ints, &i.to_ne_bytes()).unwrap() {
-            t.found += black_box(v)[1] as u64 | 1;
-        }
-    }
-    drop(txn);
-    t.int_get = start.elapsed();
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    let mut scanned = 0;
-    txn.for_each(ints, |k, v| {
-        black_box((k, v));
-        scanned += 1;
-        Ok(())
-    })
-    .unwrap();
-    t.scanned += scanned;
-    drop(txn);
-    t.int_scan = start.elapsed();
-    env.close().unwrap();
-    t
-}
-
-fn run_lmdb(dir: &Path, w: &Workloads, write_map: bool) -> Times {
-    let flags = lmdb::MDB_NOSYNC | if write_map { lmdb::MDB_WRITEMAP } else { 0 };
-    let env = lmdb::Env::open(dir, UPPER, 4, flags).expect("LMDB open");
-    let mut t = Times::default();
-
-    let start = Instant::now();
-    let mut txn = env.begin_rw().unwrap();
-    let db = txn.create_table(b"bench", 0).unwrap();
-    for i in 0..w.n {
-        txn.put(db, &key(i), &value(i), lmdb::MDB_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    t.load = start.elapsed();
-    let shape = |env: &lmdb::Env| {
-        let txn = env.begin_ro().unwrap();
-        let s = txn.stat(db).unwrap();
-        (s.depth, s.branch_pages, s.leaf_pages)
-    };
-    t.tree_after_load = shape(&env);
-    let used = |env: &lmdb::Env| env.last_pgno().unwrap() + 1;
-    t.used[0] = used(&env);
-
-    t.put = random_put_phase(|| {
-        for chunk in w.random_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &i in chunk {
-                txn.put(db, &key(i), &value(i ^ 1), 0).unwrap();
-            }
-            txn.commit().unwrap();
-        }
     });
-    t.used[1] = used(&env);
-
-    let mut txn = env.begin_rw().unwrap();
-    let multi = txn.create_table(b"multi", lmdb::MDB_DUPSORT).unwrap();
-    txn.commit().unwrap();
-    t.multi = multi_put_phase(|| {
-        for chunk in w.multi_puts.chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &(k, v) in chunk {
-                txn.put(multi, &key(k), &v.to_be_bytes(), 0).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-    });
-    t.used[2] = used(&env);
-    {
-        let txn = env.begin_ro().unwrap();
-        let s = txn.stat(multi).unwrap();
-        t.multi_entries = s.entries;
-        t.multi_tree = (s.depth, s.branch_pages, s.leaf_pages);
-    }
-    t.multi_del = multi_del_phase(|| {
-        for chunk in w.multi_puts.iter().step_by(2).collect::<Vec<_>>().chunks(BATCH) {
-            let mut txn = env.begin_rw().unwrap();
-            for &&(k, v) in chunk {
-                txn.del(multi, &key(k), Some(&v.to_be_bytes())).unwrap();
-            }
-            txn.commit().unwrap();
-        }
-    });
-    t.multi_entries += env.begin_ro().unwrap().stat(multi).unwrap().entries << 32;
-
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    for &i in &w.gets {
-        if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
-            t.found += black_box(v)[0] as u64 | 1;
-        }
-    }
-    drop(txn);
-    t.get = start.elapsed();
-    t.get2 = two_threads(&w.gets, &mut t.found, |ks| {
-        let txn = env.begin_ro().unwrap();
-        let mut f = 0;
-        for &i in ks {
-            if let Some(v) = txn.get_ref(db, &key(i)).unwrap() {
-                f += black_box(v)[0] as u64 | 1;
-            }
-        }
-        f
-    });
-
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    let mut scanned = 0;
-    txn.for_each(db, |k, v| {
-        black_box((k, v));
-        scanned += 1;
-    })
-    .unwrap();
-    t.scanned = scanned;
-    drop(txn);
-    t.scan = start.elapsed();
-    t.tree_at_end = shape(&env);
-
-    let start = Instant::now();
-    let mut txn = env.begin_rw().unwrap();
-    let ints = txn.create_table(b"ints", lmdb::MDB_INTEGERKEY).unwrap();
-    for i in 0..w.n {
-        txn.put(ints, &i.to_ne_bytes(), &value(i), lmdb::MDB_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    t.int_load = start.elapsed();
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    for &i in &w.gets {
-        if let Some(v) = txn.get_ref(ints, &i.to_ne_bytes()).unwrap() {
-            t.found += black_box(v)[1] as u64 | 1;
-        }
-    }
-    drop(txn);
-    t.int_get = start.elapsed();
-    let start = Instant::now();
-    let txn = env.begin_ro().unwrap();
-    let mut scanned = 0;
-    txn.for_each(ints, |k, v| {
-        black_box((k, v));
-        scanned += 1;
-    })
-    .unwrap();
-    t.scanned += scanned;
-    drop(txn);
-    t.int_scan = start.elapsed();
-    env.sync().unwrap();
-    drop(env);
-    t
+    scanned
 }
 
 fn bench_dir() -> PathBuf {
@@ -722,12 +430,13 @@ fn durable_crud() {
             let dir = tmp.path().join(format!("{engine}-{round}"));
             let (slot, took) = match *engine {
                 "rdbx" => {
-                    let (took, fsyncs, writes) = crud_rdbx(&dir, txns);
+                    let (took, io) = crud::<Env>(&dir, txns);
+                    let (fsyncs, writes) = io.expect("rdbx counts its flushes and writes");
                     rdbx_ops = (fsyncs as f64 / txns as f64, writes as f64 / txns as f64);
                     (0, took)
                 }
-                "libmdbx" => (1, crud_libmdbx(&dir, txns)),
-                _ => (2, crud_lmdb(&dir, txns)),
+                "libmdbx" => (1, crud::<oracle::Env>(&dir, txns).0),
+                _ => (2, crud::<lmdb::Env>(&dir, txns).0),
             };
             best[slot] = best[slot].min(took);
             let _ = std::fs::remove_dir_all(&dir);
@@ -748,82 +457,33 @@ fn durable_crud() {
     println!("rdbx per commit: {:.2} fdatasync, {:.2} writes", rdbx_ops.0, rdbx_ops.1);
 }
 
-/// rdbx's durable CRUD run in `dir`: its time, and the flushes and write
-/// calls its commits made.
-fn crud_rdbx(dir: &Path, txns: u64) -> (Duration, u64, u64) {
-    let env = Env::builder().durability(Durability::SyncDurable).open(dir).unwrap();
-    let mut txn = env.begin_rw_txn().unwrap();
+/// One engine's durable CRUD run in a new environment in `dir`: its time,
+/// and the flushes and write calls its commits made (where it counts them).
+fn crud<E: Engine>(dir: &Path, txns: u64) -> (Duration, Option<(u64, u64)>) {
+    let env = E::open(dir, Setup::Durable);
+    let mut txn = env.begin_rw();
+    let main = txn.table(None, Kind::Plain);
     for i in 0..CRUD_PRELOAD {
-        txn.put(Db::MAIN, &key(i), &value(i), PutFlags::APPEND).unwrap();
+        txn.append(main, &key(i), &value(i));
     }
-    txn.commit().unwrap();
-    let ops0 = env.page_ops();
+    txn.commit();
+    let io0 = env.io_counts();
     let start = Instant::now();
     for t in 0..txns {
         let (ins, get, upd, del) = crud_keys(t);
-        let mut txn = env.begin_rw_txn().unwrap();
+        let mut txn = env.begin_rw();
         for k in ins {
-            txn.put(Db::MAIN, &key(k), &value(k), PutFlags::empty()).unwrap();
+            txn.put(main, &key(k), &value(k));
         }
-        black_box(txn.get(Db::MAIN, &key(get)).unwrap());
-        txn.put(Db::MAIN, &key(upd), &value(upd ^ t), PutFlags::empty()).unwrap();
-        txn.del(Db::MAIN, &key(del), None).unwrap();
-        txn.commit().unwrap();
+        black_box(txn.get(main, &key(get)).map(<[u8]>::len));
+        txn.put(main, &key(upd), &value(upd ^ t));
+        txn.del(main, &key(del), None);
+        txn.commit();
     }
     let took = start.elapsed();
-    let ops = env.page_ops();
-    (took, ops.fsync - ops0.fsync, ops.wops - ops0.wops)
-}
-
-/// libmdbx's durable CRUD run in `dir` (MDBX_SYNC_DURABLE).
-fn crud_libmdbx(dir: &Path, txns: u64) -> Duration {
-    let env = oracle::Env::open(dir, &oracle::EnvOptions { no_sub_dir: Some(false), max_dbs: 2, ..Default::default() })
-        .unwrap();
-    let mut txn = env.begin_rw().unwrap();
-    for i in 0..CRUD_PRELOAD {
-        txn.put(oracle::MAIN_DBI, &key(i), &value(i), oracle::MDBX_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    let start = Instant::now();
-    for t in 0..txns {
-        let (ins, get, upd, del) = crud_keys(t);
-        let mut txn = env.begin_rw().unwrap();
-        for k in ins {
-            txn.put(oracle::MAIN_DBI, &key(k), &value(k), 0).unwrap();
-        }
-        black_box(txn.get(oracle::MAIN_DBI, &key(get)).unwrap());
-        txn.put(oracle::MAIN_DBI, &key(upd), &value(upd ^ t), 0).unwrap();
-        txn.del(oracle::MAIN_DBI, &key(del), None).unwrap();
-        txn.commit().unwrap();
-    }
-    let took = start.elapsed();
-    env.close().unwrap();
-    took
-}
-
-/// LMDB's durable CRUD run in `dir` (its default full sync).
-fn crud_lmdb(dir: &Path, txns: u64) -> Duration {
-    std::fs::create_dir_all(dir).unwrap();
-    let env = lmdb::Env::open(dir, 1 << 30, 2, 0).unwrap();
-    let mut txn = env.begin_rw().unwrap();
-    let dbi = txn.main_dbi().unwrap();
-    for i in 0..CRUD_PRELOAD {
-        txn.put(dbi, &key(i), &value(i), lmdb::MDB_APPEND).unwrap();
-    }
-    txn.commit().unwrap();
-    let start = Instant::now();
-    for t in 0..txns {
-        let (ins, get, upd, del) = crud_keys(t);
-        let mut txn = env.begin_rw().unwrap();
-        for k in ins {
-            txn.put(dbi, &key(k), &value(k), 0).unwrap();
-        }
-        black_box(txn.get_ref(dbi, &key(get)).unwrap().map(<[u8]>::len));
-        txn.put(dbi, &key(upd), &value(upd ^ t), 0).unwrap();
-        txn.del(dbi, &key(del), None).unwrap();
-        txn.commit().unwrap();
-    }
-    start.elapsed()
+    let io = env.io_counts().zip(io0).map(|(b, a)| (b.0 - a.0, b.1 - a.1));
+    env.close();
+    (took, io)
 }
 
 /// The timed write phases, each its own function so that a profiler can
@@ -917,9 +577,9 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
             };
             let _ = std::fs::remove_dir_all(dir);
             let t = match *engine {
-                "rdbx" => run_rdbx(dir, w, write_map),
-                "libmdbx" => run_libmdbx(dir, w, write_map),
-                _ => run_lmdb(dir, w, write_map),
+                "rdbx" => run::<Env>(dir, w, write_map),
+                "libmdbx" => run::<oracle::Env>(dir, w, write_map),
+                _ => run::<lmdb::Env>(dir, w, write_map),
             };
             match slot {
                 Some(best) => best.keep_best(t),
