@@ -1830,53 +1830,37 @@ mod vec_policy_tests {
         }
     }
 
-    impl VecRunPool for Sim<Vec<u32>> {
-        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
-            (&mut self.loose, &mut self.reclaimed)
-        }
-        fn run_next(&self) -> u32 {
-            self.run_next
-        }
-        fn runs_scanned(&mut self) -> &mut usize {
-            &mut self.runs_scanned
-        }
-        fn dirty_pages(&self) -> usize {
-            self.dirty
-        }
-        fn tail(&self) -> (u32, u32) {
-            (self.first_unallocated, self.now)
-        }
-        fn take_tail(&mut self) -> Result<u32> {
-            Ok(self.take_tail_page())
-        }
-        fn reclaim_more(&mut self) -> Result<bool> {
-            Ok(self.reclaim())
-        }
+    /// The simulation behind both allocators' traits: the reference one
+    /// over a plain list (`VecRunPool`) and the real one over runs.
+    macro_rules! sim_pool {
+        ($pool:ident, $list:ty) => {
+            impl $pool for Sim<$list> {
+                fn free_lists(&mut self) -> (&mut Vec<u32>, &mut $list) {
+                    (&mut self.loose, &mut self.reclaimed)
+                }
+                fn run_next(&self) -> u32 {
+                    self.run_next
+                }
+                fn runs_scanned(&mut self) -> &mut usize {
+                    &mut self.runs_scanned
+                }
+                fn dirty_pages(&self) -> usize {
+                    self.dirty
+                }
+                fn tail(&self) -> (u32, u32) {
+                    (self.first_unallocated, self.now)
+                }
+                fn take_tail(&mut self) -> Result<u32> {
+                    Ok(self.take_tail_page())
+                }
+                fn reclaim_more(&mut self) -> Result<bool> {
+                    Ok(self.reclaim())
+                }
+            }
+        };
     }
-
-    impl RunPool for Sim<RunList> {
-        fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList) {
-            (&mut self.loose, &mut self.reclaimed)
-        }
-        fn run_next(&self) -> u32 {
-            self.run_next
-        }
-        fn runs_scanned(&mut self) -> &mut usize {
-            &mut self.runs_scanned
-        }
-        fn dirty_pages(&self) -> usize {
-            self.dirty
-        }
-        fn tail(&self) -> (u32, u32) {
-            (self.first_unallocated, self.now)
-        }
-        fn take_tail(&mut self) -> Result<u32> {
-            Ok(self.take_tail_page())
-        }
-        fn reclaim_more(&mut self) -> Result<bool> {
-            Ok(self.reclaim())
-        }
-    }
+    sim_pool!(VecRunPool, Vec<u32>);
+    sim_pool!(RunPool, RunList);
 
     #[derive(Clone, Debug)]
     enum Op {
