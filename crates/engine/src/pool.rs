@@ -124,11 +124,18 @@ impl PagePool {
         }
     }
 
-    /// A buffer holding a copy of `src` (one page).
+    /// A buffer holding a copy of `src` (one page). Into a recycled buffer
+    /// only the page's used parts are copied ([`copy_used`]): the gap
+    /// between its node offsets and its nodes keeps the bytes of the page
+    /// the buffer held before (a page of this same database), as libmdbx's
+    /// and LMDB's copies do. In-process profile of the benchmark's random
+    /// puts: the copies' samples 1,521-1,668 -> 1,201-1,310.
+    ///
+    /// [`copy_used`]: crate::format::page::copy_used
     pub(crate) fn copy_of(&mut self, src: &[u8]) -> Box<[u8]> {
         match self.take(src.len()) {
             Some(mut b) => {
-                b.copy_from_slice(src);
+                crate::format::page::copy_used(&mut b, src, false);
                 b
             }
             None => src.into(),

@@ -226,9 +226,13 @@ fn interpolate(
 /// decreasing in [`lex`] order among keys that share everything before them.
 #[inline(always)]
 fn lex_rank(k: &[u8]) -> u64 {
+    // One load for the common case; a copy of a variable length is a
+    // library call (`memcpy`), measured at 0.5% of a random-put phase.
+    if let Some(b) = k.first_chunk::<8>() {
+        return u64::from_be_bytes(*b);
+    }
     let mut b = [0u8; 8];
-    let n = k.len().min(8);
-    b[..n].copy_from_slice(&k[..n]);
+    b[..k.len()].copy_from_slice(k);
     u64::from_be_bytes(b)
 }
 

@@ -152,9 +152,9 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
                 // Into a cold map page: skip the source's gap, reading it
-                // and writing it (a heap copy, whose buffer is warm, gains
-                // nothing from it). The page keeps its own earlier bytes
-                // there, as libmdbx's copies do.
+                // and writing it (heap copies skip it too: `copy_of`). The
+                // page keeps its own earlier bytes there, as libmdbx's
+                // copies do.
                 fpage::copy_used(&mut m, txn.pages().get_clean(pgno)?, false);
                 PageBuf::Map(m)
             }
