@@ -11,7 +11,8 @@
 //! for profiling one engine: prints its rows alone, no ratios);
 //! `RDBX_BENCH_ROUNDS=<k>` runs each mode k times, rotating that order one
 //! step per round, on fresh files each time, and keeps each engine's best
-//! time per row (default 1);
+//! time per row (default 1); `RDBX_BENCH_EACH=1` prints every round's
+//! times on stderr;
 //! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
 //!
 //! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
@@ -529,6 +530,13 @@ const ROWS: [Row; 10] = [
     ("integer keys: scan (cursor)", |_, n, _| n, |t| t.int_scan),
 ];
 
+/// A row's name for `RDBX_BENCH_EACH` lines: "random put (txns of 1000)"
+/// -> "random_put", "integer keys: get (shuffled)" -> "int_get".
+fn short(name: &str) -> String {
+    let name = name.split(" (").next().unwrap_or(name);
+    name.replace("integer keys: ", "int ").replace(", ", " ").replace(' ', "_")
+}
+
 /// Rounds per mode (`RDBX_BENCH_ROUNDS`, default 1).
 fn bench_rounds() -> usize {
     std::env::var("RDBX_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
@@ -585,6 +593,14 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
                 "libmdbx" => run::<oracle::Env>(dir, w, write_map),
                 _ => run::<lmdb::Env>(dir, w, write_map),
             };
+            if std::env::var_os("RDBX_BENCH_EACH").is_some() {
+                // Every round's times (ms) on stderr, for studying the spread.
+                let ms: Vec<String> = ROWS
+                    .iter()
+                    .map(|(name, _, time)| format!("{}={:.1}", short(name), time(&t).as_secs_f64() * 1e3))
+                    .collect();
+                eprintln!("round {round} {engine:<8} {}", ms.join(" "));
+            }
             match slot {
                 Some(best) => best.keep_best(t),
                 None => *slot = Some(t),
