@@ -698,7 +698,7 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
     }
     let (retired, reclaimed) = {
         let l = w.lists();
-        l.retired.sort_unstable_by(|a, b| b.cmp(a));
+        crate::radix::sort_desc(l.retired);
         let n = l.retired.len();
         l.retired.dedup();
         if l.retired.len() != n {

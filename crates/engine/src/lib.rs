@@ -60,6 +60,7 @@ mod iter;
 pub(crate) mod lck;
 pub(crate) mod os;
 mod pool;
+mod radix;
 mod readers;
 mod run_list;
 mod space;

@@ -37,6 +37,11 @@ const IOV_STACK: usize = 64;
 
 /// `pwritev2` with `flags` (0: plain `pwritev`).
 fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int) -> io::Result<()> {
+    if let ([buf], 0) = (bufs, flags) {
+        // One buffer (most pages of a random-write commit): plain `pwrite`
+        // (std loops on short writes and EINTR), with no iovecs to build.
+        return file.write_all_at(buf, offset);
+    }
     const NO_IOV: libc::iovec = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
     let fd = file.as_raw_fd();
     let mut idx = 0usize; // first buffer not completely written
@@ -83,11 +88,7 @@ fn pwrite_all_with(file: &File, bufs: &[&[u8]], offset: u64, flags: libc::c_int)
         // for the whole call (pwritev/pwritev2 only read from them);
         // `count <= IOV_MAX` fits c_int.
         let rc = unsafe {
-            if flags == 0 && count == 1 {
-                // One buffer (most pages of a random-write commit): plain
-                // pwrite, which spares the kernel copying in an iovec.
-                libc::pwrite(fd, iov[0].iov_base, iov[0].iov_len, off)
-            } else if flags == 0 {
+            if flags == 0 {
                 libc::pwritev(fd, iov.as_ptr(), count as libc::c_int, off)
             } else {
                 libc::pwritev2(fd, iov.as_ptr(), count as libc::c_int, off, flags)

@@ -59,7 +59,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         order.push(u64::from(*p) << 32 | bufs_of.len() as u64);
         bufs_of.push(&b[..]);
     }
-    order.sort_unstable();
+    // Page numbers are unique, so their order is the keys' order.
+    crate::radix::sort_by_key(&mut order, |k| (k >> 32) as u32);
     let page = |k: u64| ((k >> 32) as u32, bufs_of[k as u32 as usize]);
     // Pages edited in place in the map are written too (to the page cache).
     let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
