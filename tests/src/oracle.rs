@@ -584,6 +584,16 @@ impl Txn<'_> {
         Ok(s.into())
     }
 
+    /// Bytes of the pages this write transaction has dirtied
+    /// (`mdbx_txn_info`'s `txn_space_dirty`).
+    pub fn space_dirty(&self) -> Result<u64> {
+        // SAFETY: MDBX_txn_info is plain old data.
+        let mut i: ffi::MDBX_txn_info = unsafe { std::mem::zeroed() };
+        // SAFETY: live txn, valid out-pointer.
+        check(unsafe { ffi::mdbx_txn_info(self.txn, &mut i, false) }, || "mdbx_txn_info".into())?;
+        Ok(i.txn_space_dirty)
+    }
+
     /// Empty a table (`delete = false`) or delete it (`delete = true`).
     pub fn drop_table(&mut self, dbi: Dbi, delete: bool) -> Result<()> {
         // SAFETY: live txn.

@@ -52,8 +52,8 @@
 //! Random UUIDs (LMDB's "degenerate scenario", also on `RDBX_BENCH_SYNC_DIR`):
 //! 100 durable transactions of 100 random 16-byte keys with 100-byte values;
 //! for the last 20 commits, the write calls (extents) per commit of rdbx and
-//! libmdbx (their `wops` counters, the meta included), rdbx's bytes per
-//! commit, and the data file size of both.
+//! libmdbx (their `wops` counters, the meta included), their bytes per
+//! commit (the dirty pages before the commit), and the data file size of both.
 //!
 //! Prints one row per workload: rdbx, libmdbx and LMDB ops/s, and the ratios
 //! rdbx/libmdbx and rdbx/LMDB (above 1: rdbx is faster),
@@ -376,16 +376,18 @@ fn random_uuids() {
     )
     .unwrap();
     let mut rng = Rng::new(7);
-    let mut m_wops = 0u64;
+    let (mut m_wops, mut m_bytes) = (0u64, 0u64);
     for t in 0..TXNS {
         let mut txn = env.begin_rw().unwrap();
         for _ in 0..PER_TXN {
             txn.put(oracle::MAIN_DBI, &uuid(&mut rng), &val, 0).unwrap();
         }
         let before = env.info().unwrap().pgop[7];
+        let dirty = txn.space_dirty().unwrap();
         txn.commit().unwrap();
         if t >= TXNS - LAST {
             m_wops += env.info().unwrap().pgop[7] - before;
+            m_bytes += dirty;
         }
     }
     let m_size = std::fs::metadata(tmp.path().join("libmdbx/mdbx.dat")).unwrap().len();
@@ -397,10 +399,11 @@ fn random_uuids() {
         "== random UUIDs ({TXNS} durable transactions of {PER_TXN} 16-byte keys, 100-byte values; last {LAST} commits)"
     );
     println!(
-        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; rdbx bytes per commit {:.0}; data file: rdbx {r_size} bytes ({r_used} pages used), libmdbx {m_size} bytes ({m_used} pages used)",
+        "extents (write calls) per commit: rdbx {:.1}, libmdbx {:.1}; bytes per commit (dirty pages): rdbx {:.0}, libmdbx {:.0}; data file: rdbx {r_size} bytes ({r_used} pages used), libmdbx {m_size} bytes ({m_used} pages used)",
         r_wops as f64 / n,
         m_wops as f64 / n,
-        r_bytes as f64 / n
+        r_bytes as f64 / n,
+        m_bytes as f64 / n
     );
 }
 
