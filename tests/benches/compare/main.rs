@@ -36,7 +36,9 @@
 //!    (key and value), in transactions of 1,000;
 //! 7. integer keys: an INTEGER_KEY table (8-byte native-endian keys, 32-byte
 //!    values): N puts in key order with APPEND in one transaction, N gets in
-//!    shuffled order, one full scan.
+//!    shuffled order, one full scan;
+//! 8. small commits: min(20,000, N) write transactions of one put each (a
+//!    random key, 32-byte value) into a table of their own.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
@@ -99,10 +101,14 @@ struct Workloads {
     gets: Vec<u64>,
     /// (key, value) pairs for the multimap workload.
     multi_puts: Vec<(u64, u64)>,
+    /// Keys of the small transactions (one put each).
+    small_puts: Vec<u64>,
 }
 
 /// Keys of the multimap workload.
 const MULTI_KEYS: u64 = 1000;
+/// Transactions of the small-commit workload (one put each).
+const SMALL_COMMITS: u64 = 20_000;
 
 impl Workloads {
     fn new(n: u64) -> Self {
@@ -112,7 +118,8 @@ impl Workloads {
         let mut gets: Vec<u64> = (0..n).collect();
         rng.shuffle(&mut gets);
         let multi_puts = (0..puts).map(|_| (rng.below(MULTI_KEYS), rng.next_u64())).collect();
-        Workloads { n, random_puts, gets, multi_puts }
+        let small_puts = (0..n.min(SMALL_COMMITS)).map(|_| rng.next_u64()).collect();
+        Workloads { n, random_puts, gets, multi_puts, small_puts }
     }
 }
 
@@ -124,6 +131,8 @@ struct Times {
     int_load: Duration,
     int_get: Duration,
     int_scan: Duration,
+    /// Transactions of one put each.
+    small: Duration,
     put: Duration,
     multi: Duration,
     multi_del: Duration,
@@ -161,6 +170,7 @@ impl Times {
             (&mut self.get, other.get),
             (&mut self.get2, other.get2),
             (&mut self.scan, other.scan),
+            (&mut self.small, other.small),
         ] {
             *a = (*a).min(b);
         }
@@ -267,6 +277,18 @@ fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let start = Instant::now();
     t.scanned += scan(&env, ints);
     t.int_scan = start.elapsed();
+
+    // Small transactions: one put each, into a table of their own.
+    let mut txn = env.begin_rw();
+    let small = txn.table(Some("small"), Kind::Plain);
+    txn.commit();
+    t.small = small_commit_phase(|| {
+        for &i in &w.small_puts {
+            let mut txn = env.begin_rw();
+            txn.put(small, &key(i), &value(i));
+            txn.commit();
+        }
+    });
     env.close();
     t
 }
@@ -509,6 +531,10 @@ fn multi_put_phase(f: impl FnOnce()) -> Duration {
 fn multi_del_phase(f: impl FnOnce()) -> Duration {
     timed(f)
 }
+#[inline(never)]
+fn small_commit_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
 fn timed(f: impl FnOnce()) -> Duration {
     let start = Instant::now();
     f();
@@ -520,7 +546,7 @@ fn timed(f: impl FnOnce()) -> Duration {
 type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
 
 /// The rows, in the order printed.
-const ROWS: [Row; 10] = [
+const ROWS: [Row; 11] = [
     ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
     ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
     ("random get (shuffled)", |_, n, _| n, |t| t.get),
@@ -531,6 +557,7 @@ const ROWS: [Row; 10] = [
     ("integer keys: load (append, 1 txn)", |_, n, _| n, |t| t.int_load),
     ("integer keys: get (shuffled)", |_, n, _| n, |t| t.int_get),
     ("integer keys: scan (cursor)", |_, n, _| n, |t| t.int_scan),
+    ("small commits (1 put per txn)", |w, _, _| w.small_puts.len() as u64, |t| t.small),
 ];
 
 /// A row's name for `RDBX_BENCH_EACH` lines: "random put (txns of 1000)"

@@ -155,9 +155,11 @@ impl EnvInner {
             // (docs/lock-format.md, "Sync and mode fields").
             lck.check_envmode(envmode, false)?;
         }
+        let in_memory_fs = crate::os::is_in_memory_fs(&file);
+        let file_io = FileIo { file: file.clone(), in_memory: in_memory_fs };
         let io: Box<dyn PageIo> = match &b.faults {
-            Some(f) => Box::new(FaultyIo { inner: FileIo { file: file.clone() }, faults: f.clone() }),
-            None => Box::new(FileIo { file: file.clone() }),
+            Some(f) => Box::new(FaultyIo { inner: file_io, faults: f.clone() }),
+            None => Box::new(file_io),
         };
         let mut size = file::file_size(&file)?;
         let g = &b.geometry;
@@ -252,7 +254,6 @@ impl EnvInner {
             }
         }
         let limits = Limits::new(page_size);
-        let in_memory_fs = crate::os::is_in_memory_fs(&file);
         let map = map_file(&file, &meta, page_size, size, writemap)?;
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
@@ -374,7 +375,14 @@ impl EnvInner {
     /// The current 224-byte body of meta slot `i`.
     pub(crate) fn meta_body(&self, i: usize) -> Result<[u8; META_LEN]> {
         let mut b = [0u8; META_LEN];
-        file::pread_exact(&self.file, &mut b, (i * self.page_size + META_OFF) as u64)?;
+        let off = i * self.page_size + META_OFF;
+        // From the map, without a system call (the caller holds the writer
+        // lock, so no other process rewrites the slot meanwhile); from the
+        // file when the map does not reach it.
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if !map.copy_volatile(off, &mut b) {
+            file::pread_exact(&self.file, &mut b, off as u64)?;
+        }
         Ok(b)
     }
 
@@ -625,7 +633,12 @@ impl EnvInner {
             self.lck.add_page_ops(&crate::lck::PageOps { msync: 1, ..Default::default() });
             let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
             let len = self.file_len.load(Ordering::Acquire) as usize;
-            map.sync(len)?;
+            // On tmpfs or ramfs an msync only walks the mappings (the
+            // file's sync does nothing there): skipped, as `FileIo` skips
+            // `fdatasync`.
+            if !self.in_memory_fs {
+                map.sync(len)?;
+            }
             if map.len() >= len {
                 return Ok(());
             }
