@@ -50,9 +50,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // 4. Pages, in runs of consecutive page numbers.
     // With WRITEMAP most pages are already in place in the map.
     // The heap pages, and their order by page number as `pgno << 32 | i`
-    // (`i` indexes `bufs_of`): 8-byte keys sort faster than (page, buffer)
-    // pairs, and the order outlives the buffers' borrow, for giving them
-    // back to the pool below.
+    // (`i` indexes `bufs_of`): plain numbers, so the order outlives the
+    // buffers' borrow, for giving them back to the pool below.
     let mut bufs_of: Vec<&[u8]> = Vec::with_capacity(txn.dirty.len());
     let mut order: Vec<u64> = Vec::with_capacity(txn.dirty.len());
     for (p, b) in txn.dirty.iter().filter(|(_, b)| !b.in_map()) {
