@@ -386,6 +386,20 @@ impl EnvInner {
         Ok(b)
     }
 
+    /// WRITEMAP: writes `body` into meta slot `i` in place through the map,
+    /// as libmdbx writes its metas in that mode (no system call; `txnid_b`
+    /// last, see [`Mmap::write_ordered`]). False when the map cannot take it
+    /// (no WRITEMAP, or the slot outside the map): then nothing is written.
+    /// The caller holds the writer lock and never writes the newest slot
+    /// this way (readers of other processes may be taking it).
+    pub(crate) fn write_meta_in_map(&self, i: usize, body: &[u8; META_LEN]) -> bool {
+        if !self.writemap {
+            return false;
+        }
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        map.write_ordered(i * self.page_size + META_OFF, body, crate::format::meta::TXNID_B_AT)
+    }
+
     /// The newest meta.
     pub(crate) fn latest_meta(&self) -> Result<Meta> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();

@@ -34,6 +34,9 @@ use crate::flags::DbFlags;
 pub const META_OFF: usize = PAGEHDRSZ;
 /// Meta body length.
 pub const META_LEN: usize = 224;
+/// Offset of `txnid_b` in the body: a reader takes a meta only when it
+/// equals `txnid_a`, so a writer in place writes it last.
+pub const TXNID_B_AT: usize = 176;
 /// `sign` of a steady meta.
 pub const SIGN_STEADY: u64 = u64::MAX;
 /// `sign` of a weak meta.
@@ -110,7 +113,7 @@ impl Meta {
             main: Tree::read(&b[88..136]),
             canary: [u64_at(b, 136), u64_at(b, 144), u64_at(b, 152), u64_at(b, 160)],
             sign: u64_at(b, 168),
-            txnid_b: u64_at(b, 176),
+            txnid_b: u64_at(b, TXNID_B_AT),
             pages_retired: u64_at(b, 184),
             bootid,
             dxbid,
@@ -134,7 +137,7 @@ impl Meta {
             put_u64(&mut b, 136 + 8 * k, *v);
         }
         put_u64(&mut b, 168, self.sign);
-        put_u64(&mut b, 176, self.txnid_b);
+        put_u64(&mut b, TXNID_B_AT, self.txnid_b);
         put_u64(&mut b, 184, self.pages_retired);
         b[192..208].copy_from_slice(&self.bootid);
         b[208..224].copy_from_slice(&self.dxbid);

@@ -286,6 +286,50 @@ impl Mmap {
         true
     }
 
+    /// WRITEMAP: writes `bytes` at `off` in place, for bytes that readers of
+    /// any process copy while they may change (a meta, read with
+    /// [`Mmap::copy_volatile`] and valid only when its two copies of the
+    /// txnid agree, the second being the 8 bytes at `last` within `bytes`).
+    /// The order is libmdbx's: the `last` bytes are zeroed, the others
+    /// written, then the `last` bytes (release), so that a concurrent copy
+    /// holds the old bytes, the new ones, or txnid copies that disagree (the
+    /// new first copy is never 0). False (nothing written) when the map is
+    /// read-only, the range is not inside it, or `off`, `bytes.len()` or
+    /// `last` is not a multiple of 4.
+    ///
+    /// Contract (upheld by the commit, the only caller, under the writer
+    /// lock): the range is inside the file, and no `&[u8]` borrows it (the
+    /// meta pages are refused by [`Mmap::bytes`], see
+    /// [`Mmap::shield_prefix`], and never handed out by [`Mmap::page_mut`]).
+    pub fn write_ordered(&self, off: usize, bytes: &[u8], last: usize) -> bool {
+        let Some(end) = off.checked_add(bytes.len()) else { return false };
+        let aligned = [off, bytes.len(), last].iter().all(|x| x.is_multiple_of(4));
+        if !self.writable || end > self.len || !aligned || last + 8 > bytes.len() {
+            return false;
+        }
+        let base = self.ptr.as_ptr().wrapping_add(off);
+        let word = |i: usize| u32::from_ne_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+        let store = |i: usize, v: u32, order: Ordering| {
+            // SAFETY: `off + i + 4 <= end <= self.len`: inside the live,
+            // writable mapping; the address is 4-aligned (the mapping is
+            // page-aligned, `off` and `i` are multiples of 4). Per the
+            // contract no reference to these bytes exists; other readers
+            // access them only by volatile or atomic loads.
+            let a = unsafe { AtomicU32::from_ptr(base.add(i).cast::<u32>()) };
+            a.store(v, order);
+        };
+        store(last, 0, Ordering::Relaxed);
+        store(last + 4, 0, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        for i in (0..bytes.len()).step_by(4).filter(|&i| !(last..last + 8).contains(&i)) {
+            store(i, word(i), Ordering::Relaxed);
+        }
+        std::sync::atomic::fence(Ordering::Release);
+        store(last, word(last), Ordering::Relaxed);
+        store(last + 4, word(last + 4), Ordering::Release);
+        true
+    }
+
     /// Base address of the mapping (for diagnostics / pointer arithmetic only).
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()

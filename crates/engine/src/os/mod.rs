@@ -57,9 +57,47 @@ pub(crate) fn prefetch(bytes: &[u8], off: usize) {
 
 /// The id of this process (what libmdbx stores in reader slots and uses as
 /// the byte offset of the per-process OFD locks).
+///
+/// Cached: every write transaction checks it (a forked child must not use
+/// its parent's environment), and glibc makes each `getpid` a system call.
+/// A fork hook clears the cache in the child, so the child reads its own id.
+/// (A child made by a raw `clone` system call skips the hooks of
+/// `pthread_atfork`; `fork`, `posix_spawn` and `std::process::Command` all
+/// run them or exec at once.)
 pub(crate) fn getpid() -> u32 {
-    std::process::id()
+    use std::sync::atomic::Ordering;
+    use std::sync::Once;
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        extern "C" fn in_child() {
+            CACHED_PID.store(0, Ordering::Relaxed);
+        }
+        // SAFETY: `in_child` is a plain function that only stores to an
+        // atomic (async-signal-safe, as a fork handler must be); the hook
+        // stays valid for the life of the process.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        // Without the hook the cache cannot be trusted across a fork: it
+        // stays off (the id is read each time).
+        if rc != 0 {
+            CACHED_PID.store(u32::MAX, Ordering::Relaxed);
+        }
+    });
+    match CACHED_PID.load(Ordering::Relaxed) {
+        u32::MAX => std::process::id(),
+        0 => {
+            let pid = std::process::id();
+            // Should another thread fork meanwhile, the child (which has
+            // only the forking thread) still gets 0 from its hook, which
+            // runs after the fork.
+            CACHED_PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
 }
+
+/// [`getpid`]'s cache: 0 when not known, `u32::MAX` when not used.
+static CACHED_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// `pthread_self()` of the calling thread as libmdbx stores it in the `tid`
 /// field of a reader slot.

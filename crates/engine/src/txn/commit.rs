@@ -101,8 +101,17 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
     txn.env.lck.add_unsynced_pages(written);
     let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
-    let steady = txn.env.durability.syncs_data() || autosync;
-    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync;
+    // On tmpfs or ramfs a sync does nothing (`EnvInner::in_memory_fs`): a
+    // lazy commit there is made steady at once (its syncs still go through
+    // the io seam), so the next transaction may reuse the pages this one
+    // freed without first rewriting this meta as steady (`gc::force_steady`:
+    // a meta write and a scan of the GC, each small commit). The promise of
+    // the lazy modes holds: the last steady commit's pages are never reused
+    // while a newer weak one exists. libmdbx keeps such commits weak there,
+    // and lets the file grow instead.
+    let free_syncs = txn.env.in_memory_fs;
+    let steady = txn.env.durability.syncs_data() || autosync || free_syncs;
+    let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync || free_syncs;
     meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
     if steady && !write_through {
         txn.env.sync_data()?;
@@ -115,15 +124,20 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // Durable: the meta is written through, after the pages are durable (as
     // libmdbx writes it through its O_DSYNC descriptor). An autosync commit
     // of a lazy mode writes it, then syncs.
+    // A lazy commit with WRITEMAP writes it in place in the map, as libmdbx
+    // does (no system call).
+    let body = meta.body();
+    let in_map = !durable && txn.env.write_meta_in_map(txn.base_slot, &body);
     let meta_written = if durable {
-        txn.env.write_at_durable(&[&meta.body()], slot_off)
+        txn.env.write_at_durable(&[&body], slot_off)
     } else {
-        txn.env
-            .write_at(&[&meta.body()], slot_off)
-            .and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
+        let written = if in_map { Ok(()) } else { txn.env.write_at(&[&body], slot_off) };
+        written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
     };
     if let Err(e) = meta_written {
-        let _ = txn.env.write_at(&[&previous], slot_off);
+        if !(in_map && txn.env.write_meta_in_map(txn.base_slot, &previous)) {
+            let _ = txn.env.write_at(&[&previous], slot_off);
+        }
         return Err(e.into());
     }
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);

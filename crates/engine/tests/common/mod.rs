@@ -39,3 +39,12 @@ pub fn run_child_under_ulimit(flag: char, kib: u64, child: &str, envs: &[(&str, 
         .output()
         .expect("running the child test")
 }
+
+/// Whether `dir` is on tmpfs or ramfs, where a sync does nothing: the engine
+/// makes lazy commits steady there (docs/design.md, "Syncs on tmpfs"), so
+/// tests of the lazy modes' unsynced state expect none there.
+#[allow(dead_code)]
+pub fn in_memory_fs(dir: &std::path::Path) -> bool {
+    let out = std::process::Command::new("stat").args(["-f", "-c", "%T"]).arg(dir).output().expect("stat -f");
+    matches!(String::from_utf8_lossy(&out.stdout).trim(), "tmpfs" | "ramfs")
+}
