@@ -27,6 +27,18 @@ pub(crate) struct Snapshot {
     pub meta: Meta,
 }
 
+/// The bytes of a meta slot that are read: the page header and the body.
+const META_BYTES: usize = META_OFF + META_LEN;
+
+/// The three meta slots decoded: as this process's writer last decoded or
+/// wrote them (see [`EnvInner::writer_metas`]), or as `read_troika` found them.
+pub(crate) struct WriterMetas {
+    raw: [[u8; META_BYTES]; 3],
+    metas: [Meta; 3],
+    states: [(u64, bool); 3],
+    troika: Troika,
+}
+
 pub(crate) struct EnvInner {
     pub data_path: PathBuf,
     pub lck_path: PathBuf,
@@ -47,6 +59,8 @@ pub(crate) struct EnvInner {
     pub dbs: crate::txn::DbRegistry,
     /// Page buffers kept between write transactions (see `pool`).
     pub page_pool: Mutex<crate::pool::PagePool>,
+    /// What the writer last knew of the meta slots (`writer_metas`).
+    pub writer_metas: Mutex<Option<WriterMetas>>,
     /// Dirty pages a write transaction keeps in memory (see `spill`).
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
@@ -80,9 +94,9 @@ pub(crate) struct EnvInner {
 /// copies agree, as libmdbx reads metas; a torn copy that persists fails
 /// validation (its two txnid fields differ). The caller makes sure the page
 /// lies inside the file.
-pub(crate) fn read_meta_page(map: &Mmap, i: usize, ps: usize) -> Option<[u8; META_OFF + META_LEN]> {
-    let mut copy = [0u8; META_OFF + META_LEN];
-    let mut again = [0u8; META_OFF + META_LEN];
+pub(crate) fn read_meta_page(map: &Mmap, i: usize, ps: usize) -> Option<[u8; META_BYTES]> {
+    let mut copy = [0u8; META_BYTES];
+    let mut again = [0u8; META_BYTES];
     for _ in 0..8 {
         if !map.copy_volatile(i * ps, &mut copy) || !map.copy_volatile(i * ps, &mut again) {
             return None;
@@ -272,6 +286,7 @@ impl EnvInner {
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
             page_pool: Default::default(),
+            writer_metas: Mutex::new(None),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
             in_memory_fs,
@@ -291,22 +306,66 @@ impl EnvInner {
     /// The three metas as they are now in the map, and the troika.
     pub(crate) fn read_troika(&self, map: &Mmap) -> Result<([Meta; 3], Troika)> {
         let ps = self.page_size;
-        let mut metas: Vec<Meta> = Vec::with_capacity(3);
-        let mut states = [(0u64, false); 3];
-        for (i, state) in states.iter_mut().enumerate() {
-            let copy = read_meta_page(map, i, ps).ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
-            let m = Meta::read(&copy, i as u32)?;
-            if m.validate(&copy, i as u32, None).is_ok() {
-                *state = (m.txnid(), m.is_steady());
-            }
-            metas.push(m);
+        let mut raw = [[0u8; META_BYTES]; 3];
+        for (i, r) in raw.iter_mut().enumerate() {
+            *r = read_meta_page(map, i, ps).ok_or_else(|| Error::corrupted(i as u32, "meta outside the map"))?;
         }
-        let t = troika(states);
-        if states[t.recent].0 == 0 {
+        let k = self.decode_metas(raw)?;
+        Ok((k.metas, k.troika))
+    }
+
+    /// The three slots' bytes decoded: the metas, their (txnid, steady)
+    /// states (0 for one that does not validate) and the troika.
+    fn decode_metas(&self, raw: [[u8; META_BYTES]; 3]) -> Result<WriterMetas> {
+        let decode = |i: usize| -> Result<Meta> { Meta::read(&raw[i], i as u32) };
+        let metas = [decode(0)?, decode(1)?, decode(2)?];
+        let states = std::array::from_fn(|i| match metas[i].validate(&raw[i], i as u32, None) {
+            Ok(()) => (metas[i].txnid(), metas[i].is_steady()),
+            Err(_) => (0, false),
+        });
+        let troika = troika(states);
+        if states[troika.recent].0 == 0 {
             return Err(Error::Invalid(format!("{}: no valid meta page", self.data_path.display())));
         }
-        let metas: [Meta; 3] = metas.try_into().map_err(|_| Error::Problem("metas".into()))?;
-        Ok((metas, t))
+        Ok(WriterMetas { raw, metas, states, troika })
+    }
+
+    /// For a write transaction, whose caller holds the writer lock (so no
+    /// one rewrites a meta meanwhile): the newest meta, the troika and the
+    /// durable steady txnid ([`durable_steady_txnid`]). The slots are copied
+    /// once and compared with what this process last decoded or wrote there
+    /// ([`WriterMetas`]); only bytes that changed (another process
+    /// committed, or anything else wrote a meta) are decoded and validated
+    /// again. Decoding the three metas, and moving them about, took 8% of a
+    /// one-put commit.
+    pub(crate) fn writer_metas(&self, map: &Mmap) -> Result<(Meta, Troika, u64)> {
+        let ps = self.page_size;
+        let mut raw = [[0u8; META_BYTES]; 3];
+        for (i, r) in raw.iter_mut().enumerate() {
+            if !map.copy_volatile(i * ps, r) {
+                return Err(Error::corrupted(i as u32, "meta outside the map"));
+            }
+        }
+        let mut known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
+        if known.as_ref().is_none_or(|k| k.raw != raw) {
+            *known = Some(self.decode_metas(raw)?);
+        }
+        let k = known.as_ref().expect("filled above");
+        let t = k.troika;
+        Ok((k.metas[t.recent].clone(), t, durable_steady_txnid(&k.metas, t, &self.lck)))
+    }
+
+    /// After a commit wrote `meta` (whose bytes are `body`) into slot `i`:
+    /// the writer's record of the slots follows, so the next write
+    /// transaction finds them unchanged.
+    pub(crate) fn note_meta_written(&self, i: usize, meta: &Meta, body: &[u8; META_LEN]) {
+        let mut known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = known.as_mut() {
+            k.raw[i][META_OFF..].copy_from_slice(body);
+            k.metas[i] = meta.clone();
+            k.states[i] = (meta.txnid(), meta.is_steady());
+            k.troika = troika(k.states);
+        }
     }
 
     /// The current map, remapped if `needed_pages` are not covered.
@@ -503,7 +562,7 @@ fn read_metas(file: &File, size: u64) -> Result<(usize, [(Meta, Result<()>); 3])
 /// the lock file's `meta_sync_txnid` says so), in which case the next older
 /// steady meta, which the data sync of that commit made durable. Pages this
 /// snapshot still uses must not be reused (the GC detent).
-pub(super) fn durable_steady_txnid(metas: &[Meta; 3], t: Troika, lck: &LockFile) -> u64 {
+fn durable_steady_txnid(metas: &[Meta; 3], t: Troika, lck: &LockFile) -> u64 {
     let s = metas[t.prefer_steady].txnid();
     if !metas[t.prefer_steady].is_steady() || lck.meta_is_synced(s) {
         return s;

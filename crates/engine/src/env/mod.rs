@@ -17,7 +17,6 @@ use crate::txn::{RoTxn, RwTxn, Table};
 
 mod inner;
 
-use inner::durable_steady_txnid;
 pub(crate) use inner::{read_meta_page, EnvInner, Snapshot};
 
 /// How commits reach the disk (libmdbx's sync modes).
@@ -462,8 +461,7 @@ impl Env {
     fn rw_txn_with<'e>(&'e self, guard: crate::lck::WriterGuard<'e>) -> Result<RwTxn<'e>> {
         let env = &*self.inner;
         let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let (metas, t) = env.read_troika(&map)?;
-        let base = metas[t.recent].clone();
+        let (base, t, steady_txnid) = env.writer_metas(&map)?;
         let map = env.map_for(&base, t.recent)?;
         let txnid = base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
@@ -477,7 +475,7 @@ impl Env {
             map,
             geo: plausible_growth(base.geo, env.page_size),
             canary: base.canary,
-            steady_txnid: durable_steady_txnid(&metas, t, &env.lck),
+            steady_txnid,
             base_slot: t.tail,
             recent_slot: t.recent,
             txnid,

@@ -15,15 +15,17 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
     for dbi in 2..txn.tables.len() {
-        let Some(t) = txn.tables[dbi].clone() else {
-            continue;
+        // The name is lent out for the put (a clone would allocate) and
+        // given back after it.
+        let (name, bytes) = match txn.tables[dbi].as_mut() {
+            Some(t) if t.dirty => (t.name.take().ok_or(Error::BadDbi)?, t.tree.to_bytes()),
+            _ => continue,
         };
-        if !t.dirty {
-            continue;
+        let put = write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE);
+        if let Some(t) = txn.tables[dbi].as_mut() {
+            t.name = Some(name);
         }
-        let name = t.name.clone().ok_or(Error::BadDbi)?;
-        let bytes = t.tree.to_bytes();
-        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+        put?;
     }
     // 2. GC records.
     let meta_txnid = save_gc(txn)?;
@@ -140,6 +142,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         }
         return Err(e.into());
     }
+    txn.env.note_meta_written(txn.base_slot, &meta, &body);
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.

@@ -816,6 +816,15 @@ impl<'env> RwTxn<'env> {
     /// The table state for editing (loaded on first use). Clears the APPEND
     /// hint: the caller may change the tree.
     pub(crate) fn table_mut(&mut self, db: Db) -> Result<&mut Table> {
+        let t = self.loaded_table(db)?;
+        t.append_leaf = None;
+        Ok(t)
+    }
+
+    /// The table state of `db`, loaded into this transaction on first use
+    /// (then later lookups find it: [`RwTxn::table`] alone loads it afresh
+    /// each time, a name lookup and a search of the main tree).
+    fn loaded_table(&mut self, db: Db) -> Result<&mut Table> {
         db.check_env(self.env)?;
         let i = db.dbi as usize;
         if self.tables.get(i).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen != db.gen)) {
@@ -828,9 +837,7 @@ impl<'env> RwTxn<'env> {
             }
             self.tables[i] = Some(t);
         }
-        let t = self.tables[i].as_mut().expect("loaded above");
-        t.append_leaf = None;
-        Ok(t)
+        Ok(self.tables[i].as_mut().expect("loaded above"))
     }
 
     /// The APPEND hint of a table (see `Table::append_leaf`).
@@ -1042,7 +1049,7 @@ impl<'env> RwTxn<'env> {
         }
         // Only the flags: copying the whole table view here cost a store-
         // forwarding stall per put (its fields moved by overlapping copies).
-        let table_flags = self.table(db)?.flags;
+        let table_flags = self.loaded_table(db)?.flags;
         self.env.check_key(table_flags, key)?;
         // A plain put over a table record is refused inside `write::put`.
         crate::btree::write::put(self, db, key, val, flags, nflags)
