@@ -728,7 +728,12 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
     if !l.loose.is_empty() || !l.retired.is_empty() || !l.reclaimed.is_empty() {
         return Err(Error::Problem("GC changed while its records were filled".into()));
     }
-    Ok(GcSaved { last_key, retired: retired.len(), rounds })
+    let saved = GcSaved { last_key, retired: retired.len(), rounds };
+    // The emptied list goes back, for the pool to keep (its capacity).
+    let mut retired = retired;
+    retired.clear();
+    *l.retired = retired;
+    Ok(saved)
 }
 
 /// Rounds of the GC update before it gives up. It converges in 2 (edit,

@@ -110,6 +110,47 @@ pub(crate) struct PagePool {
     pub(crate) dirty: Dirty,
     /// The most pages a transaction dirtied since the table was last kept.
     dirty_pages: usize,
+    /// Empty page-number lists with the capacity a finished transaction
+    /// grew them to (its retired and loose pages, the GC keys it consumed),
+    /// for the next one: a one-put commit grew each from nothing.
+    pub(crate) lists: Lists,
+}
+
+/// The lists of [`PagePool::lists`].
+#[derive(Default)]
+pub(crate) struct Lists {
+    pub(crate) retired: Vec<u32>,
+    pub(crate) loose: Vec<u32>,
+    pub(crate) consumed: Vec<u64>,
+    /// The commit's order of the pages it writes (`txn::commit`).
+    pub(crate) write_order: Vec<u64>,
+}
+
+/// Lists longer than this are not kept (a bulk transaction's).
+const LIST_KEEP: usize = 1 << 14;
+
+impl Lists {
+    /// Keeps the transaction's lists, emptied, unless they are over
+    /// [`LIST_KEEP`] long.
+    pub(crate) fn keep(&mut self, retired: Vec<u32>, loose: Vec<u32>, consumed: Vec<u64>) {
+        self.retired = kept(retired);
+        self.loose = kept(loose);
+        self.consumed = kept(consumed);
+    }
+
+    /// Keeps the commit's write order, emptied (as [`Lists::keep`]).
+    pub(crate) fn keep_write_order(&mut self, order: Vec<u64>) {
+        self.write_order = kept(order);
+    }
+}
+
+/// `v` emptied, or a new vector if its capacity is over [`LIST_KEEP`].
+fn kept<T>(mut v: Vec<T>) -> Vec<T> {
+    v.clear();
+    if v.capacity() > LIST_KEEP {
+        return Vec::new();
+    }
+    v
 }
 
 impl PagePool {

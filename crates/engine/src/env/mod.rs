@@ -467,8 +467,13 @@ impl Env {
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        let tables = vec![Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))];
+        // Room for a named table or two without growing.
+        let mut tables = Vec::with_capacity(4);
+        tables.extend([Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))]);
         let mut pool = std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner()));
+        let l = &mut pool.lists;
+        let (retired, loose, consumed) =
+            (std::mem::take(&mut l.retired), std::mem::take(&mut l.loose), std::mem::take(&mut l.consumed));
         Ok(RwTxn {
             env,
             _guard: guard,
@@ -486,10 +491,10 @@ impl Env {
             dirty: std::mem::take(&mut pool.dirty),
             dirty_extra: 0,
             spilled: Default::default(),
-            retired: Vec::new(),
-            loose: Vec::new(),
+            retired,
+            loose,
             reclaimed: Default::default(),
-            consumed: Vec::new(),
+            consumed,
             run_next: 0,
             runs_scanned: 0,
             detent: None,

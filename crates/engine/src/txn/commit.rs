@@ -55,7 +55,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // (`i` indexes `bufs_of`): plain numbers, so the order outlives the
     // buffers' borrow, for giving them back to the pool below.
     let mut bufs_of: Vec<&[u8]> = Vec::with_capacity(txn.dirty.len());
-    let mut order: Vec<u64> = Vec::with_capacity(txn.dirty.len());
+    let mut order = std::mem::take(&mut txn.pool.lists.write_order);
+    order.reserve(txn.dirty.len());
     for (p, b) in txn.dirty.iter().filter(|(_, b)| !b.in_map()) {
         order.push(u64::from(*p) << 32 | bufs_of.len() as u64);
         bufs_of.push(&b[..]);
@@ -121,26 +122,30 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // 5. The meta, into the tail slot. Should that write or its sync fail,
     // the slot gets its previous contents back, so the last commit stays the
     // newest (a torn meta is ignored by every reader anyway).
-    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
-    let previous = txn.env.meta_body(txn.base_slot)?;
     // Durable: the meta is written through, after the pages are durable (as
     // libmdbx writes it through its O_DSYNC descriptor). An autosync commit
-    // of a lazy mode writes it, then syncs.
-    // A lazy commit with WRITEMAP writes it in place in the map, as libmdbx
-    // does (no system call).
+    // of a lazy mode writes it, then syncs. A lazy commit with WRITEMAP
+    // writes it in place in the map, as libmdbx does (no system call); with
+    // no sync after it, that cannot fail, and the previous contents are not
+    // needed.
+    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let body = meta.body();
-    let in_map = !durable && txn.env.write_meta_in_map(txn.base_slot, &body);
-    let meta_written = if durable {
-        txn.env.write_at_durable(&[&body], slot_off)
-    } else {
-        let written = if in_map { Ok(()) } else { txn.env.write_at(&[&body], slot_off) };
-        written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
-    };
-    if let Err(e) = meta_written {
-        if !(in_map && txn.env.write_meta_in_map(txn.base_slot, &previous)) {
-            let _ = txn.env.write_at(&[&previous], slot_off);
+    let in_map_unsynced = !durable && !meta_synced && txn.env.write_meta_in_map(txn.base_slot, &body);
+    if !in_map_unsynced {
+        let previous = txn.env.meta_body(txn.base_slot)?;
+        let in_map = !durable && txn.env.write_meta_in_map(txn.base_slot, &body);
+        let meta_written = if durable {
+            txn.env.write_at_durable(&[&body], slot_off)
+        } else {
+            let written = if in_map { Ok(()) } else { txn.env.write_at(&[&body], slot_off) };
+            written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
+        };
+        if let Err(e) = meta_written {
+            if !(in_map && txn.env.write_meta_in_map(txn.base_slot, &previous)) {
+                let _ = txn.env.write_at(&[&previous], slot_off);
+            }
+            return Err(e.into());
         }
-        return Err(e.into());
     }
     txn.env.note_meta_written(txn.base_slot, &meta, &body);
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
@@ -152,6 +157,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // the next transaction's first copies land in the last ones written,
     // still in the CPU's cache (hash order made most of them cold).
     txn.recycle_dirty(order.iter().map(|&k| (k >> 32) as u32));
+    txn.pool.lists.keep_write_order(order);
     txn.spilled.clear();
     Ok(())
 }

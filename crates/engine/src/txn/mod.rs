@@ -388,6 +388,9 @@ impl Drop for RwTxn<'_> {
     fn drop(&mut self) {
         self.recycle_dirty([]);
         self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
+        let (retired, loose, consumed) =
+            (std::mem::take(&mut self.retired), std::mem::take(&mut self.loose), std::mem::take(&mut self.consumed));
+        self.pool.lists.keep(retired, loose, consumed);
         *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
         self.env.lck.add_page_ops(&self.ops);
     }
