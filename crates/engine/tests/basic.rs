@@ -214,3 +214,63 @@ fn try_begin_rw_txn_is_busy_while_another_thread_writes() {
     t.join().unwrap();
     env.try_begin_rw_txn().unwrap().abort();
 }
+
+/// Deleting the last record of a table that is one leaf frees the leaf as it
+/// is: no copy-on-write of a page only to free it (each small commit empties
+/// the GC tree this way). The table is empty and the file checks clean, and
+/// a nested transaction that does it can still be aborted.
+#[test]
+fn deleting_the_last_record_frees_the_leaf_without_copying_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_at(dir.path(), 4096);
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.create_db(Some("t"), DbFlags::empty()).unwrap();
+    txn.put(t, b"only", &[5u8; 300], PutFlags::empty()).unwrap();
+    txn.put(t, b"big", &vec![6u8; 20_000], PutFlags::empty()).unwrap();
+    txn.commit().unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    txn.del(t, b"big", None).unwrap();
+    txn.commit().unwrap();
+
+    // A nested transaction deletes the last record, then aborts.
+    let mut txn = env.begin_rw_txn().unwrap();
+    {
+        let mut child = txn.begin_nested_txn().unwrap();
+        assert!(child.del(t, b"only", None).unwrap());
+        assert_eq!(child.db_stat(t).unwrap().entries, 0);
+        child.abort();
+    }
+    assert_eq!(txn.get(t, b"only").unwrap(), Some(&[5u8; 300][..]));
+    txn.abort();
+
+    let before = env.page_ops();
+    let mut txn = env.begin_rw_txn().unwrap();
+    assert!(txn.del(t, b"only", None).unwrap());
+    let s = txn.db_stat(t).unwrap();
+    assert_eq!((s.entries, s.depth, s.leaf_pages), (0, 0, 0));
+    txn.commit().unwrap();
+    // The commit copies the main table's leaf (the table's record) and the
+    // GC's; the deleted leaf is not copied.
+    let cow = env.page_ops().cow - before.cow;
+    assert!(cow <= 2, "{cow} pages copied");
+    let r = env.begin_ro_txn().unwrap();
+    assert_eq!(r.get(t, b"only").unwrap(), None);
+    assert_eq!(r.db_stat(t).unwrap().entries, 0);
+    drop(r);
+    let report = env.check(&Default::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.problem_count(), 0, "{report:?}");
+
+    // The last record is a large value: its pages are freed too (the
+    // checker counts every page, so a leak would show).
+    let mut txn = env.begin_rw_txn().unwrap();
+    let b = txn.create_db(Some("b"), DbFlags::empty()).unwrap();
+    txn.put(b, b"big", &vec![7u8; 50_000], PutFlags::empty()).unwrap();
+    txn.commit().unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    assert!(txn.del(b, b"big", None).unwrap());
+    let s = txn.db_stat(b).unwrap();
+    assert_eq!((s.entries, s.leaf_pages, s.overflow_pages), (0, 0, 0));
+    txn.commit().unwrap();
+    let report = env.check(&Default::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.problem_count(), 0, "{report:?}");
+}

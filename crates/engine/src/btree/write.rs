@@ -673,6 +673,29 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         }
     };
     tree.dec_items(1, lpg)?;
+    // The last entry of a tree that is one leaf: the tree becomes empty, and
+    // the leaf is freed as it is, not copied first only to be freed (each
+    // small commit empties the GC tree this way when it consumes its one
+    // record, and then writes a new one).
+    let last_entry = leaf == 0 && Page { buf: w.pages().get(lpg)? }.num_entries() == 1;
+    if last_entry {
+        if let Some(b) = big {
+            free_large(w, &mut tree, b)?;
+        }
+        w.free(lpg, 1);
+        tree = Tree {
+            root: P_INVALID,
+            height: 0,
+            leaf_pages: 0,
+            branch_pages: 0,
+            large_pages: 0,
+            items: 0,
+            mod_txnid: w.txnid(),
+            ..tree
+        };
+        finish(w, db, tree);
+        return Ok(true);
+    }
     touch_path(w, &mut tree, &mut path)?;
     if let Some(b) = big {
         free_large(w, &mut tree, b)?;
