@@ -683,17 +683,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
             free_large(w, &mut tree, b)?;
         }
         w.free(lpg, 1);
-        tree = Tree {
-            root: P_INVALID,
-            height: 0,
-            leaf_pages: 0,
-            branch_pages: 0,
-            large_pages: 0,
-            items: 0,
-            mod_txnid: w.txnid(),
-            ..tree
-        };
-        finish(w, db, tree);
+        finish(w, db, tree.without_pages());
         return Ok(true);
     }
     touch_path(w, &mut tree, &mut path)?;
@@ -729,15 +719,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
         if level == 0 {
             if !is_branch && n == 0 {
                 w.free(pgno, 1);
-                *tree = Tree {
-                    root: P_INVALID,
-                    height: 0,
-                    leaf_pages: 0,
-                    branch_pages: 0,
-                    large_pages: 0,
-                    items: 0,
-                    ..*tree
-                };
+                *tree = tree.without_pages();
             } else if is_branch && n == 1 {
                 let child = child_at(Page { buf: w.dirty_ref(pgno) }, 0, pgno)?;
                 w.free(pgno, 1);
@@ -889,16 +871,6 @@ pub(crate) fn clear<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db) -> Result<()> 
     for (pg, n) in runs {
         w.free(pg, n);
     }
-    let tree = Tree {
-        root: P_INVALID,
-        height: 0,
-        branch_pages: 0,
-        leaf_pages: 0,
-        large_pages: 0,
-        items: 0,
-        sequence: 0,
-        ..t.tree
-    };
-    finish(w, db, tree);
+    finish(w, db, Tree { sequence: 0, ..t.tree.without_pages() });
     Ok(())
 }

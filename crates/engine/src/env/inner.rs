@@ -451,12 +451,9 @@ impl EnvInner {
     /// (no WRITEMAP, or the slot outside the map): then nothing is written.
     /// The caller holds the writer lock and never writes the newest slot
     /// this way (readers of other processes may be taking it).
-    pub(crate) fn write_meta_in_map(&self, i: usize, body: &[u8; META_LEN]) -> bool {
-        if !self.writemap {
-            return false;
-        }
-        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
-        map.write_ordered(i * self.page_size + META_OFF, body, crate::format::meta::TXNID_B_AT)
+    /// `map` is the transaction's (every map covers the meta slots).
+    pub(crate) fn write_meta_in_map(&self, map: &Mmap, i: usize, body: &[u8; META_LEN]) -> bool {
+        self.writemap && map.write_ordered(i * self.page_size + META_OFF, body, crate::format::meta::TXNID_B_AT)
     }
 
     /// The newest meta.

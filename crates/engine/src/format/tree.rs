@@ -103,6 +103,12 @@ impl Tree {
     pub fn is_empty(&self) -> bool {
         self.root == P_INVALID
     }
+
+    /// This tree with no pages and no records (flags, sequence and the
+    /// rest kept): what removing or freeing its last page leaves.
+    pub fn without_pages(&self) -> Tree {
+        Tree { root: P_INVALID, height: 0, branch_pages: 0, leaf_pages: 0, large_pages: 0, items: 0, ..*self }
+    }
 }
 
 /// Checked changes of the counters. A descriptor read from the file may hold

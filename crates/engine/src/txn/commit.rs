@@ -130,10 +130,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // needed.
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let body = meta.body();
-    let in_map_unsynced = !durable && !meta_synced && txn.env.write_meta_in_map(txn.base_slot, &body);
+    let in_map_unsynced = !durable && !meta_synced && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
     if !in_map_unsynced {
         let previous = txn.env.meta_body(txn.base_slot)?;
-        let in_map = !durable && txn.env.write_meta_in_map(txn.base_slot, &body);
+        let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
         } else {
@@ -141,7 +141,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
         };
         if let Err(e) = meta_written {
-            if !(in_map && txn.env.write_meta_in_map(txn.base_slot, &previous)) {
+            if !(in_map && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &previous)) {
                 let _ = txn.env.write_at(&[&previous], slot_off);
             }
             return Err(e.into());
