@@ -13,6 +13,7 @@ use crate::format::meta::META_OFF;
 use crate::format::meta::{pv2pages, SIGN_STEADY};
 use crate::format::pnl::Pnl;
 use crate::format::MAX_PAGENO;
+use crate::pool::GcScratch;
 use crate::readers::{SlowReader, SlowReaderAction};
 use crate::run_list::{self, RunList};
 use crate::txn::{Db, RwTxn};
@@ -483,38 +484,21 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
         txn.gc_exhausted = true;
         return Ok(false);
     }
-    let (key, pages) = {
-        let mut c = txn.cursor(Db::GC)?;
-        let probe = (detent.saturating_add(1)).to_le_bytes();
-        let mut rec = match c.set_range(&probe)? {
-            Some(_) => c.prev()?,
-            None => c.last()?,
-        };
-        // Records under keys this transaction consumed were written back by
-        // the GC update itself (unused reclaimed pages): not a source.
-        loop {
-            let Some((k, v)) = rec else {
-                txn.gc_exhausted = true;
-                return Ok(false);
-            };
-            if k.len() != 8 {
-                return Err(Error::corrupted(gc.tree.root, "GC key is not 8 bytes"));
-            }
-            let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
-            if key > detent {
-                txn.gc_exhausted = true;
-                return Ok(false);
-            }
-            if txn.consumed.contains(&key) {
-                rec = c.prev()?;
-                continue;
-            }
-            break (key, parse_pnl(v, txn.geo.first_unallocated, gc.tree.root)?);
+    let mut pages = std::mem::take(&mut txn.gc_scratch.parsed);
+    pages.clear();
+    let found = newest_reclaimable(txn, detent, gc.tree.root, &mut pages);
+    let key = match found {
+        Ok(Some(key)) => key,
+        other => {
+            txn.gc_scratch.parsed = pages;
+            txn.gc_exhausted |= matches!(other, Ok(None));
+            return other.map(|_| false);
         }
     };
     // Descending (`parse_pnl`). A page already at hand would be listed twice
     // by the GC: kept once.
     txn.reclaimed.extend_desc(&pages);
+    txn.gc_scratch.parsed = pages;
     txn.in_reclaim = true;
     let r = write::del(txn, Db::GC, &key.to_le_bytes(), None);
     txn.in_reclaim = false;
@@ -523,10 +507,41 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     Ok(true)
 }
 
-/// A GC record's page list, checked for allocation (`format::pnl`).
-fn parse_pnl(v: &[u8], limit: u32, at: u32) -> Result<Vec<u32>> {
+/// The key of the newest GC record at or below `detent` that this
+/// transaction has not consumed, its pages appended to `pages`; `None` if
+/// there is none. `root` is the GC tree's root (named in errors).
+fn newest_reclaimable(txn: &RwTxn<'_>, detent: u64, root: u32, pages: &mut Vec<u32>) -> Result<Option<u64>> {
+    let mut c = txn.cursor(Db::GC)?;
+    let probe = (detent.saturating_add(1)).to_le_bytes();
+    let mut rec = match c.set_range(&probe)? {
+        Some(_) => c.prev()?,
+        None => c.last()?,
+    };
+    // Records under keys this transaction consumed were written back by the
+    // GC update itself (unused reclaimed pages): not a source.
+    while let Some((k, v)) = rec {
+        if k.len() != 8 {
+            return Err(Error::corrupted(root, "GC key is not 8 bytes"));
+        }
+        let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
+        if key > detent {
+            return Ok(None);
+        }
+        if txn.consumed.contains(&key) {
+            rec = c.prev()?;
+            continue;
+        }
+        parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
+        return Ok(Some(key));
+    }
+    Ok(None)
+}
+
+/// A GC record's page list, checked for allocation (`format::pnl`),
+/// appended to `out`.
+fn parse_pnl(v: &[u8], limit: u32, at: u32, out: &mut Vec<u32>) -> Result<()> {
     let pnl = Pnl::new(v).ok_or_else(|| Error::corrupted(at, "GC record has a bad length"))?;
-    pnl.strict(limit).map_err(|why| Error::corrupted(at, why))
+    pnl.strict_into(limit, out).map_err(|why| Error::corrupted(at, why))
 }
 
 /// The free-page lists of a write transaction, borrowed together.
@@ -552,6 +567,12 @@ pub(crate) trait GcWriter: TreeWriter {
     fn lists(&mut self) -> FreeLists<'_>;
     /// Keys of the GC records consumed by this transaction.
     fn consumed(&self) -> &[u64];
+    /// The work lists kept for the update (see `pool::GcScratch`), and
+    /// giving them back.
+    fn take_scratch(&mut self) -> GcScratch {
+        GcScratch::default()
+    }
+    fn keep_scratch(&mut self, _s: GcScratch) {}
     /// Whether the update writes no records under spare keys any more.
     fn no_spare(&self) -> bool;
     /// From now on, no records under spare keys (see [`save_gc`]).
@@ -576,6 +597,12 @@ impl GcWriter for RwTxn<'_> {
     }
     fn consumed(&self) -> &[u64] {
         &self.consumed
+    }
+    fn take_scratch(&mut self) -> GcScratch {
+        std::mem::take(&mut self.gc_scratch)
+    }
+    fn keep_scratch(&mut self, s: GcScratch) {
+        self.gc_scratch = s;
     }
     fn no_spare(&self) -> bool {
         self.no_spare
@@ -619,6 +646,14 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
 /// changes size only a few times. Pages the loop needs come from the unused
 /// reclaimed pages, then the tail.
 pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
+    let mut s = w.take_scratch();
+    let r = write_gc_with(w, &mut s);
+    w.keep_scratch(s);
+    r
+}
+
+/// [`write_gc`] with its work lists (`s`, emptied on the way in).
+fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<GcSaved> {
     let gc = w.gc_db();
     {
         let l = w.lists();
@@ -632,23 +667,26 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
     let page_cap = (ps - crate::format::PAGEHDRSZ) / 4 - 1;
     let inline_cap = ((limits.leaf_nodemax - crate::format::NODESIZE - 8) / 4).saturating_sub(1).min(page_cap);
     let t = w.txnid();
-    let mut layout: Vec<(u64, usize, usize)> = Vec::new(); // (key, bytes, pages it holds)
+    // (key, reserved bytes, pages it holds): the records written so far,
+    // and what the lists need now.
+    let (layout, plan, spare) = (&mut s.layout, &mut s.plan, &mut s.spare);
+    layout.clear();
     let mut rounds = 0;
     let mut stable = false;
     while rounds < MAX_ROUNDS {
         rounds += 1;
-        let spare = spare_keys(w);
+        spare_keys(w, spare);
         // Putting the record under `T` copies the pages of its path that are
         // not dirty yet, which then join the retired pages: reserve room for
         // them at once rather than grow the record in the next round.
         let slack = if layout.iter().any(|p| p.0 == t) { 0 } else { clean_path_pages(w, t)? };
-        let plan = {
+        {
             let l = w.lists();
             let c = Caps { page: page_cap, inline: inline_cap };
-            plan_gc(l.reclaimed, l.retired, t, &spare, c, slack, &layout)
-        };
+            plan_gc(l.reclaimed, l.retired, t, spare, c, slack, layout, plan);
+        }
         if plan.iter().map(|p| (p.0, p.1)).eq(layout.iter().map(|p| (p.0, p.1))) {
-            layout = plan;
+            std::mem::swap(layout, plan);
             stable = true;
             break;
         }
@@ -663,25 +701,26 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
             // retired list; with more spare keys, plan again.
             continue;
         }
-        for &(k, _, _) in &layout {
+        for &(k, _, _) in layout.iter() {
             if !plan.iter().any(|p| p.0 == k) {
                 write::del(w, gc, &k.to_le_bytes(), None)?;
             }
         }
-        for &(k, bytes, _) in &plan {
+        for &(k, bytes, _) in plan.iter() {
             if !layout.iter().any(|p| p.0 == k && p.1 == bytes) {
                 write::put(w, gc, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::empty(), 0)?;
             }
         }
-        layout = plan;
+        std::mem::swap(layout, plan);
         // Pages freed while saving were never visible to anyone: reusable
         // at once if a spare key can hold them, else retired.
         let l = w.lists();
-        let freed = std::mem::take(l.loose);
         if spare.is_empty() {
-            l.retired.extend(freed);
+            l.retired.append(l.loose);
         } else {
-            l.reclaimed.extend(freed);
+            crate::radix::sort_desc(l.loose);
+            l.reclaimed.extend_desc(l.loose);
+            l.loose.clear();
             if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !w.top_up(1)? {
                 // Creating a record used up the last reclaimed page and the
                 // GC has nothing more to reclaim. Deleting the record could
@@ -696,7 +735,9 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
     if !stable {
         return Err(Error::Problem("GC update did not converge".into()));
     }
-    let (retired, reclaimed) = {
+    let reclaimed = &mut s.pages;
+    reclaimed.clear();
+    let retired = {
         let l = w.lists();
         crate::radix::sort_desc(l.retired);
         let n = l.retired.len();
@@ -704,18 +745,18 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
         if l.retired.len() != n {
             return Err(Error::Problem("a page was retired twice".into()));
         }
-        (std::mem::take(l.retired), l.reclaimed.take_vec())
+        l.reclaimed.drain_into(reclaimed);
+        std::mem::take(l.retired)
     };
     // Fill the records: the largest page numbers go to the largest keys.
+    let layout = &mut s.layout;
+    layout.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
     let mut last_key = t;
-    for (lists, own) in [(&retired, true), (&reclaimed, false)] {
-        let mut recs: Vec<&(u64, usize, usize)> = layout.iter().filter(|p| (p.0 >= t) == own).collect();
-        recs.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+    for (lists, own) in [(&retired, true), (&*reclaimed, false)] {
         let mut at = 0;
-        for &&(k, bytes, count) in &recs {
-            let bytes_v = crate::format::pnl::encode(&lists[at..at + count], bytes);
+        for &(k, bytes, count) in layout.iter().filter(|p| (p.0 >= t) == own) {
+            fill_record(w, k, bytes, &lists[at..at + count])?;
             at += count;
-            write::put(w, gc, &k.to_le_bytes(), Val::Bytes(&bytes_v), PutFlags::empty(), 0)?;
             if own {
                 last_key = last_key.max(k);
             }
@@ -734,6 +775,20 @@ pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
     retired.clear();
     *l.retired = retired;
     Ok(saved)
+}
+
+/// Writes `pages` into the record reserved under `key` (`bytes` long), in
+/// place: the reservation made its leaf (or its one-page large value) dirty,
+/// so no tree edit is needed, and none may happen here (the lists are final).
+fn fill_record<W: GcWriter + ?Sized>(w: &mut W, key: u64, bytes: usize, pages: &[u32]) -> Result<()> {
+    let loc = write::locate(w, w.gc_db(), &key.to_le_bytes())?;
+    if loc.len != bytes || 4 * (pages.len() + 1) > bytes || !w.page_is_dirty(loc.pgno) {
+        // The update's last round changed nothing, so this would be a bug.
+        return Err(Error::Problem("a reserved GC record moved or changed size".into()));
+    }
+    let buf = w.dirty_mut_full(loc.pgno);
+    crate::format::pnl::encode_into(pages, &mut buf[loc.off..loc.off + loc.len]);
+    Ok(())
 }
 
 /// Rounds of the GC update before it gives up. It converges in 2 (edit,
@@ -774,16 +829,16 @@ fn clean_path_pages<W: GcWriter + ?Sized>(w: &W, key: u64) -> Result<usize> {
     Ok(path.e[..path.len].iter().filter(|e| !w.page_is_dirty(e.0)).count())
 }
 
-/// The keys of the GC records this transaction consumed, newest first: the
-/// GC update writes unused reclaimed pages back under them.
-fn spare_keys<W: GcWriter + ?Sized>(w: &W) -> Vec<u64> {
+/// The keys of the GC records this transaction consumed, newest first, into
+/// `out`: the GC update writes unused reclaimed pages back under them.
+fn spare_keys<W: GcWriter + ?Sized>(w: &W, out: &mut Vec<u64>) {
+    out.clear();
     if w.no_spare() {
-        return Vec::new();
+        return;
     }
-    let mut spare = w.consumed().to_vec();
-    spare.sort_unstable_by(|a, b| b.cmp(a));
-    spare.dedup();
-    spare
+    out.extend_from_slice(w.consumed());
+    out.sort_unstable_by(|a, b| b.cmp(a));
+    out.dedup();
 }
 
 /// An upper bound of the pages `edits` puts or deletes on the GC tree may
@@ -844,7 +899,9 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
 /// the layout settles instead of flapping between creating a record (which
 /// uses a page) and deleting it (which frees one), or growing by a slot at a
 /// time. Reclaimed pages beyond what the spare keys can hold move to
-/// `retired` (they wait one transaction longer).
+/// `retired` (they wait one transaction longer). The plan goes into `plan`
+/// (emptied first).
+#[allow(clippy::too_many_arguments)]
 fn plan_gc(
     reclaimed: &mut RunList,
     retired: &mut Vec<u32>,
@@ -853,7 +910,8 @@ fn plan_gc(
     caps: Caps,
     slack: usize,
     prev: &[(u64, usize, usize)],
-) -> Vec<(u64, usize, usize)> {
+    plan: &mut Vec<(u64, usize, usize)>,
+) {
     let Caps { page: page_cap, inline: inline_cap } = caps;
     let (inline_bytes, page_bytes) = (4 * (inline_cap + 1), 4 * (page_cap + 1));
     // The reservation for `n` pages under `k` (`extra` slots if it is new).
@@ -868,7 +926,7 @@ fn plan_gc(
             None => fit(n + 1 + extra),
         }
     };
-    let mut plan = Vec::new();
+    plan.clear();
     // Leftovers over the capacity of the spare keys wait one transaction longer.
     let room = spare.len() * page_cap;
     if reclaimed.len() > room {
@@ -903,7 +961,6 @@ fn plan_gc(
             rest -= n;
         }
     }
-    plan
 }
 
 /// Gives free pages at the end of the file back to the unallocated tail
@@ -919,6 +976,21 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
+
+    /// [`super::plan_gc`], returning the plan.
+    fn plan_gc(
+        reclaimed: &mut RunList,
+        retired: &mut Vec<u32>,
+        t: u64,
+        spare: &[u64],
+        caps: Caps,
+        slack: usize,
+        prev: &[(u64, usize, usize)],
+    ) -> Vec<(u64, usize, usize)> {
+        let mut plan = Vec::new();
+        super::plan_gc(reclaimed, retired, t, spare, caps, slack, prev, &mut plan);
+        plan
+    }
     use crate::btree::mem::{MemWriter, Rng};
     use crate::btree::walk::Kind;
     use crate::flags::DbFlags;
@@ -959,7 +1031,13 @@ mod tests {
     fn records(w: &MemWriter) -> BTreeMap<u64, Vec<u32>> {
         w.records(0)
             .into_iter()
-            .map(|(k, v)| (u64::from_le_bytes(k.try_into().expect("8-byte key")), parse_pnl(&v, w.next, 0).unwrap()))
+            .map(|(k, v)| {
+                (u64::from_le_bytes(k.try_into().expect("8-byte key")), {
+                    let mut pages = Vec::new();
+                    parse_pnl(&v, w.next, 0, &mut pages).unwrap();
+                    pages
+                })
+            })
             .collect()
     }
 

@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::run_list::RunList;
+
 /// Identity-like hasher for page numbers (keys are already well distributed).
 #[derive(Default)]
 pub(crate) struct PgnoHasher(u64);
@@ -122,8 +124,27 @@ pub(crate) struct Lists {
     pub(crate) retired: Vec<u32>,
     pub(crate) loose: Vec<u32>,
     pub(crate) consumed: Vec<u64>,
+    pub(crate) reclaimed: RunList,
     /// The commit's order of the pages it writes (`txn::commit`).
     pub(crate) write_order: Vec<u64>,
+    /// Work lists of the GC (`gc`).
+    pub(crate) gc: GcScratch,
+}
+
+/// Work lists of the GC, kept between transactions: each is filled and
+/// emptied within one call of the GC (`gc::write_gc`, `gc::reclaim_one`).
+#[derive(Default)]
+pub(crate) struct GcScratch {
+    /// The GC update's record layout and the plan it compares with it:
+    /// (key, reserved bytes, pages it holds).
+    pub(crate) layout: Vec<(u64, usize, usize)>,
+    pub(crate) plan: Vec<(u64, usize, usize)>,
+    /// The keys of consumed records the update writes pages back under.
+    pub(crate) spare: Vec<u64>,
+    /// The update's reclaimed pages, written back.
+    pub(crate) pages: Vec<u32>,
+    /// The pages of a record being reclaimed (`gc::reclaim_one`).
+    pub(crate) parsed: Vec<u32>,
 }
 
 /// Lists longer than this are not kept (a bulk transaction's).
@@ -132,15 +153,30 @@ const LIST_KEEP: usize = 1 << 14;
 impl Lists {
     /// Keeps the transaction's lists, emptied, unless they are over
     /// [`LIST_KEEP`] long.
-    pub(crate) fn keep(&mut self, retired: Vec<u32>, loose: Vec<u32>, consumed: Vec<u64>) {
+    pub(crate) fn keep(&mut self, retired: Vec<u32>, loose: Vec<u32>, consumed: Vec<u64>, reclaimed: RunList) {
         self.retired = kept(retired);
         self.loose = kept(loose);
         self.consumed = kept(consumed);
+        self.reclaimed = if reclaimed.capacity() > LIST_KEEP { RunList::default() } else { reclaimed };
+        self.reclaimed.clear();
     }
 
     /// Keeps the commit's write order, emptied (as [`Lists::keep`]).
     pub(crate) fn keep_write_order(&mut self, order: Vec<u64>) {
         self.write_order = kept(order);
+    }
+}
+
+impl GcScratch {
+    /// The lists emptied; those over [`LIST_KEEP`] long dropped.
+    pub(crate) fn kept(self) -> GcScratch {
+        GcScratch {
+            layout: kept(self.layout),
+            plan: kept(self.plan),
+            spare: kept(self.spare),
+            pages: kept(self.pages),
+            parsed: kept(self.parsed),
+        }
     }
 }
 

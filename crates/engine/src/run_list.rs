@@ -79,6 +79,26 @@ impl RunList {
         v
     }
 
+    /// Moves every page (highest first) to the end of `out`, leaving the
+    /// list empty with its capacity.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<u32>) {
+        out.extend(self.iter());
+        self.clear();
+    }
+
+    /// Runs it has room for without growing.
+    pub(crate) fn capacity(&self) -> usize {
+        self.runs.capacity()
+    }
+
+    /// Empties the list; it keeps its capacity.
+    pub(crate) fn clear(&mut self) {
+        self.runs.clear();
+        self.long.clear();
+        self.len = 0;
+        self.hint = 0;
+    }
+
     /// Whether `pgno` is in the list.
     #[cfg(test)]
     pub(crate) fn contains(&self, pgno: u32) -> bool {
@@ -87,6 +107,7 @@ impl RunList {
 
     /// Adds pages (in any order); pages already in the list are kept once.
     /// Returns how many were already there.
+    #[cfg(test)]
     pub(crate) fn extend(&mut self, mut pages: Vec<u32>) -> usize {
         if !pages.is_sorted_by(|a, b| a >= b) {
             pages.sort_unstable_by(|a, b| b.cmp(a));

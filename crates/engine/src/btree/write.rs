@@ -429,6 +429,9 @@ pub(crate) fn free_large<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, pgn
     Ok(())
 }
 
+/// Zeros for reserved inline values.
+static ZEROS: [u8; crate::format::MAX_PAGESIZE] = [0; crate::format::MAX_PAGESIZE];
+
 /// Stores a value: inline bytes in `data`, or a new large chunk.
 fn make_value<'v, W: TreeWriter + ?Sized>(
     w: &mut W,
@@ -442,7 +445,9 @@ fn make_value<'v, W: TreeWriter + ?Sized>(
         // Inline bytes are copied straight from the caller's slice.
         let data = match val {
             Val::Bytes(b) => Cow::Borrowed(*b),
-            Val::Reserve(n) => Cow::Owned(vec![0u8; *n]),
+            // A reserved value starts as zeros (no allocation: it is inline,
+            // so shorter than a page).
+            Val::Reserve(n) => Cow::Borrowed(&ZEROS[..*n]),
         };
         return Ok((len as u32, nflags, data));
     }
@@ -479,7 +484,9 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
             return Ok(ValLoc { pgno: 0, off: 0, len: 0 });
         }
     }
-    let reserve = matches!(val, Val::Reserve(_));
+    // Where a reserved value lives, for a caller that asked (RESERVE); the
+    // GC update reserves without it and finds its records once, at the end.
+    let reserve = matches!(val, Val::Reserve(_)) && flags.contains(PutFlags::RESERVE);
     if tree.root == P_INVALID {
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
@@ -623,15 +630,16 @@ fn finish_append<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, l
     w.set_tree(db, tree, Some(lpg))
 }
 
-/// Finds where the value of `key` lives (after a RESERVE put).
-fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Result<ValLoc> {
+/// Finds where the value of `key` lives (after a RESERVE put: its leaf is
+/// dirty, and so is its large chunk if it has one).
+pub(crate) fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Result<ValLoc> {
     let t = w.table(db)?;
     let mut path = Path::new();
     let exact = find_path(w, &t.tree, key, t.cmp, &mut path)?;
-    if !exact {
+    let (lpg, idx) = path.e[path.leaf()];
+    if !exact || !w.page_is_dirty(lpg) {
         return Err(Error::Problem("reserved value vanished".into()));
     }
-    let (lpg, idx) = path.e[path.leaf()];
     let n = node::node(Page { buf: w.dirty_ref(lpg) }, idx, lpg)?;
     if n.flags & N_BIG != 0 {
         return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });

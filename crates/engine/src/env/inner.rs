@@ -57,8 +57,8 @@ pub(crate) struct EnvInner {
     pub file_len: AtomicU64,
     /// Named-table handle slots, and this environment's identity.
     pub dbs: crate::txn::DbRegistry,
-    /// Page buffers kept between write transactions (see `pool`).
-    pub page_pool: Mutex<crate::pool::PagePool>,
+    /// Page buffers and lists kept between write transactions (see `pool`).
+    pub writer_kept: Mutex<crate::txn::WriterKept>,
     /// What the writer last knew of the meta slots (`writer_metas`).
     pub writer_metas: Mutex<Option<WriterMetas>>,
     /// Dirty pages a write transaction keeps in memory (see `spill`).
@@ -285,7 +285,7 @@ impl EnvInner {
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
-            page_pool: Default::default(),
+            writer_kept: Default::default(),
             writer_metas: Mutex::new(None),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
@@ -415,7 +415,7 @@ impl EnvInner {
 
     /// The name of the table of `db`; `Err(BadDbi)` for a handle that is
     /// foreign or stale (its slot was freed since).
-    pub(crate) fn db_name(&self, db: crate::Db) -> Result<Vec<u8>> {
+    pub(crate) fn db_name(&self, db: crate::Db) -> Result<std::sync::Arc<[u8]>> {
         self.dbs.name_of(db)
     }
 
@@ -432,13 +432,13 @@ impl EnvInner {
     }
 
     /// The current 224-byte body of meta slot `i`.
-    pub(crate) fn meta_body(&self, i: usize) -> Result<[u8; META_LEN]> {
+    pub(crate) fn meta_body(&self, map: &Mmap, i: usize) -> Result<[u8; META_LEN]> {
         let mut b = [0u8; META_LEN];
         let off = i * self.page_size + META_OFF;
-        // From the map, without a system call (the caller holds the writer
-        // lock, so no other process rewrites the slot meanwhile); from the
-        // file when the map does not reach it.
-        let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+        // From the map (the transaction's: every map covers the meta slots),
+        // without a system call (the caller holds the writer lock, so no
+        // other process rewrites the slot meanwhile); from the file when the
+        // map does not reach it.
         if !map.copy_volatile(off, &mut b) {
             file::pread_exact(&self.file, &mut b, off as u64)?;
         }

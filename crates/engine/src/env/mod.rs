@@ -467,13 +467,19 @@ impl Env {
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        // Room for a named table or two without growing.
-        let mut tables = Vec::with_capacity(4);
+        let crate::txn::WriterKept { mut pool, mut tables } =
+            std::mem::take(&mut *env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()));
+        // Room for a named table or two without growing (the first time).
+        tables.reserve(4);
         tables.extend([Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))]);
-        let mut pool = std::mem::take(&mut *env.page_pool.lock().unwrap_or_else(|e| e.into_inner()));
         let l = &mut pool.lists;
-        let (retired, loose, consumed) =
-            (std::mem::take(&mut l.retired), std::mem::take(&mut l.loose), std::mem::take(&mut l.consumed));
+        let (retired, loose, consumed, reclaimed) = (
+            std::mem::take(&mut l.retired),
+            std::mem::take(&mut l.loose),
+            std::mem::take(&mut l.consumed),
+            std::mem::take(&mut l.reclaimed),
+        );
+        let gc_scratch = std::mem::take(&mut l.gc);
         Ok(RwTxn {
             env,
             _guard: guard,
@@ -493,7 +499,7 @@ impl Env {
             spilled: Default::default(),
             retired,
             loose,
-            reclaimed: Default::default(),
+            reclaimed,
             consumed,
             run_next: 0,
             runs_scanned: 0,
@@ -508,6 +514,7 @@ impl Env {
             frames: Vec::new(),
             pool,
             ops: Default::default(),
+            gc_scratch,
         })
     }
 

@@ -61,10 +61,18 @@ impl<'a> Pnl<'a> {
     /// value, every page number past the metas and below `limit`, strictly
     /// descending. The error names the defect.
     pub fn strict(&self, limit: u32) -> Result<Vec<u32>, &'static str> {
+        let mut out = Vec::with_capacity(self.len());
+        self.strict_into(limit, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Pnl::strict`], appending the list to `out` (on an error, `out`
+    /// may hold part of it).
+    pub fn strict_into(&self, limit: u32, out: &mut Vec<u32>) -> Result<(), &'static str> {
         if self.declared_len() > self.capacity() {
             return Err("GC record is shorter than its count");
         }
-        let mut out = Vec::with_capacity(self.len());
+        out.reserve(self.len());
         let mut prev = u32::MAX;
         for p in self.iter() {
             if p < super::NUM_METAS || p >= limit || p >= prev {
@@ -73,20 +81,29 @@ impl<'a> Pnl<'a> {
             prev = p;
             out.push(p);
         }
-        Ok(out)
+        Ok(())
     }
 }
 
 /// The value of a GC record listing `pages` (already descending), padded
 /// with zeros to `len` bytes.
 pub fn encode(pages: &[u32], len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len.max(4 + 4 * pages.len()));
-    v.extend_from_slice(&(pages.len() as u32).to_le_bytes());
-    for p in pages {
-        v.extend_from_slice(&p.to_le_bytes());
-    }
-    v.resize(len.max(v.len()), 0);
+    let mut v = vec![0u8; len.max(4 + 4 * pages.len())];
+    encode_into(pages, &mut v);
     v
+}
+
+/// Writes the value of a GC record listing `pages` (already descending)
+/// into `out`, zero-padded to its length. `out` holds at least the count
+/// and the pages (`4 + 4·pages.len()` bytes; the caller sized it so).
+pub fn encode_into(pages: &[u32], out: &mut [u8]) {
+    let (count, slots) = out.split_at_mut(4);
+    count.copy_from_slice(&(pages.len() as u32).to_le_bytes());
+    let (used, pad) = slots.split_at_mut(4 * pages.len());
+    for (slot, p) in used.chunks_exact_mut(4).zip(pages) {
+        slot.copy_from_slice(&p.to_le_bytes());
+    }
+    pad.fill(0);
 }
 
 #[cfg(test)]

@@ -266,21 +266,26 @@ impl Mmap {
         if end > self.len {
             return false;
         }
-        // Whole aligned words first (metas start on a page boundary), then
-        // single bytes.
+        // Single bytes up to an 8-aligned address, then whole aligned words,
+        // then the last bytes (a meta's body starts 20 bytes into its page).
         let base = self.ptr.as_ptr().wrapping_add(off);
-        let words = if (base as usize).is_multiple_of(8) { dst.len() / 8 } else { 0 };
-        for (i, chunk) in dst[..words * 8].chunks_exact_mut(8).enumerate() {
-            // SAFETY: `off + 8 * i + 8 <= end <= self.len`: inside the live
-            // mapping (the caller asks only for bytes inside the file); the
-            // address is 8-aligned (checked above); a volatile read creates no
-            // reference.
-            let w = unsafe { std::ptr::read_volatile(base.add(8 * i).cast::<u64>()) };
+        let head = base.align_offset(8).min(dst.len());
+        let words = (dst.len() - head) / 8;
+        let tail = head + 8 * words;
+        for (i, d) in dst[..head].iter_mut().enumerate() {
+            // SAFETY: `off + i < end <= self.len`: inside the live mapping
+            // (the caller asks only for bytes inside the file); a `u8` has no
+            // alignment requirement; a volatile read creates no reference.
+            *d = unsafe { std::ptr::read_volatile(base.add(i)) };
+        }
+        for (i, chunk) in dst[head..tail].chunks_exact_mut(8).enumerate() {
+            // SAFETY: `off + head + 8 * i + 8 <= off + tail <= end <= self.len`,
+            // as above; the address is 8-aligned (`head` reaches alignment).
+            let w = unsafe { std::ptr::read_volatile(base.add(head + 8 * i).cast::<u64>()) };
             chunk.copy_from_slice(&w.to_ne_bytes());
         }
-        for (i, d) in dst.iter_mut().enumerate().skip(words * 8) {
-            // SAFETY: `off + i < end <= self.len`, as above; a `u8` has no
-            // alignment requirement.
+        for (i, d) in dst.iter_mut().enumerate().skip(tail) {
+            // SAFETY: `off + i < end <= self.len`, as for the head.
             *d = unsafe { std::ptr::read_volatile(base.add(i)) };
         }
         true
@@ -578,6 +583,21 @@ mod tests {
         assert!(m.bytes(usize::MAX, 2).is_none());
         assert_eq!(m.bytes(1 << 20, 0), Some(&[][..]));
         assert!(Mmap::map(&f, 0).is_err());
+    }
+
+    #[test]
+    fn volatile_copies_match_at_every_alignment() {
+        let mut f = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        f.write_all(&bytes).unwrap();
+        let m = Mmap::map(&f, 4096).unwrap();
+        for off in 0..20 {
+            for len in 0..=(bytes.len() - off) {
+                let mut out = vec![0xffu8; len];
+                assert!(m.copy_volatile(off, &mut out));
+                assert_eq!(out, bytes[off..off + len], "offset {off}, {len} bytes");
+            }
+        }
     }
 
     #[test]

@@ -15,17 +15,12 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
     for dbi in 2..txn.tables.len() {
-        // The name is lent out for the put (a clone would allocate) and
-        // given back after it.
-        let (name, bytes) = match txn.tables[dbi].as_mut() {
-            Some(t) if t.dirty => (t.name.take().ok_or(Error::BadDbi)?, t.tree.to_bytes()),
+        // (The name is shared: its clone is a count, not a copy.)
+        let (name, bytes) = match txn.tables[dbi].as_ref() {
+            Some(t) if t.dirty => (t.name.clone().ok_or(Error::BadDbi)?, t.tree.to_bytes()),
             _ => continue,
         };
-        let put = write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE);
-        if let Some(t) = txn.tables[dbi].as_mut() {
-            t.name = Some(name);
-        }
-        put?;
+        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
     }
     // 2. GC records.
     let meta_txnid = save_gc(txn)?;
@@ -54,7 +49,8 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // The heap pages, and their order by page number as `pgno << 32 | i`
     // (`i` indexes `bufs_of`): plain numbers, so the order outlives the
     // buffers' borrow, for giving them back to the pool below.
-    let mut bufs_of: Vec<&[u8]> = Vec::with_capacity(txn.dirty.len());
+    // (With WRITEMAP there are few or none: no allocation up front.)
+    let mut bufs_of: Vec<&[u8]> = Vec::with_capacity(if txn.env.writemap { 0 } else { txn.dirty.len() });
     let mut order = std::mem::take(&mut txn.pool.lists.write_order);
     order.reserve(txn.dirty.len());
     for (p, b) in txn.dirty.iter().filter(|(_, b)| !b.in_map()) {
@@ -132,7 +128,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let body = meta.body();
     let in_map_unsynced = !durable && !meta_synced && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
     if !in_map_unsynced {
-        let previous = txn.env.meta_body(txn.base_slot)?;
+        let previous = txn.env.meta_body(&txn.map, txn.base_slot)?;
         let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
@@ -212,7 +208,7 @@ mod tests {
             txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, b)| (b.as_ptr() as usize, *p)).collect();
         assert!(addr_to_pgno.len() > 50, "{} dirty pages", addr_to_pgno.len());
         txn.commit().unwrap();
-        let pooled = env.inner.page_pool.lock().unwrap().buffer_addrs();
+        let pooled = env.inner.writer_kept.lock().unwrap().pool.buffer_addrs();
         let pgnos: Vec<u32> = pooled.iter().filter_map(|a| addr_to_pgno.get(a).copied()).collect();
         assert_eq!(pgnos.len(), addr_to_pgno.len(), "every buffer of the transaction is pooled");
         assert!(pgnos.is_sorted(), "buffers pooled out of write order: {pgnos:?}");

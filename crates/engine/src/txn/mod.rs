@@ -95,7 +95,8 @@ pub(crate) struct DbRegistry {
 
 #[derive(Default)]
 struct DbSlot {
-    name: Option<Vec<u8>>,
+    /// Shared with the transactions' table states (a clone is a count).
+    name: Option<Arc<[u8]>>,
     /// Bumped each time the slot is freed (wrapping after 2^32 deletions).
     gen: u32,
 }
@@ -131,7 +132,7 @@ impl DbRegistry {
                 slots.len() - 1
             }
         };
-        slots[i].name = Some(name.to_vec());
+        slots[i].name = Some(Arc::from(name));
         Ok(self.handle(i, &slots[i]))
     }
 
@@ -144,7 +145,7 @@ impl DbRegistry {
 
     /// The name of `db`'s table; `Err(BadDbi)` unless `db` is the current
     /// handle of a named table of this environment.
-    pub(crate) fn name_of(&self, db: Db) -> Result<Vec<u8>> {
+    pub(crate) fn name_of(&self, db: Db) -> Result<Arc<[u8]>> {
         if db.env != self.id {
             return Err(Error::BadDbi);
         }
@@ -213,7 +214,7 @@ pub(crate) struct Table {
     /// Changed in this write transaction (its record must be rewritten).
     pub dirty: bool,
     /// Name (None for the main table and the GC).
-    pub name: Option<Vec<u8>>,
+    pub name: Option<Arc<[u8]>>,
     /// The rightmost leaf after an APPEND put, dirty, for the next APPEND
     /// (`btree::write::put`). Any other change to the table clears it: every
     /// change goes through `RwTxn::table_mut`.
@@ -227,13 +228,13 @@ impl Table {
         View { tree: self.tree, flags: self.flags, cmp: self.cmp }
     }
 
-    pub(crate) fn new(tree: Tree, name: Option<Vec<u8>>) -> Table {
+    pub(crate) fn new(tree: Tree, name: Option<Arc<[u8]>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
         Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None, gen: 0 }
     }
 
     /// The state of named table `db`.
-    pub(crate) fn named(tree: Tree, name: Vec<u8>, db: Db) -> Table {
+    pub(crate) fn named(tree: Tree, name: Arc<[u8]>, db: Db) -> Table {
         Table { gen: db.gen, ..Table::new(tree, Some(name)) }
     }
 }
@@ -381,6 +382,16 @@ pub struct RwTxn<'env> {
     /// Page operations of this transaction, added to the lock file's
     /// counters when it ends (one atomic add per counter, not per page).
     pub(crate) ops: crate::lck::PageOps,
+    /// Work lists of the GC (kept by the pool between transactions).
+    pub(crate) gc_scratch: crate::pool::GcScratch,
+}
+
+/// What a write transaction leaves to the next one, kept by the environment
+/// in between: the page pool, and the emptied table list (its capacity).
+#[derive(Default)]
+pub(crate) struct WriterKept {
+    pub(crate) pool: crate::pool::PagePool,
+    pub(crate) tables: Vec<Option<Table>>,
 }
 
 impl Drop for RwTxn<'_> {
@@ -388,10 +399,18 @@ impl Drop for RwTxn<'_> {
     fn drop(&mut self) {
         self.recycle_dirty([]);
         self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
-        let (retired, loose, consumed) =
-            (std::mem::take(&mut self.retired), std::mem::take(&mut self.loose), std::mem::take(&mut self.consumed));
-        self.pool.lists.keep(retired, loose, consumed);
-        *self.env.page_pool.lock().unwrap_or_else(|e| e.into_inner()) = std::mem::take(&mut self.pool);
+        let (retired, loose, consumed, reclaimed) = (
+            std::mem::take(&mut self.retired),
+            std::mem::take(&mut self.loose),
+            std::mem::take(&mut self.consumed),
+            std::mem::take(&mut self.reclaimed),
+        );
+        self.pool.lists.keep(retired, loose, consumed, reclaimed);
+        self.pool.lists.gc = std::mem::take(&mut self.gc_scratch).kept();
+        let mut tables = std::mem::take(&mut self.tables);
+        tables.clear();
+        *self.env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()) =
+            WriterKept { pool: std::mem::take(&mut self.pool), tables };
         self.env.lck.add_page_ops(&self.ops);
     }
 }
@@ -443,7 +462,7 @@ macro_rules! read_methods {
             let main = self.table(Db::MAIN)?.tree;
             let tree = find_table(&pages, &main, name)?.ok_or(Error::NotFound)?;
             let db = self.env.register_db(name)?;
-            self.remember(db, Table::named(tree, name.to_vec(), db));
+            self.remember(db, Table::named(tree, Arc::from(name), db));
             Ok(db)
         }
 
@@ -922,7 +941,7 @@ impl<'env> RwTxn<'env> {
         let main = self.table(Db::MAIN)?.tree;
         if let Some(tree) = find_table(&self.pages(), &main, name)? {
             let db = self.env.register_db(name)?;
-            let t = Table::named(tree, name.to_vec(), db);
+            let t = Table::named(tree, Arc::from(name), db);
             if t.flags != want {
                 return Err(Error::Incompatible(format!("table exists with flags {:#x}", t.flags.bits())));
             }
@@ -945,7 +964,7 @@ impl<'env> RwTxn<'env> {
             PutFlags::empty(),
             N_TREE,
         )?;
-        let mut t = Table::named(tree, name.to_vec(), db);
+        let mut t = Table::named(tree, Arc::from(name), db);
         t.dirty = true;
         self.set_table(db.dbi, t);
         Ok(db)

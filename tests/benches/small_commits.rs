@@ -1,0 +1,116 @@
+//! A focused probe of the benchmark's weakest row: write transactions of one
+//! put each, for profiling one engine (perf, callgrind) and for quick A/B
+//! runs, where the whole `compare` benchmark takes minutes.
+//!
+//! Run: `cargo bench -p rdbx-tests --bench small_commits -- [engines] [modes] [commits] [rounds]`
+//! - engines: comma-separated of `rdbx`, `libmdbx`, `lmdb` (default all three);
+//! - modes: comma-separated of `pwrite`, `writemap` (default both);
+//! - commits: transactions per round (default 20,000);
+//! - rounds: fresh files per engine and mode, the best kept (default 3).
+//!
+//! Each round opens a fresh environment under /dev/shm (SafeNoSync, the
+//! `compare` benchmark's geometry and `RDBX_BENCH_PAGE_SIZE`), loads 10,000
+//! records into a named table in one transaction, then times `commits`
+//! transactions that each put one random key (32-byte value) into it.
+//! Prints microseconds per commit and the pages in use at the end.
+//! Under callgrind, `--toggle-collect=*commits_phase*` counts only the
+//! timed loop.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rdbx_tests::rng::Rng;
+
+// The benchmark's engine adapters; this probe uses only part of them.
+#[path = "compare/engines.rs"]
+#[allow(dead_code)]
+mod engines;
+use engines::{Engine, Kind, Setup, Write};
+
+fn page_size() -> usize {
+    std::env::var("RDBX_BENCH_PAGE_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(4096)
+}
+const UPPER: usize = 16 << 30;
+const GROWTH: usize = 16 << 20;
+const PRELOAD: u64 = 10_000;
+
+fn value(i: u64) -> [u8; 32] {
+    let mut v = [0u8; 32];
+    for (j, c) in v.chunks_mut(8).enumerate() {
+        c.copy_from_slice(&(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ j as u64).to_le_bytes());
+    }
+    v
+}
+
+fn base_dir() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// One round on a fresh environment: (time of the commits, pages in use).
+fn round<E: Engine>(write_map: bool, keys: &[u64]) -> (Duration, u64) {
+    let dir = tempfile::tempdir_in(base_dir()).expect("temp dir");
+    let env = E::open(dir.path(), Setup::NoSync { write_map });
+    let mut txn = env.begin_rw();
+    let t = txn.table(Some("small"), Kind::Plain);
+    let mut rng = Rng::new(7);
+    for _ in 0..PRELOAD {
+        let i = rng.next_u64();
+        txn.put(t, &i.to_be_bytes(), &value(i));
+    }
+    txn.commit();
+    let took = commits_phase(&env, t, keys);
+    let used = env.used_pages();
+    env.close();
+    (took, used)
+}
+
+#[inline(never)]
+fn commits_phase<E: Engine>(env: &E, t: E::Table, keys: &[u64]) -> Duration {
+    let start = Instant::now();
+    for &i in keys {
+        let mut txn = env.begin_rw();
+        txn.put(t, &black_box(i).to_be_bytes(), &value(i));
+        txn.commit();
+    }
+    start.elapsed()
+}
+
+fn best<E: Engine>(write_map: bool, keys: &[u64], rounds: usize) -> (Duration, u64) {
+    (0..rounds.max(1)).map(|_| round::<E>(write_map, keys)).min_by_key(|r| r.0).expect("a round")
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`: skip flags.
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.to_string());
+    let engines = arg(0, "rdbx,libmdbx,lmdb");
+    let modes = arg(1, "pwrite,writemap");
+    let commits: usize = arg(2, "20000").parse().expect("commits: a number");
+    let rounds: usize = arg(3, "3").parse().expect("rounds: a number");
+    let mut rng = Rng::new(11);
+    let keys: Vec<u64> = (0..commits).map(|_| rng.next_u64()).collect();
+    for mode in modes.split(',') {
+        let write_map = match mode {
+            "pwrite" => false,
+            "writemap" => true,
+            other => panic!("unknown mode {other:?} (pwrite, writemap)"),
+        };
+        for engine in engines.split(',') {
+            let (took, used) = match engine {
+                "rdbx" => best::<rdbx::Env>(write_map, &keys, rounds),
+                "libmdbx" => best::<rdbx_tests::oracle::Env>(write_map, &keys, rounds),
+                "lmdb" if page_size() == 4096 => best::<rdbx_tests::lmdb::Env>(write_map, &keys, rounds),
+                "lmdb" => continue,
+                other => panic!("unknown engine {other:?} (rdbx, libmdbx, lmdb)"),
+            };
+            let us = took.as_secs_f64() * 1e6 / commits.max(1) as f64;
+            println!("{mode:9} {engine:8} {us:7.2} us/commit  {used:6} pages in use");
+        }
+    }
+}
