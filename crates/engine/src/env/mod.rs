@@ -13,7 +13,7 @@ use crate::flags::DbFlags;
 use crate::format::meta::pv2pages;
 use crate::io::IoFaults;
 use crate::lck::LockFormat;
-use crate::txn::{RoTxn, RwTxn, Table};
+use crate::txn::{RoTxn, RwTxn};
 
 mod inner;
 
@@ -467,11 +467,9 @@ impl Env {
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        let crate::txn::WriterKept { mut pool, mut tables } =
+        let crate::txn::WriterKept { mut pool, tables, main } =
             std::mem::take(&mut *env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()));
-        // Room for a named table or two without growing (the first time).
-        tables.reserve(4);
-        tables.extend([Some(Table::new(base.gc, None)), Some(Table::new(base.main, None))]);
+        let tables = crate::txn::WriterKept::tables_for(tables, main, &base, &env.dbs);
         let l = &mut pool.lists;
         let (retired, loose, consumed, reclaimed) = (
             std::mem::take(&mut l.retired),
@@ -515,6 +513,7 @@ impl Env {
             pool,
             ops: Default::default(),
             gc_scratch,
+            committed_main: None,
         })
     }
 

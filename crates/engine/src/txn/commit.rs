@@ -155,6 +155,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     txn.recycle_dirty(order.iter().map(|&k| (k >> 32) as u32));
     txn.pool.lists.keep_write_order(order);
     txn.spilled.clear();
+    txn.committed_main = Some(main);
     Ok(())
 }
 

@@ -156,6 +156,18 @@ impl DbRegistry {
         }
     }
 
+    /// Empties the entries of `tables` (named tables, indexed by slot) whose
+    /// slot was freed or given to another table since they were loaded.
+    pub(crate) fn drop_stale(&self, tables: &mut [Option<Table>]) {
+        let slots = self.slots();
+        for (i, t) in tables.iter_mut().enumerate().skip(2) {
+            let stale = t.as_ref().is_some_and(|t| slots.get(i).is_none_or(|s| s.name.is_none() || s.gen != t.gen));
+            if stale {
+                *t = None;
+            }
+        }
+    }
+
     /// Frees slot `dbi`: its handles become stale.
     pub(crate) fn forget(&self, dbi: u32) {
         if let Some(s) = self.slots().get_mut(dbi as usize).filter(|_| dbi >= 2) {
@@ -384,14 +396,49 @@ pub struct RwTxn<'env> {
     pub(crate) ops: crate::lck::PageOps,
     /// Work lists of the GC (kept by the pool between transactions).
     pub(crate) gc_scratch: crate::pool::GcScratch,
+    /// The main tree of this transaction's commit, once it succeeded (see
+    /// [`WriterKept`]).
+    pub(crate) committed_main: Option<Tree>,
 }
 
 /// What a write transaction leaves to the next one, kept by the environment
-/// in between: the page pool, and the emptied table list (its capacity).
+/// in between: the page pool, and the table list. After a commit the list
+/// keeps the named tables the transaction had loaded, as committed, with
+/// the main tree they were committed in (`main`): the next write
+/// transaction starts with them if its main tree is that one (no other
+/// commit changed a table record since), so a one-put commit into a named
+/// table does not look the table up again. Otherwise it is kept empty, for
+/// its capacity.
 #[derive(Default)]
 pub(crate) struct WriterKept {
     pub(crate) pool: crate::pool::PagePool,
     pub(crate) tables: Vec<Option<Table>>,
+    pub(crate) main: Option<Tree>,
+}
+
+impl WriterKept {
+    /// The table list for a write transaction on `base`: the kept named
+    /// tables if they are current, and the GC and the main table of `base`.
+    pub(crate) fn tables_for(
+        mut tables: Vec<Option<Table>>,
+        main: Option<Tree>,
+        base: &Meta,
+        dbs: &DbRegistry,
+    ) -> Vec<Option<Table>> {
+        if main != Some(base.main) {
+            tables.clear();
+        } else if tables.len() > 2 {
+            dbs.drop_stale(&mut tables);
+        }
+        if tables.len() < 2 {
+            // Room for a named table or two without growing (the first time).
+            tables.reserve(4);
+            tables.resize(2, None);
+        }
+        tables[0] = Some(Table::new(base.gc, None));
+        tables[1] = Some(Table::new(base.main, None));
+        tables
+    }
 }
 
 impl Drop for RwTxn<'_> {
@@ -408,9 +455,17 @@ impl Drop for RwTxn<'_> {
         self.pool.lists.keep(retired, loose, consumed, reclaimed);
         self.pool.lists.gc = std::mem::take(&mut self.gc_scratch).kept();
         let mut tables = std::mem::take(&mut self.tables);
-        tables.clear();
+        let main = self.committed_main.filter(|_| !self.poisoned);
+        if main.is_some() {
+            for t in tables.iter_mut().flatten() {
+                t.dirty = false;
+                t.append_leaf = None;
+            }
+        } else {
+            tables.clear();
+        }
         *self.env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()) =
-            WriterKept { pool: std::mem::take(&mut self.pool), tables };
+            WriterKept { pool: std::mem::take(&mut self.pool), tables, main };
         self.env.lck.add_page_ops(&self.ops);
     }
 }

@@ -1,0 +1,131 @@
+//! The write transaction starts with the named tables the last commit of
+//! this environment left (`txn::WriterKept`), without looking them up in the
+//! main table again, only while they are still what the file holds: no other
+//! commit changed the main tree since, and their handle slots are unchanged.
+
+use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags};
+
+fn open(path: &std::path::Path) -> Env {
+    Env::builder().max_dbs(8).geometry(Geometry { page_size: Some(4096), ..Default::default() }).open(path).unwrap()
+}
+
+fn put(env: &Env, db: Db, k: &[u8], v: &[u8]) {
+    let mut t = env.begin_rw_txn().unwrap();
+    t.put(db, k, v, PutFlags::empty()).unwrap();
+    t.commit().unwrap();
+}
+
+fn create(env: &Env, name: &str) -> Db {
+    let mut t = env.begin_rw_txn().unwrap();
+    let db = t.create_db(Some(name), DbFlags::empty()).unwrap();
+    t.commit().unwrap();
+    db
+}
+
+fn get(env: &Env, db: Db, k: &[u8]) -> Option<Vec<u8>> {
+    env.begin_ro_txn().unwrap().get(db, k).unwrap().map(<[u8]>::to_vec)
+}
+
+/// Run as a child process by the test below: one commit into table "t" of
+/// the file named by `RDBX_KEPT_TABLES_CHILD` (does nothing otherwise).
+#[test]
+fn child_writer() {
+    let Some(path) = std::env::var_os("RDBX_KEPT_TABLES_CHILD") else { return };
+    let env = open(std::path::Path::new(&path));
+    let mut t = env.begin_rw_txn().unwrap();
+    let db = t.create_db(Some("t"), DbFlags::empty()).unwrap();
+    t.put(db, b"k", b"from the child", PutFlags::empty()).unwrap();
+    t.put(db, b"x", b"only the child wrote this", PutFlags::empty()).unwrap();
+    t.commit().unwrap();
+}
+
+/// Another process commits into the table between two commits of this
+/// environment: this one's next commit builds on that (a kept table state
+/// from before would write the table's record back without it).
+#[test]
+fn a_commit_of_another_process_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let env = open(&path);
+    let db = create(&env, "t");
+    put(&env, db, b"k", b"from the parent");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env("RDBX_KEPT_TABLES_CHILD", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran");
+    put(&env, db, b"y", b"the parent again");
+    let r = env.begin_ro_txn().unwrap();
+    assert_eq!(r.get(db, b"k").unwrap(), Some(&b"from the child"[..]));
+    assert_eq!(r.get(db, b"x").unwrap(), Some(&b"only the child wrote this"[..]));
+    assert_eq!(r.get(db, b"y").unwrap(), Some(&b"the parent again"[..]));
+    assert_eq!(r.db_stat(db).unwrap().entries, 3);
+}
+
+/// An aborted transaction's changes to a kept table are not kept.
+#[test]
+fn an_aborted_change_is_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(&dir.path().join("db"));
+    let db = create(&env, "t");
+    put(&env, db, b"a", b"1");
+    let mut t = env.begin_rw_txn().unwrap();
+    for i in 0..500u32 {
+        t.put(db, &i.to_be_bytes(), &[7; 100], PutFlags::empty()).unwrap();
+    }
+    drop(t);
+    put(&env, db, b"b", b"2");
+    let r = env.begin_ro_txn().unwrap();
+    assert_eq!(r.db_stat(db).unwrap().entries, 2);
+    assert_eq!(r.get(db, &5u32.to_be_bytes()).unwrap(), None);
+    drop(r);
+    // A transaction that fails (here: its table cannot take a value that
+    // large) is not kept either.
+    let mut t = env.begin_rw_txn().unwrap();
+    t.put(db, b"c", b"3", PutFlags::empty()).unwrap();
+    assert!(t.put(db, &[1u8; 5000], b"too long a key", PutFlags::empty()).is_err());
+    drop(t);
+    put(&env, db, b"d", b"4");
+    assert_eq!(get(&env, db, b"c"), None);
+    assert_eq!(env.begin_ro_txn().unwrap().db_stat(db).unwrap().entries, 3);
+}
+
+/// A dropped table's handle slot taken by another table, and a drop undone
+/// by a nested abort: the kept state of the old table is not used for
+/// handles of the slot's new table, and the old handle stays stale.
+#[test]
+fn a_freed_handle_slot_does_not_reach_the_kept_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(&dir.path().join("db"));
+    let t1 = create(&env, "one");
+    put(&env, t1, b"k", b"one");
+    let mut t = env.begin_rw_txn().unwrap();
+    t.drop_db(t1).unwrap();
+    let t2 = t.create_db(Some("two"), DbFlags::empty()).unwrap();
+    t.commit().unwrap();
+    put(&env, t2, b"k", b"two");
+    assert_eq!(get(&env, t2, b"k").as_deref(), Some(&b"two"[..]));
+    assert!(matches!(env.begin_rw_txn().unwrap().get(t1, b"k"), Err(Error::BadDbi)));
+
+    // A nested transaction drops "two" and aborts; the parent commits.
+    let mut t = env.begin_rw_txn().unwrap();
+    t.put(t2, b"p", b"parent", PutFlags::empty()).unwrap();
+    {
+        let mut child = t.begin_nested_txn().unwrap();
+        child.drop_db(t2).unwrap();
+        child.abort();
+    }
+    t.commit().unwrap();
+    // The table is still there, under a new handle (opened by a reader: the
+    // write transaction meets it first in a put).
+    let again = env.begin_ro_txn().unwrap().open_db(Some("two")).unwrap();
+    put(&env, again, b"q", b"after");
+    assert!(matches!(env.begin_rw_txn().unwrap().get(t2, b"k"), Err(Error::BadDbi)));
+    let r = env.begin_ro_txn().unwrap();
+    assert_eq!(r.get(again, b"k").unwrap(), Some(&b"two"[..]));
+    assert_eq!(r.get(again, b"p").unwrap(), Some(&b"parent"[..]));
+    assert_eq!(r.get(again, b"q").unwrap(), Some(&b"after"[..]));
+    assert_eq!(r.db_stat(again).unwrap().entries, 3);
+}
