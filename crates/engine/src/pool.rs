@@ -102,7 +102,7 @@ pub(crate) const DIRTY_SET_KEEP: usize = 1 << 16;
 /// times the pages the last transaction dirtied (at least [`DIRTY_SET_MIN`]).
 const DIRTY_SET_SLACK: usize = 4;
 /// The smallest table size the shrink rule aims at.
-const DIRTY_SET_MIN: usize = 256;
+const DIRTY_SET_MIN: usize = 32;
 
 #[derive(Default)]
 pub(crate) struct PagePool {
