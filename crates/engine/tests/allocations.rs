@@ -2,8 +2,9 @@
 //! are deterministic; nothing here measures time).
 //!
 //! In steady state a get, a cursor step, an overwrite put of an existing
-//! key, and adding or deleting one value of an existing multimap key
-//! allocate nothing.
+//! key, adding or deleting one value of an existing multimap key, and a
+//! whole small write transaction (begin, a put, a get, commit) allocate
+//! nothing.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -159,6 +160,34 @@ fn hot_paths_do_not_allocate() {
         }
     });
     txn.commit().expect("commit");
+
+    // Small write transactions (begin, one put into a named table, commit),
+    // in both write modes: after a few, they allocate nothing (the page
+    // lists, the GC's work lists, the dirty set and the table list are
+    // kept between transactions).
+    let small_commits = |write_map: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::builder().max_dbs(4).write_map(write_map).open(dir.path()).expect("open");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let db = txn.create_db(Some("small"), DbFlags::empty()).expect("db");
+        for i in 0..2_000u64 {
+            txn.put(db, &i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes(), &[5; 32], PutFlags::empty())
+                .expect("put");
+        }
+        txn.commit().expect("commit");
+        let one = |i: u64| {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            txn.put(db, &i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes(), &[6; 32], PutFlags::empty())
+                .expect("put");
+            assert!(txn.get(db, &0u64.to_be_bytes()).expect("get").is_some());
+            txn.commit().expect("commit");
+        };
+        (0..100).for_each(one);
+        allocations(|| (100..400).for_each(one))
+    };
+    let small_pwrite = small_commits(false);
+    let small_writemap = small_commits(true);
+    eprintln!("allocations: {small_pwrite} for 300 one-put commits, {small_writemap} with WRITEMAP");
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
         "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
@@ -174,4 +203,6 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(rw_gets, 0, "gets in a write transaction allocate");
     assert_eq!(multi_puts, 0, "multimap puts of a new value of an existing key allocate");
     assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
+    assert_eq!(small_pwrite, 0, "one-put commits allocate");
+    assert_eq!(small_writemap, 0, "one-put commits with WRITEMAP allocate");
 }

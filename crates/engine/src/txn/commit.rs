@@ -46,20 +46,19 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     meta.geo = geo;
     // 4. Pages, in runs of consecutive page numbers.
     // With WRITEMAP most pages are already in place in the map.
-    // The heap pages, and their order by page number as `pgno << 32 | i`
-    // (`i` indexes `bufs_of`): plain numbers, so the order outlives the
-    // buffers' borrow, for giving them back to the pool below.
-    // (With WRITEMAP there are few or none: no allocation up front.)
-    let mut bufs_of: Vec<&[u8]> = Vec::with_capacity(if txn.env.writemap { 0 } else { txn.dirty.len() });
+    // The heap pages in page-number order, as `pgno << 32 | pages` (a large
+    // chunk is one buffer of several pages): plain numbers, kept by the
+    // pool with their capacity; each buffer is looked up again to be written.
     let mut order = std::mem::take(&mut txn.pool.lists.write_order);
     order.reserve(txn.dirty.len());
+    let mut to_write = 0usize;
     for (p, b) in txn.dirty.iter().filter(|(_, b)| !b.in_map()) {
-        order.push(u64::from(*p) << 32 | bufs_of.len() as u64);
-        bufs_of.push(&b[..]);
+        let pages = b.len() / ps;
+        order.push(u64::from(*p) << 32 | pages as u64);
+        to_write += pages;
     }
     // Page numbers are unique, so their order is the keys' order.
     crate::radix::sort_by_key(&mut order, |k| (k >> 32) as u32);
-    let page = |k: u64| ((k >> 32) as u32, bufs_of[k as u32 as usize]);
     // Pages edited in place in the map are written too (to the page cache).
     let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
     let durable = txn.env.durability == crate::env::Durability::SyncDurable;
@@ -67,33 +66,46 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // commit with nothing else waiting for a sync (no spilled pages, no lazy
     // commit of another process, the file not resized) writes its pages
     // durably as it goes and needs no fdatasync.
-    let to_write: usize = bufs_of.iter().map(|b| b.len() / ps).sum();
     let write_through = durable
         && !txn.env.writemap
         && to_write <= txn.env.writethrough_threshold
         && txn.geo.now == txn.base.geo.now
         && txn.env.lck.unsynced_pages() == 0;
-    let mut bufs: Vec<&[u8]> = Vec::new();
+    // The buffers of one run: on the stack for runs of up to RUN_ON_STACK
+    // buffers (a small commit's), else in a vector.
+    let mut on_stack: [&[u8]; RUN_ON_STACK] = [&[]; RUN_ON_STACK];
+    let mut on_heap: Vec<&[u8]> = Vec::new();
     let mut i = 0;
     while i < order.len() {
-        let start = page(order[i]).0;
-        bufs.clear();
+        let start = (order[i] >> 32) as u32;
         let mut next = start;
-        while i < order.len() && page(order[i]).0 == next {
-            let (p, b) = page(order[i]);
-            bufs.push(b);
-            next = p + (b.len() / ps) as u32;
-            i += 1;
+        let mut j = i;
+        while j < order.len() && (order[j] >> 32) as u32 == next {
+            next += order[j] as u32;
+            j += 1;
+        }
+        let bufs: &mut [&[u8]] = if j - i <= RUN_ON_STACK {
+            &mut on_stack[..j - i]
+        } else {
+            on_heap.clear();
+            on_heap.resize(j - i, &[]);
+            &mut on_heap
+        };
+        for (slot, &k) in bufs.iter_mut().zip(&order[i..j]) {
+            *slot = match txn.dirty.get(&((k >> 32) as u32)) {
+                Some(b) => b,
+                None => return Err(Error::Problem("a page to write left the dirty set".into())),
+            };
         }
         if write_through {
-            txn.env.write_at_durable(&bufs, start as u64 * ps as u64)?;
+            txn.env.write_at_durable(bufs, start as u64 * ps as u64)?;
         } else {
-            txn.env.write_at(&bufs, start as u64 * ps as u64)?;
+            txn.env.write_at(bufs, start as u64 * ps as u64)?;
             written += u64::from(next - start);
         }
+        i = j;
     }
-    drop(bufs);
-    drop(bufs_of);
+    drop(on_heap);
     // Every page written counts as unsynced until a steady commit (libmdbx
     // counts them in every mode); a lazy commit becomes steady when a
     // process sharing the lock file set an auto-sync threshold or period
@@ -158,6 +170,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     txn.committed_main = Some(main);
     Ok(())
 }
+
+/// Buffers of one run of pages the commit gathers on the stack (a run of
+/// more takes a vector).
+const RUN_ON_STACK: usize = 64;
 
 /// The shrink rule (docs/format.md, "Shrink"): the new `now`, if the file should shrink.
 fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height: u16) -> Option<u32> {
