@@ -2,6 +2,8 @@
 //! this environment left (`txn::WriterKept`), without looking them up in the
 //! main table again, only while they are still what the file holds: no other
 //! commit changed the main tree since, and their handle slots are unchanged.
+//! Within a write transaction a table that reads loaded stays loaded
+//! (`RwTxn::read_loaded`) until an edit, a drop or a nested abort.
 
 use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags};
 
@@ -37,6 +39,73 @@ fn child_writer() {
     t.put(db, b"k", b"from the child", PutFlags::empty()).unwrap();
     t.put(db, b"x", b"only the child wrote this", PutFlags::empty()).unwrap();
     t.commit().unwrap();
+}
+
+/// A table the last commit only read is kept too, and a commit of another
+/// process in between is seen by the next transaction's reads.
+#[test]
+fn a_table_only_read_follows_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let env = open(&path);
+    let db = create(&env, "t");
+    put(&env, db, b"k", b"from the parent");
+    for _ in 0..2 {
+        let mut t = env.begin_rw_txn().unwrap();
+        assert_eq!(t.get(db, b"k").unwrap(), Some(&b"from the parent"[..]));
+        t.put(Db::MAIN, b"elsewhere", b"1", PutFlags::empty()).unwrap();
+        t.commit().unwrap();
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env("RDBX_KEPT_TABLES_CHILD", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child: {}", String::from_utf8_lossy(&out.stderr));
+    let mut t = env.begin_rw_txn().unwrap();
+    assert_eq!(t.get(db, b"k").unwrap(), Some(&b"from the child"[..]));
+    assert_eq!(t.get(db, b"x").unwrap(), Some(&b"only the child wrote this"[..]));
+    t.put(db, b"y", b"the parent again", PutFlags::empty()).unwrap();
+    t.commit().unwrap();
+    assert_eq!(env.begin_ro_txn().unwrap().db_stat(db).unwrap().entries, 3);
+}
+
+/// Reads of a write transaction keep a table they loaded; they still see
+/// it as the transaction changes it (puts, a child's puts undone by its
+/// abort) and a dropped table is gone for its old handle.
+#[test]
+fn reads_follow_the_changes_of_their_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(&dir.path().join("db"));
+    let db = create(&env, "t");
+    put(&env, db, b"a", b"1");
+    drop(env.begin_rw_txn().unwrap());
+    let mut t = env.begin_rw_txn().unwrap();
+    assert_eq!(t.get(db, b"a").unwrap(), Some(&b"1"[..]));
+    assert_eq!(t.get(db, b"b").unwrap(), None);
+    t.put(db, b"b", b"2", PutFlags::empty()).unwrap();
+    assert_eq!(t.get(db, b"b").unwrap(), Some(&b"2"[..]));
+    {
+        let mut child = t.begin_nested_txn().unwrap();
+        assert_eq!(child.get(db, b"b").unwrap(), Some(&b"2"[..]));
+        child.put(db, b"c", b"3", PutFlags::empty()).unwrap();
+        assert_eq!(child.get(db, b"c").unwrap(), Some(&b"3"[..]));
+        child.abort();
+    }
+    assert_eq!(t.get(db, b"c").unwrap(), None);
+    assert_eq!(t.db_stat(db).unwrap().entries, 2);
+    t.commit().unwrap();
+    // An aborted transaction leaves no kept tables: the next one loads "t"
+    // by a read, then drops it.
+    drop(env.begin_rw_txn().unwrap());
+    let mut t = env.begin_rw_txn().unwrap();
+    assert_eq!(t.get(db, b"b").unwrap(), Some(&b"2"[..]));
+    t.drop_db(db).unwrap();
+    assert!(matches!(t.get(db, b"a"), Err(Error::BadDbi)), "{:?}", t.get(db, b"a"));
+    t.commit().unwrap();
+    assert!(matches!(env.begin_rw_txn().unwrap().get(db, b"a"), Err(Error::BadDbi)));
+    let again = create(&env, "t");
+    assert_eq!(env.begin_rw_txn().unwrap().get(again, b"a").unwrap(), None);
 }
 
 /// Another process commits into the table between two commits of this

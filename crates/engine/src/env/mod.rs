@@ -514,6 +514,7 @@ impl Env {
             ops: Default::default(),
             gc_scratch,
             committed_main: None,
+            read_loaded: Default::default(),
         })
     }
 

@@ -399,6 +399,13 @@ pub struct RwTxn<'env> {
     /// The main tree of this transaction's commit, once it succeeded (see
     /// [`WriterKept`]).
     pub(crate) committed_main: Option<Tree>,
+    /// Named tables a read of this transaction loaded (`table` takes `&self`)
+    /// and nothing changed: their trees as the main table records them. An
+    /// edit moves the table to `tables` (`loaded_table`); whatever sets or
+    /// empties a slot of `tables` empties it here too. A nested abort empties
+    /// it all, as a precaution: an entry a child loaded holds for the parent
+    /// too (a record changes only by an edit, which moves its table out).
+    pub(crate) read_loaded: RefCell<Vec<Option<Table>>>,
 }
 
 /// What a write transaction leaves to the next one, kept by the environment
@@ -457,6 +464,14 @@ impl Drop for RwTxn<'_> {
         let mut tables = std::mem::take(&mut self.tables);
         let main = self.committed_main.filter(|_| !self.poisoned);
         if main.is_some() {
+            // Tables only read are as committed too.
+            for (i, r) in std::mem::take(self.read_loaded.get_mut()).into_iter().enumerate() {
+                let Some(r) = r else { continue };
+                if tables.len() <= i {
+                    tables.resize(i + 1, None);
+                }
+                tables[i].get_or_insert(r);
+            }
             for t in tables.iter_mut().flatten() {
                 t.dirty = false;
                 t.append_leaf = None;
@@ -880,7 +895,21 @@ impl<'env> RwTxn<'env> {
             // generation of handles reaches it.
             return if t.gen == db.gen { Ok(t.view()) } else { Err(Error::BadDbi) };
         }
-        self.load_table(db).map(|t| t.view())
+        let i = db.dbi as usize;
+        if let Some(Some(t)) = self.read_loaded.borrow().get(i).filter(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
+        {
+            return Ok(t.view());
+        }
+        // Not loaded yet (or under an older handle of the slot: the load
+        // checks `db` against the registry).
+        let t = self.load_table(db)?;
+        let v = t.view();
+        let mut loaded = self.read_loaded.borrow_mut();
+        if loaded.len() <= i {
+            loaded.resize(i + 1, None);
+        }
+        loaded[i] = Some(t);
+        Ok(v)
     }
 
     fn load_table(&self, db: Db) -> Result<Table> {
@@ -899,8 +928,7 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The table state of `db`, loaded into this transaction on first use
-    /// (then later lookups find it: [`RwTxn::table`] alone loads it afresh
-    /// each time, a name lookup and a search of the main tree).
+    /// (taken from `read_loaded` if a read loaded it).
     fn loaded_table(&mut self, db: Db) -> Result<&mut Table> {
         db.check_env(self.env)?;
         let i = db.dbi as usize;
@@ -908,7 +936,11 @@ impl<'env> RwTxn<'env> {
             return Err(Error::BadDbi);
         }
         if self.tables.get(i).is_none_or(|t| t.is_none()) {
-            let t = self.load_table(db)?;
+            let read = self.read_loaded.get_mut().get_mut(i).and_then(Option::take).filter(|t| t.gen == db.gen);
+            let t = match read {
+                Some(t) => t,
+                None => self.load_table(db)?,
+            };
             if self.tables.len() <= i {
                 self.tables.resize(i + 1, None);
             }
@@ -1031,6 +1063,14 @@ impl<'env> RwTxn<'env> {
             self.tables.resize(i + 1, None);
         }
         self.tables[i] = Some(t);
+        self.forget_read_loaded(i);
+    }
+
+    /// Empties slot `i` of `read_loaded` (see there).
+    fn forget_read_loaded(&mut self, i: usize) {
+        if let Some(t) = self.read_loaded.get_mut().get_mut(i) {
+            *t = None;
+        }
     }
 
     /// Stores `val` under `key`.
@@ -1188,6 +1228,7 @@ impl<'env> RwTxn<'env> {
                     if let Some(slot) = t.tables.get_mut(named.dbi as usize) {
                         *slot = None;
                     }
+                    t.forget_read_loaded(named.dbi as usize);
                     t.env.forget_db(named.dbi);
                 }
             }
@@ -1205,6 +1246,7 @@ impl<'env> RwTxn<'env> {
             let name = t.table_mut(db)?.name.clone().ok_or(Error::BadDbi)?;
             crate::btree::write::del(t, Db::MAIN, &name, None)?;
             t.tables[db.dbi as usize] = None;
+            t.forget_read_loaded(db.dbi as usize);
             t.env.forget_db(db.dbi);
             Ok(())
         })

@@ -105,6 +105,7 @@ impl<'env> RwTxn<'env> {
         let s = f.saved;
         self.geo = s.geo;
         self.tables = s.tables;
+        self.read_loaded.get_mut().clear();
         debug_assert!(self.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
         self.retired.truncate(s.retired_len);
         self.loose = s.loose;
