@@ -71,41 +71,43 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         && to_write <= txn.env.writethrough_threshold
         && txn.geo.now == txn.base.geo.now
         && txn.env.lck.unsynced_pages() == 0;
-    // The buffers of one run: on the stack for runs of up to RUN_ON_STACK
-    // buffers (a small commit's), else in a vector.
-    let mut on_stack: [&[u8]; RUN_ON_STACK] = [&[]; RUN_ON_STACK];
-    let mut on_heap: Vec<&[u8]> = Vec::new();
-    let mut i = 0;
-    while i < order.len() {
-        let start = (order[i] >> 32) as u32;
-        let mut next = start;
-        let mut j = i;
-        while j < order.len() && (order[j] >> 32) as u32 == next {
-            next += order[j] as u32;
-            j += 1;
-        }
-        let bufs: &mut [&[u8]] = if j - i <= RUN_ON_STACK {
-            &mut on_stack[..j - i]
-        } else {
-            on_heap.clear();
-            on_heap.resize(j - i, &[]);
-            &mut on_heap
-        };
-        for (slot, &k) in bufs.iter_mut().zip(&order[i..j]) {
-            *slot = match txn.dirty.get(&((k >> 32) as u32)) {
-                Some(b) => b,
-                None => return Err(Error::Problem("a page to write left the dirty set".into())),
+    // With WRITEMAP there is usually nothing to gather.
+    if !order.is_empty() {
+        // The buffers of one run: on the stack for runs of up to RUN_ON_STACK
+        // buffers (a small commit's), else in a vector.
+        let mut on_stack: [&[u8]; RUN_ON_STACK] = [&[]; RUN_ON_STACK];
+        let mut on_heap: Vec<&[u8]> = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            let start = (order[i] >> 32) as u32;
+            let mut next = start;
+            let mut j = i;
+            while j < order.len() && (order[j] >> 32) as u32 == next {
+                next += order[j] as u32;
+                j += 1;
+            }
+            let bufs: &mut [&[u8]] = if j - i <= RUN_ON_STACK {
+                &mut on_stack[..j - i]
+            } else {
+                on_heap.clear();
+                on_heap.resize(j - i, &[]);
+                &mut on_heap
             };
+            for (slot, &k) in bufs.iter_mut().zip(&order[i..j]) {
+                *slot = match txn.dirty.get(&((k >> 32) as u32)) {
+                    Some(b) => b,
+                    None => return Err(Error::Problem("a page to write left the dirty set".into())),
+                };
+            }
+            if write_through {
+                txn.env.write_at_durable(bufs, start as u64 * ps as u64)?;
+            } else {
+                txn.env.write_at(bufs, start as u64 * ps as u64)?;
+                written += u64::from(next - start);
+            }
+            i = j;
         }
-        if write_through {
-            txn.env.write_at_durable(bufs, start as u64 * ps as u64)?;
-        } else {
-            txn.env.write_at(bufs, start as u64 * ps as u64)?;
-            written += u64::from(next - start);
-        }
-        i = j;
     }
-    drop(on_heap);
     // Every page written counts as unsynced until a steady commit (libmdbx
     // counts them in every mode); a lazy commit becomes steady when a
     // process sharing the lock file set an auto-sync threshold or period

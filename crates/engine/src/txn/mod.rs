@@ -895,6 +895,14 @@ impl<'env> RwTxn<'env> {
             // generation of handles reaches it.
             return if t.gen == db.gen { Ok(t.view()) } else { Err(Error::BadDbi) };
         }
+        self.read_table(db)
+    }
+
+    /// [`RwTxn::table`] of a table the transaction has not changed: loaded
+    /// once by reads (`read_loaded`). Apart, so that `table` stays small
+    /// enough to inline on the hot paths.
+    #[inline(never)]
+    fn read_table(&self, db: Db) -> Result<View> {
         let i = db.dbi as usize;
         if let Some(Some(t)) = self.read_loaded.borrow().get(i).filter(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
         {
