@@ -28,11 +28,13 @@ fn get(env: &Env, db: Db, k: &[u8]) -> Option<Vec<u8>> {
     env.begin_ro_txn().unwrap().get(db, k).unwrap().map(<[u8]>::to_vec)
 }
 
-/// Run as a child process by the test below: one commit into table "t" of
-/// the file named by `RDBX_KEPT_TABLES_CHILD` (does nothing otherwise).
+/// Not a test: the other process of the tests below, which run this binary
+/// again with `--ignored --exact child_writer`. One commit into table "t"
+/// of the file named by `RDBX_KEPT_TABLES_CHILD`.
 #[test]
+#[ignore = "run as a child process by the tests of this file"]
 fn child_writer() {
-    let Some(path) = std::env::var_os("RDBX_KEPT_TABLES_CHILD") else { return };
+    let path = std::env::var_os("RDBX_KEPT_TABLES_CHILD").expect("RDBX_KEPT_TABLES_CHILD names the database");
     let env = open(std::path::Path::new(&path));
     let mut t = env.begin_rw_txn().unwrap();
     let db = t.create_db(Some("t"), DbFlags::empty()).unwrap();
@@ -57,7 +59,7 @@ fn a_table_only_read_follows_another_process() {
         t.commit().unwrap();
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
         .env("RDBX_KEPT_TABLES_CHILD", &path)
         .output()
         .unwrap();
@@ -119,7 +121,7 @@ fn a_commit_of_another_process_is_not_overwritten() {
     let db = create(&env, "t");
     put(&env, db, b"k", b"from the parent");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
         .env("RDBX_KEPT_TABLES_CHILD", &path)
         .output()
         .unwrap();
