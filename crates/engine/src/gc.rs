@@ -1418,6 +1418,29 @@ mod tests {
         check(&w);
     }
 
+    /// Transaction `i` of a random run, up to its GC update: it reclaims
+    /// some GC records, then puts and deletes random keys of `db` (`model`
+    /// follows them). Every third stretch of 20 transactions a reader pins
+    /// the snapshot the stretch began with (nothing newer is reclaimed): the
+    /// GC grows.
+    fn random_edits(w: &mut MemWriter, db: usize, rng: &mut Rng, model: &mut BTreeSet<u64>, i: usize) {
+        if i.is_multiple_of(20) || (i / 20) % 3 != 2 {
+            w.detent = w.txnid - 1;
+        }
+        let want = rng.below(40) as usize;
+        w.top_up(want).unwrap();
+        for _ in 0..rng.below(80) {
+            let k = rng.below(400);
+            if rng.below(2) == 0 && model.remove(&k) {
+                assert!(write::del(w, db, &k.to_be_bytes(), None).unwrap());
+            } else {
+                let len = if rng.below(30) == 0 { 700 } else { 1 + rng.below(30) as usize };
+                put(w, db, k, len);
+                model.insert(k);
+            }
+        }
+    }
+
     /// When an edit of the GC (a split or a copied path, for a record under
     /// a consumed key) uses up the last reclaimed page while such a record
     /// exists, and nothing more can be reclaimed, the update stops writing
@@ -1432,21 +1455,7 @@ mod tests {
                 let mut rng = Rng::new(seed);
                 let mut model = BTreeSet::new();
                 for i in 0..60 {
-                    if i % 20 == 0 || (i / 20) % 3 != 2 {
-                        w.detent = w.txnid - 1;
-                    }
-                    let want = rng.below(40) as usize;
-                    w.top_up(want).unwrap();
-                    for _ in 0..rng.below(80) {
-                        let k = rng.below(400);
-                        if rng.below(2) == 0 && model.remove(&k) {
-                            assert!(write::del(&mut w, db, &k.to_be_bytes(), None).unwrap());
-                        } else {
-                            let len = if rng.below(30) == 0 { 700 } else { 1 + rng.below(30) as usize };
-                            put(&mut w, db, k, len);
-                            model.insert(k);
-                        }
-                    }
+                    random_edits(&mut w, db, &mut rng, &mut model, i);
                     let (last, _, _) = save_rounds(&mut w);
                     let hit = w.no_spare;
                     if hit {
@@ -1478,23 +1487,7 @@ mod tests {
             let mut gc_height = 0;
             let mut rounds_seen = BTreeMap::new();
             for i in 0..180 {
-                // Every third stretch of 20 transactions, a reader pins the
-                // snapshot the stretch began with: the GC grows.
-                if i % 20 == 0 || (i / 20) % 3 != 2 {
-                    w.detent = w.txnid - 1;
-                }
-                let want = rng.below(40) as usize;
-                w.top_up(want).unwrap();
-                for _ in 0..rng.below(80) {
-                    let k = rng.below(400);
-                    if rng.below(2) == 0 && model.remove(&k) {
-                        assert!(write::del(&mut w, db, &k.to_be_bytes(), None).unwrap());
-                    } else {
-                        let len = if rng.below(30) == 0 { 700 } else { 1 + rng.below(30) as usize };
-                        put(&mut w, db, k, len);
-                        model.insert(k);
-                    }
-                }
+                random_edits(&mut w, db, &mut rng, &mut model, i);
                 let t = w.txnid;
                 let (last, _, rounds) = save_rounds(&mut w);
                 *rounds_seen.entry(rounds).or_insert(0) += 1;

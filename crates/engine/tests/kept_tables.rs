@@ -43,6 +43,17 @@ fn child_writer() {
     t.commit().unwrap();
 }
 
+/// Runs [`child_writer`] in another process on the database at `path`.
+fn run_child_writer(path: &std::path::Path) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env("RDBX_KEPT_TABLES_CHILD", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran");
+}
+
 /// A table the last commit only read is kept too, and a commit of another
 /// process in between is seen by the next transaction's reads.
 #[test]
@@ -58,12 +69,7 @@ fn a_table_only_read_follows_another_process() {
         t.put(Db::MAIN, b"elsewhere", b"1", PutFlags::empty()).unwrap();
         t.commit().unwrap();
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
-        .env("RDBX_KEPT_TABLES_CHILD", &path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "child: {}", String::from_utf8_lossy(&out.stderr));
+    run_child_writer(&path);
     let mut t = env.begin_rw_txn().unwrap();
     assert_eq!(t.get(db, b"k").unwrap(), Some(&b"from the child"[..]));
     assert_eq!(t.get(db, b"x").unwrap(), Some(&b"only the child wrote this"[..]));
@@ -120,13 +126,7 @@ fn a_commit_of_another_process_is_not_overwritten() {
     let env = open(&path);
     let db = create(&env, "t");
     put(&env, db, b"k", b"from the parent");
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_writer", "--nocapture", "--test-threads=1"])
-        .env("RDBX_KEPT_TABLES_CHILD", &path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "child: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran");
+    run_child_writer(&path);
     put(&env, db, b"y", b"the parent again");
     let r = env.begin_ro_txn().unwrap();
     assert_eq!(r.get(db, b"k").unwrap(), Some(&b"from the child"[..]));

@@ -272,21 +272,17 @@ impl Mmap {
         let head = base.align_offset(8).min(dst.len());
         let words = (dst.len() - head) / 8;
         let tail = head + 8 * words;
-        for (i, d) in dst[..head].iter_mut().enumerate() {
-            // SAFETY: `off + i < end <= self.len`: inside the live mapping
-            // (the caller asks only for bytes inside the file); a `u8` has no
-            // alignment requirement; a volatile read creates no reference.
-            *d = unsafe { std::ptr::read_volatile(base.add(i)) };
-        }
         for (i, chunk) in dst[head..tail].chunks_exact_mut(8).enumerate() {
-            // SAFETY: `off + head + 8 * i + 8 <= off + tail <= end <= self.len`,
-            // as above; the address is 8-aligned (`head` reaches alignment).
+            // The address is 8-aligned (`head` reaches alignment) and
+            // `off + head + 8 * i + 8 <= off + tail <= end <= self.len`.
+            // SAFETY: inside the live mapping (the caller asks only for bytes inside the file), aligned; a volatile read creates no reference.
             let w = unsafe { std::ptr::read_volatile(base.add(head + 8 * i).cast::<u64>()) };
             chunk.copy_from_slice(&w.to_ne_bytes());
         }
-        for (i, d) in dst.iter_mut().enumerate().skip(tail) {
-            // SAFETY: `off + i < end <= self.len`, as for the head.
-            *d = unsafe { std::ptr::read_volatile(base.add(i)) };
+        for i in (0..head).chain(tail..dst.len()) {
+            // `off + i < end <= self.len`, and a `u8` has no alignment requirement.
+            // SAFETY: inside the live mapping, as above; a volatile read creates no reference.
+            dst[i] = unsafe { std::ptr::read_volatile(base.add(i)) };
         }
         true
     }
