@@ -10,7 +10,7 @@
 //!
 //! Each round opens a fresh environment under /dev/shm (SafeNoSync, the
 //! `compare` benchmark's geometry and `RDBX_BENCH_PAGE_SIZE`), loads 10,000
-//! records into a named table in one transaction, then times `commits`
+//! records (`RDBX_PROBE_RECORDS`) into a named table in one transaction, then times `commits`
 //! transactions that each put one random key (32-byte value) into it.
 //! Prints microseconds per commit and the pages in use at the end.
 //! Under callgrind, `--toggle-collect=*commits_phase*` counts only the
@@ -33,7 +33,10 @@ fn page_size() -> usize {
 }
 const UPPER: usize = 16 << 30;
 const GROWTH: usize = 16 << 20;
-const PRELOAD: u64 = 10_000;
+/// Records loaded before the timed commits (`RDBX_PROBE_RECORDS`, default 10,000).
+fn preload() -> u64 {
+    std::env::var("RDBX_PROBE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000)
+}
 
 fn value(i: u64) -> [u8; 32] {
     let mut v = [0u8; 32];
@@ -59,7 +62,7 @@ fn round<E: Engine>(write_map: bool, keys: &[u64]) -> (Duration, u64) {
     let mut txn = env.begin_rw();
     let t = txn.table(Some("small"), Kind::Plain);
     let mut rng = Rng::new(7);
-    for _ in 0..PRELOAD {
+    for _ in 0..preload() {
         let i = rng.next_u64();
         txn.put(t, &i.to_be_bytes(), &value(i));
     }

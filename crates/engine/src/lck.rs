@@ -1075,12 +1075,11 @@ impl LockFile {
     pub fn add_unsynced_pages(&self, pages: u64) {
         let Some(sh) = &self.shared else { return };
         sh.u64(sh.layout.unsynced_pages).fetch_add(pages, Ordering::Relaxed);
-        let _ = sh.u64(sh.layout.eoos_timestamp).compare_exchange(
-            0,
-            os::monotime_ns().max(1),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        // The clock is read only when the timestamp is still to be set.
+        let eoos = sh.u64(sh.layout.eoos_timestamp);
+        if eoos.load(Ordering::Relaxed) == 0 {
+            let _ = eoos.compare_exchange(0, os::monotime_ns().max(1), Ordering::Relaxed, Ordering::Relaxed);
+        }
     }
 
     /// The page-operation counters of the lock region (zeros without one).

@@ -37,6 +37,10 @@ pub const META_LEN: usize = 224;
 /// Offset of `txnid_b` in the body: a reader takes a meta only when it
 /// equals `txnid_a`, so a writer in place writes it last.
 pub const TXNID_B_AT: usize = 176;
+/// Offset of `txnid_a` in the body.
+pub const TXNID_A_AT: usize = 8;
+/// Offset of `sign` in the body.
+pub const SIGN_AT: usize = 168;
 /// `sign` of a steady meta.
 pub const SIGN_STEADY: u64 = u64::MAX;
 /// `sign` of a weak meta.
@@ -100,7 +104,7 @@ impl Meta {
         dxbid.copy_from_slice(&b[208..224]);
         Ok(Meta {
             magic: u64_at(b, 0),
-            txnid_a: u64_at(b, 8),
+            txnid_a: u64_at(b, TXNID_A_AT),
             geo: MetaGeo {
                 grow_pv: u16_at(b, 20),
                 shrink_pv: u16_at(b, 22),
@@ -112,7 +116,7 @@ impl Meta {
             gc: Tree::read(&b[40..88]),
             main: Tree::read(&b[88..136]),
             canary: [u64_at(b, 136), u64_at(b, 144), u64_at(b, 152), u64_at(b, 160)],
-            sign: u64_at(b, 168),
+            sign: u64_at(b, SIGN_AT),
             txnid_b: u64_at(b, TXNID_B_AT),
             pages_retired: u64_at(b, 184),
             bootid,
@@ -124,7 +128,7 @@ impl Meta {
     pub fn body(&self) -> [u8; META_LEN] {
         let mut b = [0u8; META_LEN];
         put_u64(&mut b, 0, self.magic);
-        put_u64(&mut b, 8, self.txnid_a);
+        put_u64(&mut b, TXNID_A_AT, self.txnid_a);
         put_u16(&mut b, 20, self.geo.grow_pv);
         put_u16(&mut b, 22, self.geo.shrink_pv);
         put_u32(&mut b, 24, self.geo.lower);
@@ -136,7 +140,7 @@ impl Meta {
         for (k, v) in self.canary.iter().enumerate() {
             put_u64(&mut b, 136 + 8 * k, *v);
         }
-        put_u64(&mut b, 168, self.sign);
+        put_u64(&mut b, SIGN_AT, self.sign);
         put_u64(&mut b, TXNID_B_AT, self.txnid_b);
         put_u64(&mut b, 184, self.pages_retired);
         b[192..208].copy_from_slice(&self.bootid);

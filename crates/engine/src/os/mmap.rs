@@ -287,6 +287,19 @@ impl Mmap {
         true
     }
 
+    /// The 4-aligned `u32` at `off`, read with one volatile load (for bytes
+    /// another process may be writing, as [`Mmap::copy_volatile`]); `None`
+    /// if `off` is not 4-aligned or the word is not inside the mapping.
+    pub fn u32_volatile(&self, off: usize) -> Option<u32> {
+        if !off.is_multiple_of(4) || off.checked_add(4)? > self.len {
+            return None;
+        }
+        // The mapping is page-aligned, so the address is 4-aligned, and
+        // `off + 4 <= self.len`.
+        // SAFETY: inside the live mapping, aligned; a volatile read creates no reference.
+        Some(unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(off).cast::<u32>()) })
+    }
+
     /// WRITEMAP: writes `bytes` at `off` in place, for bytes that readers of
     /// any process copy while they may change (a meta, read with
     /// [`Mmap::copy_volatile`] and valid only when its two copies of the

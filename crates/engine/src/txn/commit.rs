@@ -49,18 +49,23 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // The heap pages in page-number order, as `pgno << 32 | pages` (a large
     // chunk is one buffer of several pages): plain numbers, kept by the
     // pool with their capacity; each buffer is looked up again to be written.
+    // Pages edited in place in the map count as written too (to the page
+    // cache). One pass over the dirty set counts them and lists the others.
     let mut order = std::mem::take(&mut txn.pool.lists.write_order);
     order.reserve(txn.dirty.len());
     let mut to_write = 0usize;
-    for (p, b) in txn.dirty.iter().filter(|(_, b)| !b.in_map()) {
+    let mut written: u64 = 0;
+    for (p, b) in txn.dirty.iter() {
         let pages = b.len() / ps;
-        order.push(u64::from(*p) << 32 | pages as u64);
-        to_write += pages;
+        if b.in_map() {
+            written += pages as u64;
+        } else {
+            order.push(u64::from(*p) << 32 | pages as u64);
+            to_write += pages;
+        }
     }
     // Page numbers are unique, so their order is the keys' order.
     crate::radix::sort_by_key(&mut order, |k| (k >> 32) as u32);
-    // Pages edited in place in the map are written too (to the page cache).
-    let mut written: u64 = txn.dirty.values().filter(|b| b.in_map()).map(|b| (b.len() / ps) as u64).sum();
     let durable = txn.env.durability == crate::env::Durability::SyncDurable;
     // Write-through (libmdbx's writethrough threshold): a small durable
     // commit with nothing else waiting for a sync (no spilled pages, no lazy
@@ -112,8 +117,6 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // counts them in every mode); a lazy commit becomes steady when a
     // process sharing the lock file set an auto-sync threshold or period
     // that is now passed (libmdbx's `autosync_threshold`/`autosync_period`).
-    txn.env.lck.add_unsynced_pages(written);
-    let autosync = !txn.env.durability.syncs_data() && txn.env.lck.autosync_due();
     // On tmpfs or ramfs a sync does nothing (`EnvInner::in_memory_fs`): a
     // lazy commit there is made steady at once (its syncs still go through
     // the io seam), so the next transaction may reuse the pages this one
@@ -121,8 +124,14 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // a meta write and a scan of the GC, each small commit). The promise of
     // the lazy modes holds: the last steady commit's pages are never reused
     // while a newer weak one exists. libmdbx keeps such commits weak there,
-    // and lets the file grow instead.
+    // and lets the file grow instead. Such a commit leaves nothing unsynced,
+    // so it skips the count (and its clock read) that the steady commit
+    // would reset at once.
     let free_syncs = txn.env.in_memory_fs;
+    if !free_syncs {
+        txn.env.lck.add_unsynced_pages(written);
+    }
+    let autosync = !txn.env.durability.syncs_data() && !free_syncs && txn.env.lck.autosync_due();
     let steady = txn.env.durability.syncs_data() || autosync || free_syncs;
     let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync || free_syncs;
     meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
