@@ -120,7 +120,11 @@ impl RunList {
     pub(crate) fn extend_desc(&mut self, pages: &[u32]) -> usize {
         debug_assert!(pages.is_sorted_by(|a, b| a >= b), "pages not sorted descending");
         let before = self.len;
-        if pages.len() <= 8 {
+        if self.runs.is_empty() {
+            // Into an empty list (a reclaimed GC record, usually): the runs
+            // in one pass, in the list's kept capacity.
+            self.fill_empty(pages);
+        } else if pages.len() <= 8 {
             for &p in pages {
                 self.insert(p);
             }
@@ -128,6 +132,42 @@ impl RunList {
             self.merge(pages);
         }
         before + pages.len() - self.len
+    }
+
+    /// [`RunList::extend_desc`] into an empty list.
+    fn fill_empty(&mut self, pages: &[u32]) {
+        debug_assert!(self.runs.is_empty() && self.long.is_empty() && self.len == 0);
+        let mut cur: Option<Run> = None;
+        for &p in pages {
+            match &mut cur {
+                // Sorted descending: equal to the lowest page so far is a
+                // duplicate, one below it extends the run.
+                Some(c) if p == c.start => {}
+                Some(c) if p + 1 == c.start => {
+                    c.start = p;
+                    c.len += 1;
+                }
+                _ => {
+                    if let Some(done) = cur.replace(Run { start: p, len: 1 }) {
+                        self.push_run(done);
+                    }
+                }
+            }
+        }
+        if let Some(done) = cur {
+            self.push_run(done);
+        }
+        self.hint = 0;
+    }
+
+    /// Appends a run below the others (and to the index if long).
+    #[inline]
+    fn push_run(&mut self, r: Run) {
+        self.runs.push(r);
+        self.len += r.len as usize;
+        if r.len >= INDEXED {
+            self.long.push(r);
+        }
     }
 
     /// Adds one page; false if it was there.
@@ -171,7 +211,7 @@ impl RunList {
     /// runs and a new index): for more than a few pages.
     fn merge(&mut self, pages: &[u32]) {
         let old = std::mem::take(&mut self.runs);
-        let mut runs: Vec<Run> = Vec::with_capacity(old.len() + pages.len());
+        self.runs = Vec::with_capacity(old.len() + pages.len());
         self.long.clear();
         self.len = 0;
         // Runs and single pages come highest end first; each joins the run
@@ -196,26 +236,15 @@ impl RunList {
                 }
                 _ => {
                     if let Some(done) = cur.replace(next) {
-                        self.push_merged(&mut runs, done);
+                        self.push_run(done);
                     }
                 }
             }
         }
         if let Some(done) = cur {
-            self.push_merged(&mut runs, done);
+            self.push_run(done);
         }
-        self.runs = runs;
         self.hint = 0;
-    }
-
-    /// Appends a finished run of a merge.
-    #[inline]
-    fn push_merged(&mut self, runs: &mut Vec<Run>, r: Run) {
-        runs.push(r);
-        self.len += r.len as usize;
-        if r.len >= INDEXED {
-            self.long.push(r);
-        }
     }
 
     /// Removes `pgno`; whether it was there.
