@@ -731,19 +731,15 @@ impl EnvInner {
     pub(crate) fn sync_data(&self) -> std::io::Result<()> {
         if self.writemap {
             self.lck.add_page_ops(&crate::lck::PageOps { msync: 1, ..Default::default() });
+            let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
             let len = self.file_len.load(Ordering::Acquire) as usize;
             // On tmpfs or ramfs an msync only walks the mappings (the
             // file's sync does nothing there): skipped, as `FileIo` skips
-            // `fdatasync`. Elsewhere the map is cloned so that a remap need
-            // not wait for the msync.
-            let covered = if self.in_memory_fs {
-                self.map.read().unwrap_or_else(|e| e.into_inner()).len() >= len
-            } else {
-                let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
+            // `fdatasync`.
+            if !self.in_memory_fs {
                 map.sync(len)?;
-                map.len() >= len
-            };
-            if covered {
+            }
+            if map.len() >= len {
                 return Ok(());
             }
             // A short map (see `open`) does not cover all of the file.
