@@ -486,7 +486,8 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     }
     let mut pages = std::mem::take(&mut txn.gc_scratch.parsed);
     pages.clear();
-    let found = newest_reclaimable(txn, detent, gc.tree.root, &mut pages);
+    let mut path = write::Path::new();
+    let found = newest_reclaimable(txn, detent, &gc, &mut path, &mut pages);
     let key = match found {
         Ok(Some(key)) => key,
         other => {
@@ -499,8 +500,9 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
     // by the GC: kept once.
     txn.reclaimed.extend_desc(&pages);
     txn.gc_scratch.parsed = pages;
+    // The record goes at the place the search found (nothing changed since).
     txn.in_reclaim = true;
-    let r = write::del(txn, Db::GC, &key.to_le_bytes(), None);
+    let r = write::del_at(txn, Db::GC, gc.tree, &mut path);
     txn.in_reclaim = false;
     r?;
     txn.consumed.push(key);
@@ -508,22 +510,51 @@ fn reclaim_one(txn: &mut RwTxn<'_>) -> Result<bool> {
 }
 
 /// The key of the newest GC record at or below `detent` that this
-/// transaction has not consumed, its pages appended to `pages`; `None` if
-/// there is none. `root` is the GC tree's root (named in errors).
-fn newest_reclaimable(txn: &RwTxn<'_>, detent: u64, root: u32, pages: &mut Vec<u32>) -> Result<Option<u64>> {
+/// transaction has not consumed, its pages appended to `pages` and `path`
+/// leading to it; `None` if there is none. One descent finds it where it
+/// usually is, at or just before `detent`'s place in its leaf (a commit
+/// consumes the newest record, often the only one); otherwise a cursor
+/// walks back from there.
+fn newest_reclaimable(
+    txn: &RwTxn<'_>,
+    detent: u64,
+    gc: &crate::txn::View,
+    path: &mut write::Path,
+    pages: &mut Vec<u32>,
+) -> Result<Option<u64>> {
+    let root = gc.tree.root;
+    let exact = write::find_path(txn, &gc.tree, &detent.to_le_bytes(), gc.cmp, path)?;
+    let leaf = path.leaf();
+    let (lpg, idx) = path.e[leaf];
+    if let Some(i) = if exact { Some(idx) } else { idx.checked_sub(1) } {
+        let p = txn.pages();
+        let page = crate::format::page::Page { buf: p.get(lpg)? };
+        let n = crate::format::node::node(page, i, lpg)?;
+        let key = gc_key(n.key, root)?;
+        if key > detent {
+            return Err(Error::corrupted(lpg, "GC keys out of order"));
+        }
+        if !txn.consumed.contains(&key) {
+            let v = crate::btree::node_value(&p, &n, lpg, page.txnid())?;
+            parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
+            path.e[leaf].1 = i;
+            return Ok(Some(key));
+        }
+    }
+    if !exact && idx == 0 && path.e[..leaf].iter().all(|e| e.1 == 0) {
+        // Every key of the tree is newer than `detent`.
+        return Ok(None);
+    }
+    // In an earlier leaf, or behind records this transaction consumed
+    // (their keys are written back by the GC update itself: not a source).
     let mut c = txn.cursor(Db::GC)?;
     let probe = (detent.saturating_add(1)).to_le_bytes();
     let mut rec = match c.set_range(&probe)? {
         Some(_) => c.prev()?,
         None => c.last()?,
     };
-    // Records under keys this transaction consumed were written back by the
-    // GC update itself (unused reclaimed pages): not a source.
     while let Some((k, v)) = rec {
-        if k.len() != 8 {
-            return Err(Error::corrupted(root, "GC key is not 8 bytes"));
-        }
-        let key = u64::from_le_bytes(k.try_into().expect("8 bytes"));
+        let key = gc_key(k, root)?;
         if key > detent {
             return Ok(None);
         }
@@ -532,9 +563,18 @@ fn newest_reclaimable(txn: &RwTxn<'_>, detent: u64, root: u32, pages: &mut Vec<u
             continue;
         }
         parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
+        if !write::find_path(txn, &gc.tree, k, gc.cmp, path)? {
+            return Err(Error::corrupted(root, "GC record not found again"));
+        }
         return Ok(Some(key));
     }
     Ok(None)
+}
+
+/// A GC key (8 bytes) as a number; `root` is named in the error.
+fn gc_key(k: &[u8], root: u32) -> Result<u64> {
+    let k: [u8; 8] = k.try_into().map_err(|_| Error::corrupted(root, "GC key is not 8 bytes"))?;
+    Ok(u64::from_le_bytes(k))
 }
 
 /// A GC record's page list, checked for allocation (`format::pnl`),
@@ -673,6 +713,10 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
     layout.clear();
     let mut rounds = 0;
     let mut stable = false;
+    // Where the last reservation's value lives, while no GC edit came after
+    // it (a later edit may move it: a split, a removal): the fill needs no
+    // search for it.
+    let mut last_put: Option<(u64, write::ValLoc)> = None;
     while rounds < MAX_ROUNDS {
         rounds += 1;
         spare_keys(w, spare);
@@ -696,6 +740,7 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         let edits = layout.iter().filter(|p| !plan.iter().any(|q| q.0 == p.0)).count()
             + plan.iter().filter(|p| !layout.iter().any(|q| q.0 == p.0 && q.1 == p.1)).count();
         let want = gc_edit_pages(w, edits);
+        last_put = None;
         if w.lists().reclaimed.len() < want && w.top_up(want)? {
             // plan_gc moved what the spare keys could not hold to the
             // retired list; with more spare keys, plan again.
@@ -712,12 +757,14 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         let edits_now = |k: u64| !own_only || k >= t;
         for &(k, _, _) in layout.iter() {
             if edits_now(k) && !plan.iter().any(|p| p.0 == k) {
+                last_put = None;
                 write::del(w, gc, &k.to_le_bytes(), None)?;
             }
         }
         for &(k, bytes, _) in plan.iter() {
             if edits_now(k) && !layout.iter().any(|p| p.0 == k && p.1 == bytes) {
-                write::put(w, gc, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::empty(), 0)?;
+                let loc = write::put(w, gc, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::RESERVE, 0)?;
+                last_put = Some((k, loc));
             }
         }
         if own_only {
@@ -735,7 +782,10 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
             crate::radix::sort_desc(l.loose);
             l.reclaimed.extend_desc(l.loose);
             l.loose.clear();
-            if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && !w.top_up(1)? {
+            if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && {
+                last_put = None;
+                !w.top_up(1)?
+            } {
                 // Creating a record used up the last reclaimed page and the
                 // GC has nothing more to reclaim. Deleting the record could
                 // free a page again and so flap; taking one from the tail
@@ -769,7 +819,8 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
     for (lists, own) in [(&retired, true), (&*reclaimed, false)] {
         let mut at = 0;
         for &(k, bytes, count) in layout.iter().filter(|p| (p.0 >= t) == own) {
-            fill_record(w, k, bytes, &lists[at..at + count])?;
+            let known = last_put.filter(|p| p.0 == k).map(|p| p.1);
+            fill_record(w, k, known, bytes, &lists[at..at + count])?;
             at += count;
             if own {
                 last_key = last_key.max(k);
@@ -794,8 +845,18 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
 /// Writes `pages` into the record reserved under `key` (`bytes` long), in
 /// place: the reservation made its leaf (or its one-page large value) dirty,
 /// so no tree edit is needed, and none may happen here (the lists are final).
-fn fill_record<W: GcWriter + ?Sized>(w: &mut W, key: u64, bytes: usize, pages: &[u32]) -> Result<()> {
-    let loc = write::locate(w, w.gc_db(), &key.to_le_bytes())?;
+/// `known`: where the value lives, when the update knows it (else found).
+fn fill_record<W: GcWriter + ?Sized>(
+    w: &mut W,
+    key: u64,
+    known: Option<write::ValLoc>,
+    bytes: usize,
+    pages: &[u32],
+) -> Result<()> {
+    let loc = match known {
+        Some(loc) => loc,
+        None => write::locate(w, w.gc_db(), &key.to_le_bytes())?,
+    };
     if loc.len != bytes || 4 * (pages.len() + 1) > bytes || !w.page_is_dirty(loc.pgno) {
         // The update's last round changed nothing, so this would be a bug.
         return Err(Error::Problem("a reserved GC record moved or changed size".into()));
@@ -2187,5 +2248,141 @@ mod vec_policy_tests {
         }
         let Seen { follows, run_starts, tails, fallbacks, long_lists, no_run } = total;
         assert!([follows, run_starts, tails, fallbacks, long_lists, no_run].iter().all(|&n| n > 100), "{total:?}");
+    }
+}
+
+#[cfg(test)]
+mod reclaim_tests {
+    use super::newest_reclaimable;
+    use crate::btree::write::{self, Path, Val};
+    use crate::flags::PutFlags;
+    use crate::format::page::Page;
+    use crate::txn::{Db, RwTxn};
+    use crate::{Env, Geometry};
+
+    /// The newest key at or below `detent` not in `consumed`, by a full
+    /// cursor walk.
+    fn by_scan(txn: &RwTxn<'_>, detent: u64, consumed: &[u64]) -> Option<u64> {
+        let mut c = txn.cursor(Db::GC).unwrap();
+        let mut best = None;
+        let mut rec = c.first().unwrap();
+        while let Some((k, _)) = rec {
+            let k = u64::from_le_bytes(k.try_into().unwrap());
+            if k <= detent && !consumed.contains(&k) {
+                best = Some(k);
+            }
+            rec = c.next().unwrap();
+        }
+        best
+    }
+
+    /// `newest_reclaimable` (one descent, with a cursor walking back
+    /// behind it only where the record is in an earlier leaf or consumed)
+    /// finds what a full walk finds, for every detent, with and without
+    /// consumed keys, on a GC tree of many leaves; its path leads to the
+    /// record, and deleting there (`del_at`, as `reclaim_one` does) removes
+    /// that record only.
+    #[test]
+    fn newest_reclaimable_agrees_with_a_full_walk() {
+        let d = tempfile::tempdir().unwrap();
+        let env =
+            Env::builder().geometry(Geometry { page_size: Some(256), ..Default::default() }).open(d.path()).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        // Records under every third key from 10, each listing page 3.
+        let keys: Vec<u64> = (10..400).step_by(3).collect();
+        let value = crate::format::pnl::encode(&[3], 16);
+        for &k in &keys {
+            write::put(&mut txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&value), PutFlags::empty(), 0).unwrap();
+        }
+        let gc = txn.table(Db::GC).unwrap();
+        assert!(gc.tree.height >= 3, "a GC tree of {} levels", gc.tree.height);
+        // The branch keys of the leaves one less than their first keys, as
+        // a tree whose leaves lost their first records may have them (libmdbx
+        // leaves such keys): a descent to that key lands before the first
+        // record of a leaf, and the record sought is in the leaf before.
+        lower_leaf_separators(&mut txn, gc.tree.root, gc.tree.height);
+        // Consumed: none, then every other key of a stretch (the first key
+        // of some leaves among them), then a stretch at the start.
+        let consumed_sets: [Vec<u64>; 3] = [
+            vec![],
+            keys.iter().copied().filter(|k| (100..300).contains(k) && k % 2 == 0).collect(),
+            keys[..20].to_vec(),
+        ];
+        let (mut earlier_leaf, mut landed_first, mut behind_consumed) = (0, 0, 0);
+        for consumed in &consumed_sets {
+            txn.consumed = consumed.clone();
+            for detent in 0..420u64 {
+                let (mut path, mut pages) = (Path::new(), Vec::new());
+                let got = newest_reclaimable(&txn, detent, &gc, &mut path, &mut pages).unwrap();
+                let want = by_scan(&txn, detent, consumed);
+                assert_eq!(got, want, "detent {detent}, consumed {consumed:?}");
+                let Some(k) = got else { continue };
+                assert_eq!(pages, [3]);
+                let (lpg, idx) = path.e[path.leaf()];
+                let leaf = Page { buf: txn.pages().get(lpg).unwrap() };
+                assert_eq!(crate::btree::key_at(leaf, idx, lpg).unwrap(), k.to_le_bytes());
+                // Which way it was found: where one descent to `detent`
+                // lands, the record at or just before it, or not there.
+                let mut first = Path::new();
+                let exact = write::find_path(&txn, &gc.tree, &detent.to_le_bytes(), gc.cmp, &mut first).unwrap();
+                let (fpg, fidx) = first.e[first.leaf()];
+                if fpg != lpg {
+                    earlier_leaf += 1;
+                    landed_first += usize::from(fidx == 0 && !exact);
+                } else if fidx != idx + usize::from(!exact) {
+                    behind_consumed += 1;
+                }
+            }
+        }
+        assert!(
+            landed_first > 0 && behind_consumed > 0,
+            "{earlier_leaf} in an earlier leaf ({landed_first} from a leaf's start), {behind_consumed} behind consumed keys"
+        );
+        // Deleting where the search led removes that record only.
+        txn.consumed.clear();
+        let mut left = keys.clone();
+        for detent in [399u64, 200, 201, 11, 10, 9, 250] {
+            let (mut path, mut pages) = (Path::new(), Vec::new());
+            let Some(k) = newest_reclaimable(&txn, detent, &gc_now(&txn), &mut path, &mut pages).unwrap() else {
+                assert!(left.iter().all(|&x| x > detent));
+                continue;
+            };
+            let tree = gc_now(&txn).tree;
+            write::del_at(&mut txn, Db::GC, tree, &mut path).unwrap();
+            left.retain(|&x| x != k);
+            let mut c = txn.cursor(Db::GC).unwrap();
+            let mut all = Vec::new();
+            let mut rec = c.first().unwrap();
+            while let Some((k, _)) = rec {
+                all.push(u64::from_le_bytes(k.try_into().unwrap()));
+                rec = c.next().unwrap();
+            }
+            assert_eq!(all, left, "after taking {k} (detent {detent})");
+        }
+    }
+
+    /// Lowers by one the key of every branch entry but the first that
+    /// points at a leaf (the tree's pages are dirty in `txn`).
+    fn lower_leaf_separators(txn: &mut RwTxn<'_>, pgno: u32, height: u16) {
+        let children: Vec<u32> = {
+            let page = Page { buf: txn.pages().get(pgno).unwrap() };
+            (0..page.num_entries()).map(|i| crate::btree::child_at(page, i, pgno).unwrap()).collect()
+        };
+        if height > 2 {
+            for c in children {
+                lower_leaf_separators(txn, c, height - 1);
+            }
+            return;
+        }
+        let buf = txn.dirty_mut(pgno);
+        for i in 1..children.len() {
+            let at = crate::format::PAGEHDRSZ + Page { buf: &*buf }.entry(i) + crate::format::NODESIZE;
+            let k = u64::from_le_bytes(buf[at..at + 8].try_into().unwrap());
+            buf[at..at + 8].copy_from_slice(&(k - 1).to_le_bytes());
+        }
+    }
+
+    fn gc_now(txn: &RwTxn<'_>) -> crate::txn::View {
+        txn.table(Db::GC).unwrap()
     }
 }

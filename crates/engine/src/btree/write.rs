@@ -500,7 +500,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
         tree.items = 1;
         tree.mod_txnid = w.txnid();
         finish(w, db, tree);
-        return if reserve { locate(w, db, key) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
+        return if reserve { loc_at(w, pg, 0) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
     }
     let mut path = Path::new();
     let exact = if flags.contains(PutFlags::APPEND) {
@@ -576,10 +576,13 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     } else {
         finish(w, db, tree);
     }
-    if reserve {
-        locate(w, db, key)
-    } else {
+    if !reserve {
         Ok(ValLoc { pgno: 0, off: 0, len: 0 })
+    } else if tree.leaf_pages == leaves {
+        // No split: the entry is where it was inserted.
+        loc_at(w, lpg, idx)
+    } else {
+        locate(w, db, key)
     }
 }
 
@@ -637,14 +640,24 @@ pub(crate) fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Re
     let mut path = Path::new();
     let exact = find_path(w, &t.tree, key, t.cmp, &mut path)?;
     let (lpg, idx) = path.e[path.leaf()];
-    if !exact || !w.page_is_dirty(lpg) {
+    if !exact {
         return Err(Error::Problem("reserved value vanished".into()));
     }
-    let n = node::node(Page { buf: w.dirty_ref(lpg) }, idx, lpg)?;
+    loc_at(w, lpg, idx)
+}
+
+/// Where the value of entry `idx` of leaf `lpg` lives; the leaf must be
+/// dirty (as a put leaves it).
+fn loc_at<W: TreeWriter + ?Sized>(w: &W, lpg: u32, idx: usize) -> Result<ValLoc> {
+    if !w.page_is_dirty(lpg) {
+        return Err(Error::Problem("reserved value vanished".into()));
+    }
+    let buf = w.dirty_ref(lpg);
+    let n = node::node(Page { buf }, idx, lpg)?;
     if n.flags & N_BIG != 0 {
         return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });
     }
-    let (off, len) = node::value_range(w.dirty_ref(lpg), idx);
+    let (off, len) = node::value_range(buf, idx);
     Ok(ValLoc { pgno: lpg, off, len })
 }
 
@@ -654,7 +667,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     if t.flags.contains(DbFlags::DUP_SORT) {
         return super::dupsort::del(w, db, key, val);
     }
-    let mut tree = t.tree;
+    let tree = t.tree;
     if tree.root == P_INVALID {
         return Ok(false);
     }
@@ -663,45 +676,50 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     if !exact {
         return Ok(false);
     }
-    let leaf = path.leaf();
-    let (lpg, idx) = path.e[leaf];
-    let big = {
+    if let Some(v) = val {
+        let (lpg, idx) = path.e[path.leaf()];
         let pages = w.pages();
         let lp = Page { buf: pages.get(lpg)? };
         let n = node::node(lp, idx, lpg)?;
-        if let Some(v) = val {
-            if super::node_value(&pages, &n, lpg, lp.txnid())? != v {
-                return Ok(false);
-            }
+        if super::node_value(&pages, &n, lpg, lp.txnid())? != v {
+            return Ok(false);
         }
-        if n.flags & N_BIG != 0 {
-            Some(n.big_pgno())
-        } else {
-            None
-        }
+    }
+    del_at(w, db, tree, &mut path)?;
+    Ok(true)
+}
+
+/// Deletes the entry `path` leads to in `tree`, the current tree of `db`
+/// (not a multimap's), as found by a descent with nothing changed since.
+pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, path: &mut Path) -> Result<()> {
+    let leaf = path.leaf();
+    let (lpg, idx) = path.e[leaf];
+    let (big, entries) = {
+        let lp = Page { buf: w.pages().get(lpg)? };
+        let n = node::node(lp, idx, lpg)?;
+        (if n.flags & N_BIG != 0 { Some(n.big_pgno()) } else { None }, lp.num_entries())
     };
     tree.dec_items(1, lpg)?;
     // The last entry of a tree that is one leaf: the tree becomes empty, and
     // the leaf is freed as it is, not copied first only to be freed (each
     // small commit empties the GC tree this way when it consumes its one
     // record, and then writes a new one).
-    let last_entry = leaf == 0 && Page { buf: w.pages().get(lpg)? }.num_entries() == 1;
-    if last_entry {
+    if leaf == 0 && entries == 1 {
         if let Some(b) = big {
             free_large(w, &mut tree, b)?;
         }
         w.free(lpg, 1);
         finish(w, db, tree.without_pages());
-        return Ok(true);
+        return Ok(());
     }
-    touch_path(w, &mut tree, &mut path)?;
+    touch_path(w, &mut tree, path)?;
     if let Some(b) = big {
         free_large(w, &mut tree, b)?;
     }
     p_remove(w.dirty_mut(path.e[leaf].0), idx);
-    rebalance(w, &mut tree, &mut path, leaf)?;
+    rebalance(w, &mut tree, path, leaf)?;
     finish(w, db, tree);
-    Ok(true)
+    Ok(())
 }
 
 fn used(buf: &[u8]) -> usize {

@@ -475,6 +475,25 @@ impl EnvInner {
         Ok(b)
     }
 
+    /// The body of meta slot `i` before this writer's commit rewrites it
+    /// (to put back should that write fail): as the writer last knew it
+    /// (`writer_metas` checked it at the transaction's start, and the
+    /// writer lock kept it unchanged since), else read (`meta_body`).
+    pub(crate) fn previous_meta_body(&self, map: &Mmap, i: usize) -> Result<[u8; META_LEN]> {
+        let known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
+        match known.as_ref() {
+            Some(k) => Ok(k.raw[i][META_OFF..].try_into().expect("a meta body")),
+            None => self.meta_body(map, i),
+        }
+    }
+
+    /// Whether a data sync through `map` (a transaction's) would do nothing
+    /// and cannot fail: WRITEMAP on tmpfs or ramfs, the map covering the
+    /// whole file (see `sync_data`, which would only count it).
+    pub(crate) fn sync_is_free(&self, map: &Mmap) -> bool {
+        self.writemap && self.in_memory_fs && map.len() as u64 >= self.file_len.load(Ordering::Acquire)
+    }
+
     /// WRITEMAP: writes `body` into meta slot `i` in place through the map,
     /// as libmdbx writes its metas in that mode (no system call; `txnid_b`
     /// last, see [`Mmap::write_ordered`]). False when the map cannot take it

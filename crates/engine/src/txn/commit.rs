@@ -128,6 +128,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // so it skips the count (and its clock read) that the steady commit
     // would reset at once.
     let free_syncs = txn.env.in_memory_fs;
+    // With WRITEMAP there, a lazy commit's sync is not even a call: skipped,
+    // and the meta written in place needs no copy of the previous one to put
+    // back. (A durable commit still syncs: as everywhere, its msync counts.)
+    let no_sync_call = free_syncs && !durable && txn.env.sync_is_free(&txn.map);
     if !free_syncs {
         txn.env.lck.add_unsynced_pages(written);
     }
@@ -135,7 +139,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let steady = txn.env.durability.syncs_data() || autosync || free_syncs;
     let meta_synced = txn.env.durability == crate::env::Durability::SyncDurable || autosync || free_syncs;
     meta.sign = if steady { SIGN_STEADY } else { SIGN_WEAK };
-    if steady && !write_through {
+    if steady && !write_through && !no_sync_call {
         txn.env.sync_data()?;
     }
     // 5. The meta, into the tail slot. Should that write or its sync fail,
@@ -145,13 +149,14 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // libmdbx writes it through its O_DSYNC descriptor). An autosync commit
     // of a lazy mode writes it, then syncs. A lazy commit with WRITEMAP
     // writes it in place in the map, as libmdbx does (no system call); with
-    // no sync after it, that cannot fail, and the previous contents are not
-    // needed.
+    // no sync after it (none is needed on tmpfs), that cannot fail, and the
+    // previous contents are not needed (else the writer's copy of them).
     let slot_off = (txn.base_slot * ps + META_OFF) as u64;
     let body = meta.body();
-    let in_map_unsynced = !durable && !meta_synced && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
+    let in_map_unsynced =
+        !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
     if !in_map_unsynced {
-        let previous = txn.env.meta_body(&txn.map, txn.base_slot)?;
+        let previous = txn.env.previous_meta_body(&txn.map, txn.base_slot)?;
         let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
