@@ -290,20 +290,24 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     let total = n + 1;
     let old_of = |j: usize| if j < idx { j } else { j - 1 };
     let new_size = need(&old, key, data);
-    let sizes: Vec<usize> = (0..total)
-        .map(|j| {
-            Ok(match (j == idx, dupfix_k) {
-                (true, _) => new_size,
-                (false, Some(k)) => k,
-                (false, None) => raw_node(op, old_of(j), pgno)?.len() + 2,
-            })
-        })
-        .collect::<Result<_>>()?;
+    // Bytes the entries before each position take: `before[j]` for entries
+    // `..j` (so each split point is weighed without summing again).
+    let mut before: Vec<usize> = Vec::with_capacity(total + 1);
+    before.push(0);
+    for j in 0..total {
+        let size = match (j == idx, dupfix_k) {
+            (true, _) => new_size,
+            (false, Some(k)) => k,
+            (false, None) => raw_node(op, old_of(j), pgno)?.len() + 2,
+        };
+        before.push(before[j] + size);
+    }
+    let all = before[total];
     let key_len =
         |j: usize| -> Result<usize> { Ok(if j == idx { key.len() } else { key_at(op, old_of(j), pgno)?.len() }) };
     let fits = |sp: usize| -> Result<bool> {
-        let left: usize = sizes[..sp].iter().sum();
-        let mut right: usize = sizes[sp..].iter().sum();
+        let left = before[sp];
+        let mut right = all - left;
         if is_branch {
             right -= even_ceil(key_len(sp)?);
         }
@@ -317,13 +321,10 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     let sp = if at_end && rightmost && total > 2 * min && fits(total - min)? {
         total - min
     } else {
-        let all: usize = sizes.iter().sum();
         let mut best: Option<(usize, usize)> = None;
-        let mut acc = 0usize;
-        for sp in 1..total {
-            acc += sizes[sp - 1];
+        for (sp, &left) in before.iter().enumerate().take(total).skip(1) {
             if sp >= min && total - sp >= min && fits(sp)? {
-                let d = acc.abs_diff(all - acc);
+                let d = left.abs_diff(all - left);
                 if best.is_none_or(|b| d < b.1) {
                     best = Some((sp, d));
                 }

@@ -335,8 +335,13 @@ impl Mmap {
         store(last, 0, Ordering::Relaxed);
         store(last + 4, 0, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
-        for i in (0..bytes.len()).step_by(4).filter(|&i| !(last..last + 8).contains(&i)) {
-            store(i, word(i), Ordering::Relaxed);
+        // The words before and after the `last` bytes, in two plain loops
+        // (one loop that skipped them cost 7 instructions a word).
+        for (i, w) in bytes[..last].chunks_exact(4).enumerate() {
+            store(4 * i, u32::from_ne_bytes(w.try_into().expect("4 bytes")), Ordering::Relaxed);
+        }
+        for (i, w) in bytes[last + 8..].chunks_exact(4).enumerate() {
+            store(last + 8 + 4 * i, u32::from_ne_bytes(w.try_into().expect("4 bytes")), Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
         store(last, word(last), Ordering::Relaxed);
@@ -536,6 +541,30 @@ mod tests {
         m.prefault(4096, 1 << 30);
         assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
         assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
+    }
+
+    /// `write_ordered` writes every byte of the range, the `last` word
+    /// pair included, wherever that pair is, and refuses what it cannot
+    /// write in order.
+    #[test]
+    fn ordered_writes_write_every_word() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(8192).unwrap();
+        let m = Mmap::map_writable(&f, 8192, 4096).unwrap();
+        let bytes: Vec<u8> = (0..224u32).map(|i| (i * 7 + 1) as u8).collect();
+        for last in (0..=216).step_by(4) {
+            let off = 20 + 4 * (last % 3);
+            assert!(m.write_ordered(off, &bytes, last));
+            assert_eq!(m.bytes(off, 224).unwrap(), &bytes[..], "last {last}");
+            assert!(m.write_ordered(off, &[0u8; 224], last));
+            assert!(m.bytes(off, 224).unwrap().iter().all(|&b| b == 0));
+        }
+        assert!(!m.write_ordered(20, &bytes, 218), "last not a multiple of 4");
+        assert!(!m.write_ordered(20, &bytes, 220), "last pair past the end");
+        assert!(!m.write_ordered(22, &bytes, 8), "offset not a multiple of 4");
+        assert!(!m.write_ordered(8000, &bytes, 8), "past the map");
+        let ro = Mmap::map(&f, 8192).unwrap();
+        assert!(!ro.write_ordered(20, &bytes, 8), "a read-only map");
     }
 
     #[test]

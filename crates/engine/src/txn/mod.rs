@@ -878,6 +878,19 @@ impl<'env> RwTxn<'env> {
         }
     }
 
+    /// [`RwTxn::pages`] and the page pool, borrowed together: a copy on
+    /// write reads a page and takes a buffer for its copy.
+    pub(crate) fn pages_and_pool(&mut self) -> (Pages<'_>, &mut crate::pool::PagePool) {
+        let pages = Pages {
+            map: &self.map,
+            ps: self.env.page_size,
+            valid: self.geo.first_unallocated,
+            dirty: Some(&self.dirty),
+            front: self.txnid,
+        };
+        (pages, &mut self.pool)
+    }
+
     fn has_table(&self, db: Db) -> bool {
         self.tables.get(db.dbi as usize).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
     }

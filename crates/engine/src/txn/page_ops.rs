@@ -162,10 +162,8 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
                 PageBuf::Map(m)
             }
             None => {
-                let mut pool = std::mem::take(&mut txn.pool);
-                let copied = txn.pages().get_clean(pgno).map(|src| pool.copy_of(src));
-                txn.pool = pool;
-                copied?.into()
+                let (pages, pool) = txn.pages_and_pool();
+                pages.get_clean(pgno).map(|src| pool.copy_of(src))?.into()
             }
         };
         txn.ops.cow += 1;
@@ -175,11 +173,8 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
         txn.retired.push(pgno);
         return Ok(new);
     }
-    // The pool leaves the transaction for the copy (`pages()` borrows all of it).
-    let mut pool = std::mem::take(&mut txn.pool);
-    let copied = txn.pages().get_clean(pgno).map(|src| pool.copy_of(src));
-    txn.pool = pool;
-    let mut buf = copied?;
+    let (pages, pool) = txn.pages_and_pool();
+    let mut buf = pages.get_clean(pgno).map(|src| pool.copy_of(src))?;
     txn.ops.cow += 1;
     let new = alloc(txn, 1)?;
     fpage::set_pgno(&mut buf, new);

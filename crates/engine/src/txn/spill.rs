@@ -158,10 +158,8 @@ pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
             return Ok(true);
         }
     }
-    let mut pool = std::mem::take(&mut txn.pool);
-    let copied = txn.pages().get(pgno).map(|src| pool.copy_of(src));
-    txn.pool = pool;
-    let buf = copied?;
+    let (pages, pool) = txn.pages_and_pool();
+    let buf = pages.get(pgno).map(|src| pool.copy_of(src))?;
     forget_spilled(txn, pgno, 1);
     txn.dirty_insert(pgno, buf);
     txn.ops.unspill += 1;
