@@ -12,6 +12,8 @@
 //! `compare` benchmark's geometry and `RDBX_BENCH_PAGE_SIZE`), loads 10,000
 //! records (`RDBX_PROBE_RECORDS`) into a named table in one transaction, then times `commits`
 //! transactions that each put one random key (32-byte value) into it.
+//! `RDBX_PROBE_OTHER` first fills and updates another table, as the
+//! `compare` benchmark does before its small commits.
 //! Prints microseconds per commit and the pages in use at the end.
 //! Under callgrind, `--toggle-collect=*commits_phase*` counts only the
 //! timed loop.
@@ -55,10 +57,36 @@ fn base_dir() -> PathBuf {
     }
 }
 
+/// Records of another table loaded first, then updated by 100 write
+/// transactions of 1,000 random puts (`RDBX_PROBE_OTHER`, default 0): the
+/// `compare` benchmark's file, GC and cache state before its small commits
+/// (1,000,000 there, with `RDBX_PROBE_RECORDS=0`).
+fn other() -> u64 {
+    std::env::var("RDBX_PROBE_OTHER").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 /// One round on a fresh environment: (time of the commits, pages in use).
 fn round<E: Engine>(write_map: bool, keys: &[u64]) -> (Duration, u64) {
     let dir = tempfile::tempdir_in(base_dir()).expect("temp dir");
     let env = E::open(dir.path(), Setup::NoSync { write_map });
+    let n = other();
+    if n > 0 {
+        let mut txn = env.begin_rw();
+        let t = txn.table(Some("other"), Kind::Plain);
+        for i in 0..n {
+            txn.append(t, &i.to_be_bytes(), &value(i));
+        }
+        txn.commit();
+        let mut rng = Rng::new(3);
+        for _ in 0..100 {
+            let mut txn = env.begin_rw();
+            for _ in 0..1000 {
+                let i = rng.next_u64() % (2 * n);
+                txn.put(t, &i.to_be_bytes(), &value(i ^ 1));
+            }
+            txn.commit();
+        }
+    }
     let mut txn = env.begin_rw();
     let t = txn.table(Some("small"), Kind::Plain);
     let mut rng = Rng::new(7);

