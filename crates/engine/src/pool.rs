@@ -58,6 +58,24 @@ impl PageBuf {
     pub(crate) fn in_map(&self) -> bool {
         matches!(self, PageBuf::Map(_))
     }
+
+    /// Pages it holds (one, or a large chunk's), for page size `ps`: a
+    /// compare on the common path, the division only for a chunk (every
+    /// dirty page is counted; a division is 10 to 40 cycles).
+    #[inline]
+    pub(crate) fn pages(&self, ps: usize) -> usize {
+        pages_in(self.len(), ps)
+    }
+}
+
+/// [`PageBuf::pages`] of a buffer of `len` bytes.
+#[inline]
+pub(crate) fn pages_in(len: usize, ps: usize) -> usize {
+    if len == ps {
+        1
+    } else {
+        len / ps
+    }
 }
 
 impl From<Box<[u8]>> for PageBuf {

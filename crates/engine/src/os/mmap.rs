@@ -47,6 +47,9 @@ pub(crate) struct Mmap {
     /// Granule of [`Mmap::page_mut`] (the database page size; 0 when not
     /// writable): handed-out ranges are whole granules.
     granule: usize,
+    /// `granule` is `1 << granule_shift` (a power of two: shifts, not
+    /// divisions, on the path of every page handed out).
+    granule_shift: u32,
     /// The granules handed out as live [`MapPage`]s, one bit each (by
     /// offset / granule): `page_mut` refuses a range that holds one, so two
     /// handles to the same bytes cannot exist. Lock-free: one atomic
@@ -127,6 +130,7 @@ impl Mmap {
             len,
             writable: false,
             granule: 0,
+            granule_shift: 0,
             handed: HandedBits::default(),
             prefaulted: Default::default(),
             shielded: 0,
@@ -135,10 +139,10 @@ impl Mmap {
 
     /// As [`Mmap::map`], but also `PROT_WRITE` (WRITEMAP; `file` must be
     /// open for writing). [`Mmap::page_mut`] hands out whole granules of
-    /// `granule` bytes (the database page size, non-zero).
+    /// `granule` bytes (the database page size: a power of two).
     pub fn map_writable(file: &File, len: usize, granule: usize) -> io::Result<Mmap> {
-        if granule == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "granule 0"));
+        if !granule.is_power_of_two() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "granule not a power of two"));
         }
         let ptr = map_raw(file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE)?;
         Ok(Mmap {
@@ -146,6 +150,7 @@ impl Mmap {
             len,
             writable: true,
             granule,
+            granule_shift: granule.trailing_zeros(),
             handed: HandedBits::new(len.div_ceil(granule)),
             prefaulted: Default::default(),
             shielded: 0,
@@ -174,15 +179,10 @@ impl Mmap {
     /// reads them only through this `MapPage`).
     pub fn page_mut(self: &std::sync::Arc<Self>, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;
-        if !self.writable
-            || end > self.len
-            || len == 0
-            || !off.is_multiple_of(self.granule)
-            || !len.is_multiple_of(self.granule)
-        {
+        if !self.writable || end > self.len || len == 0 || (off | len) & (self.granule - 1) != 0 {
             return None;
         }
-        if !self.handed.claim(off / self.granule, len / self.granule) {
+        if !self.handed.claim(off >> self.granule_shift, len >> self.granule_shift) {
             debug_assert!(false, "a map page was handed out twice");
             return None;
         }
@@ -390,8 +390,8 @@ impl std::ops::DerefMut for MapPage {
 impl Drop for MapPage {
     fn drop(&mut self) {
         let map = &self._map;
-        let first = (self.ptr.as_ptr() as usize - map.ptr.as_ptr() as usize) / map.granule;
-        map.handed.release(first, self.len / map.granule);
+        let first = (self.ptr.as_ptr() as usize - map.ptr.as_ptr() as usize) >> map.granule_shift;
+        map.handed.release(first, self.len >> map.granule_shift);
     }
 }
 

@@ -56,7 +56,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut to_write = 0usize;
     let mut written: u64 = 0;
     for (p, b) in txn.dirty.iter() {
-        let pages = b.len() / ps;
+        let pages = b.pages(ps);
         if b.in_map() {
             written += pages as u64;
         } else {

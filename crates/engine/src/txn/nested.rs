@@ -90,13 +90,13 @@ impl<'env> RwTxn<'env> {
             self.spilled.remove(&pgno);
             let old = match orig {
                 Some(buf) => {
-                    self.dirty_extra += buf.len() / ps - 1;
+                    self.dirty_extra += buf.pages(ps) - 1;
                     self.dirty.insert(pgno, buf)
                 }
                 None => self.dirty.remove(&pgno),
             };
             if let Some(old) = old {
-                self.dirty_extra -= old.len() / ps - 1;
+                self.dirty_extra -= old.pages(ps) - 1;
                 self.pool.recycle(old, ps);
             }
         }

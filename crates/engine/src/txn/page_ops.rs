@@ -36,9 +36,9 @@ impl RwTxn<'_> {
         let buf = buf.into();
         self.note_undo(pgno);
         let ps = self.env.page_size;
-        self.dirty_extra += buf.len() / ps - 1;
+        self.dirty_extra += buf.pages(ps) - 1;
         if let Some(old) = self.dirty.insert(pgno, buf) {
-            self.dirty_extra -= old.len() / ps - 1;
+            self.dirty_extra -= old.pages(ps) - 1;
             self.pool.recycle(old, ps);
         }
     }
@@ -50,7 +50,7 @@ impl RwTxn<'_> {
         self.note_undo(pgno);
         match self.dirty.remove(&pgno) {
             Some(buf) => {
-                self.dirty_extra -= buf.len() / self.env.page_size - 1;
+                self.dirty_extra -= buf.pages(self.env.page_size) - 1;
                 self.pool.recycle(buf, self.env.page_size);
                 true
             }

@@ -94,7 +94,7 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
             let branch = Page { buf }.flags() & pflags::BRANCH != 0;
             // Only pages the map covers can be read back.
             let inside = pgno as usize * ps + buf.len() <= mapped;
-            let n = buf.len() / ps;
+            let n = buf.pages(ps);
             if branch != pass_branches || !inside || !txn.spillable(pgno, n) {
                 continue;
             }
