@@ -83,10 +83,12 @@ pub(crate) struct MemWriter {
     pub merges: u64,
     /// For the GC tests (`gc.rs`): keys of the GC records consumed in this
     /// transaction, whether the update stopped using them, and the newest
-    /// record key that may be reclaimed.
+    /// record key that may be reclaimed; whether the GC update may fold
+    /// its leftovers into the own record (`gc::FOLD_MAX`).
     pub consumed: Vec<u64>,
     pub no_spare: bool,
     pub detent: u64,
+    pub fold: bool,
 }
 
 /// Takes `n` consecutive pages from a descending list.
@@ -123,6 +125,7 @@ impl MemWriter {
             consumed: Vec::new(),
             no_spare: false,
             detent: 0,
+            fold: false,
         };
         w.add_table(Kind::Gc, DbFlags::INTEGER_KEY);
         w.add_table(Kind::Main, DbFlags::empty());
