@@ -84,11 +84,13 @@ pub(crate) struct MemWriter {
     /// For the GC tests (`gc.rs`): keys of the GC records consumed in this
     /// transaction, whether the update stopped using them, and the newest
     /// record key that may be reclaimed; whether the GC update may fold
-    /// its leftovers into the own record (`gc::FOLD_MAX`).
+    /// leftovers into the own record (`gc::fold_pages`), and whether big
+    /// records are taken from in part (`gc::partial_take`).
     pub consumed: Vec<u64>,
     pub no_spare: bool,
     pub detent: u64,
     pub fold: bool,
+    pub partial: bool,
 }
 
 /// Takes `n` consecutive pages from a descending list.
@@ -126,6 +128,7 @@ impl MemWriter {
             no_spare: false,
             detent: 0,
             fold: false,
+            partial: false,
         };
         w.add_table(Kind::Gc, DbFlags::INTEGER_KEY);
         w.add_table(Kind::Main, DbFlags::empty());
