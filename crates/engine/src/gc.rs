@@ -1105,19 +1105,19 @@ fn plan_gc(
         1 if r <= inline_cap => inline_cap,
         k => k * page_cap,
     };
-    // Leftovers over what the spare keys and the free slots of the own
-    // records can hold wait one transaction longer. The fold never adds an
-    // own record, nor takes the last pages of a record under a spare key:
-    // a record that existed only for pages the fold could have taken might
-    // use them for its own put, then be dropped and give them back, and the
-    // update would not settle. (Retired pages only grow during the update,
-    // so the own records only grow too; records under spare keys are kept
-    // while they have pages, below.)
-    // Pages the spare keys cannot hold go under the own keys either way:
-    // into the own records' free slots they stay reclaimed too, at hand for
-    // the update's edits (moved to the retired pages, they left an update
-    // that had consumed no record, only taken from a big one in part,
-    // without pages: it took more, they moved too, and so on).
+    // The own records' free slots take up to `fold` reclaimed pages first
+    // (`preferred`), then what the spare keys cannot hold (`over`: it goes
+    // under the own keys either way, and in free slots it stays reclaimed,
+    // at hand for the update's edits; moved to the retired pages at once,
+    // it left an update that had consumed no record, only taken from a big
+    // one in part, without pages: it took more, they moved too, and so on).
+    // What is left over after that waits one transaction longer (retired).
+    // The fold never adds an own record, nor takes the last pages of a
+    // record under a spare key: a record that existed only for pages the
+    // fold could have taken might use them for its own put, then be dropped
+    // and give them back, and the update would not settle. (Retired pages
+    // only grow during the update, so the own records only grow too;
+    // records under spare keys are kept while they have pages, below.)
     let had = prev.iter().filter(|p| p.0 < t).count();
     let spare_room = spare.len() * page_cap;
     let folded = loop {
