@@ -2674,21 +2674,47 @@ mod reclaim_tests {
         }
     }
 
-    /// The GC record that lists the most pages: (key, pages, where its
-    /// value lies in the map or the dirty page).
-    fn biggest_record(env: &Env) -> (u64, usize, usize) {
-        let txn = env.begin_rw_txn().unwrap();
+    /// The GC records: key, and the pages each lists and where its value
+    /// lies in the map (a record rewritten moves: its leaf is copied).
+    fn gc_records(env: &Env) -> std::collections::BTreeMap<u64, (usize, usize)> {
+        let txn = env.begin_ro_txn().unwrap();
         let mut c = txn.cursor(Db::GC).unwrap();
-        let mut best = (0, 0, 0);
+        let mut out = std::collections::BTreeMap::new();
         let mut rec = c.first().unwrap();
         while let Some((k, v)) = rec {
-            let n = crate::format::pnl::Pnl::new(v).unwrap().len();
-            if n > best.1 {
-                best = (u64::from_le_bytes(k.try_into().unwrap()), n, v.as_ptr() as usize);
-            }
+            let pages = crate::format::pnl::Pnl::new(v).unwrap().len();
+            out.insert(u64::from_le_bytes(k.try_into().unwrap()), (pages, v.as_ptr() as usize));
             rec = c.next().unwrap();
         }
-        best
+        out
+    }
+
+    /// The GC records: key and the pages each lists.
+    fn gc_record_sizes(env: &Env) -> std::collections::BTreeMap<u64, usize> {
+        gc_records(env).into_iter().map(|(k, (n, _))| (k, n)).collect()
+    }
+
+    /// The GC record that lists the most pages: (key, pages, where its
+    /// value lies).
+    fn biggest_record(env: &Env) -> (u64, usize, usize) {
+        let (k, (n, at)) = gc_records(env).into_iter().max_by_key(|r| r.1 .0).expect("a GC record");
+        (k, n, at)
+    }
+
+    /// Puts `keys` with `[v; 100]` values into the main table in one
+    /// transaction.
+    fn put_each(env: &Env, keys: std::ops::Range<u32>, v: u8) {
+        let mut txn = env.begin_rw_txn().unwrap();
+        for k in keys {
+            txn.put(Db::MAIN, &k.to_be_bytes(), &[v; 100], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+
+    /// The checker finds no problem.
+    fn assert_sound(env: &Env) {
+        let report = env.check(&Default::default(), &mut |_| {}).unwrap();
+        assert_eq!(report.problem_count(), 0, "{report:?}");
     }
 
     /// After a batch that retired a thousand pages in one GC record, small
@@ -2701,13 +2727,7 @@ mod reclaim_tests {
     fn small_commits_take_part_of_a_big_record() {
         let d = tempfile::tempdir().unwrap();
         let env = Env::builder().durability(crate::Durability::SafeNoSync).open(d.path()).unwrap();
-        let put = |keys: std::ops::Range<u32>, v: u8| {
-            let mut txn = env.begin_rw_txn().unwrap();
-            for k in keys {
-                txn.put(Db::MAIN, &k.to_be_bytes(), &[v; 100], PutFlags::empty()).unwrap();
-            }
-            txn.commit().unwrap();
-        };
+        let put = |keys, v| put_each(&env, keys, v);
         put(0..40_000, 1);
         // Every record overwritten: the batch retires the whole tree.
         put(0..40_000, 2);
@@ -2722,21 +2742,7 @@ mod reclaim_tests {
         assert_eq!((key2, at2), (key, at), "the big record was rewritten ({pages} -> {pages2} pages)");
         assert!(pages2 <= pages, "{pages} -> {pages2} pages");
         assert!(env.info().unwrap().first_unallocated <= used, "the file grew while free pages were listed");
-        let report = env.check(&Default::default(), &mut |_| {}).unwrap();
-        assert_eq!(report.problem_count(), 0, "{report:?}");
-    }
-
-    /// The GC records: key and page count.
-    fn gc_records(env: &Env) -> std::collections::BTreeMap<u64, usize> {
-        let txn = env.begin_ro_txn().unwrap();
-        let mut c = txn.cursor(Db::GC).unwrap();
-        let mut out = std::collections::BTreeMap::new();
-        let mut rec = c.first().unwrap();
-        while let Some((k, v)) = rec {
-            out.insert(u64::from_le_bytes(k.try_into().unwrap()), crate::format::pnl::Pnl::new(v).unwrap().len());
-            rec = c.next().unwrap();
-        }
-        out
+        assert_sound(&env);
     }
 
     /// Small commits after a batch: each consumes only its predecessor's
@@ -2755,13 +2761,7 @@ mod reclaim_tests {
         // reclaimed by the next commit (in a lazy mode only up to the last
         // steady one, and then there is nothing to fold).
         let env = Env::builder().durability(crate::Durability::SyncDurable).open(d.path()).unwrap();
-        let put = |keys: std::ops::Range<u32>, v: u8| {
-            let mut txn = env.begin_rw_txn().unwrap();
-            for k in keys {
-                txn.put(Db::MAIN, &k.to_be_bytes(), &[v; 100], PutFlags::empty()).unwrap();
-            }
-            txn.commit().unwrap();
-        };
+        let put = |keys, v| put_each(&env, keys, v);
         put(0..40_000, 1);
         for b in 0..10 {
             put(b * 4_000..(b + 1) * 4_000, 2);
@@ -2774,10 +2774,10 @@ mod reclaim_tests {
             super::fold_pages(&txn)
         };
         for i in 0..40 {
-            let before = gc_records(&env);
+            let before = gc_record_sizes(&env);
             let last = env.info().unwrap().last_txnid;
             put(60_000 + i..60_001 + i, 4);
-            let mut after = gc_records(&env);
+            let mut after = gc_record_sizes(&env);
             let own = after.remove(&(last + 1)).expect("the commit's own record");
             let mut rest = before.clone();
             let prev = rest.remove(&last);
@@ -2797,8 +2797,7 @@ mod reclaim_tests {
         let grown = end.first_unallocated - start.first_unallocated;
         let retired = end.pages_retired - start.pages_retired;
         assert!(grown <= retired + fold as u64, "the file grew by {grown} pages, {retired} retired");
-        let report = env.check(&Default::default(), &mut |_| {}).unwrap();
-        assert_eq!(report.problem_count(), 0, "{report:?}");
+        assert_sound(&env);
     }
 
     fn gc_now(txn: &RwTxn<'_>) -> crate::txn::View {
