@@ -879,9 +879,9 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         // with the retired ones: as many as the final plan gave them.
         let own: usize = s.layout.iter().filter(|p| p.0 >= t).map(|p| p.2).sum();
         let folded = own.saturating_sub(n_retired).min(reclaimed.len());
-        l.retired.extend_from_slice(&reclaimed[reclaimed.len() - folded..]);
-        reclaimed.truncate(reclaimed.len() - folded);
         crate::radix::sort_desc(l.retired);
+        crate::radix::merge_desc(l.retired, &reclaimed[reclaimed.len() - folded..]);
+        reclaimed.truncate(reclaimed.len() - folded);
         let n = l.retired.len();
         l.retired.dedup();
         if l.retired.len() != n {

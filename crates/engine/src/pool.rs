@@ -132,8 +132,11 @@ pub(crate) struct PagePool {
     dirty_pages: usize,
     /// Empty page-number lists with the capacity a finished transaction
     /// grew them to (its retired and loose pages, the GC keys it consumed),
-    /// for the next one: a one-put commit grew each from nothing.
-    pub(crate) lists: Lists,
+    /// for the next one: a one-put commit grew each from nothing. Boxed
+    /// (allocated at the first write transaction, then kept): the pool is
+    /// moved into each write transaction and back, and inline its 280
+    /// bytes were copied along each time.
+    lists: Option<Box<Lists>>,
 }
 
 /// The lists of [`PagePool::lists`].
@@ -208,6 +211,11 @@ fn kept<T>(mut v: Vec<T>) -> Vec<T> {
 }
 
 impl PagePool {
+    /// The kept lists.
+    pub(crate) fn lists(&mut self) -> &mut Lists {
+        self.lists.get_or_insert_with(Default::default)
+    }
+
     /// A zeroed buffer of `page_size` bytes.
     pub(crate) fn zeroed(&mut self, page_size: usize) -> Box<[u8]> {
         match self.take(page_size) {

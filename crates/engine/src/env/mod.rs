@@ -432,6 +432,9 @@ impl Env {
     }
 
     /// Begins the write transaction; waits while another writer (in any process) runs.
+    // Inline (as `RwTxn::commit`): the caller's copy out of the `Result` can
+    // then be the only one.
+    #[inline]
     pub fn begin_rw_txn(&self) -> Result<RwTxn<'_>> {
         if self.inner.read_only {
             return Err(Error::Access("the environment is read-only"));
@@ -470,7 +473,7 @@ impl Env {
         let crate::txn::WriterKept { mut pool, tables, main } =
             std::mem::take(&mut *env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()));
         let tables = crate::txn::WriterKept::tables_for(tables, main, &base, &env.dbs);
-        let l = &mut pool.lists;
+        let l = pool.lists();
         let (retired, loose, consumed, reclaimed) = (
             std::mem::take(&mut l.retired),
             std::mem::take(&mut l.loose),

@@ -51,7 +51,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // pool with their capacity; each buffer is looked up again to be written.
     // Pages edited in place in the map count as written too (to the page
     // cache). One pass over the dirty set counts them and lists the others.
-    let mut order = std::mem::take(&mut txn.pool.lists.write_order);
+    let mut order = std::mem::take(&mut txn.pool.lists().write_order);
     order.reserve(txn.dirty.len());
     let mut to_write = 0usize;
     let mut written: u64 = 0;
@@ -181,7 +181,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // the next transaction's first copies land in the last ones written,
     // still in the CPU's cache (hash order made most of them cold).
     txn.recycle_dirty(order.iter().map(|&k| (k >> 32) as u32));
-    txn.pool.lists.keep_write_order(order);
+    txn.pool.lists().keep_write_order(order);
     txn.spilled.clear();
     txn.committed_main = Some(main);
     Ok(())

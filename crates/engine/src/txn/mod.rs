@@ -459,8 +459,9 @@ impl Drop for RwTxn<'_> {
             std::mem::take(&mut self.consumed),
             std::mem::take(&mut self.reclaimed),
         );
-        self.pool.lists.keep(retired, loose, consumed, reclaimed);
-        self.pool.lists.gc = std::mem::take(&mut self.gc_scratch).kept();
+        let lists = self.pool.lists();
+        lists.keep(retired, loose, consumed, reclaimed);
+        lists.gc = std::mem::take(&mut self.gc_scratch).kept();
         let mut tables = std::mem::take(&mut self.tables);
         let main = self.committed_main.filter(|_| !self.poisoned);
         if main.is_some() {
@@ -1355,9 +1356,17 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
+    // Inline, so that the transaction (over 900 bytes) stays where the
+    // caller holds it: passed by value to an out-of-line call it was copied.
+    #[inline]
     pub fn commit(mut self) -> Result<()> {
+        self.commit_in_place()
+    }
+
+    /// [`RwTxn::commit`] by reference; the caller then drops the transaction.
+    fn commit_in_place(&mut self) -> Result<()> {
         self.check_usable()?;
-        let r = commit::commit(&mut self);
+        let r = commit::commit(self);
         if r.is_err() {
             self.poisoned = true;
         }
