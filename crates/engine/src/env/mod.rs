@@ -432,9 +432,6 @@ impl Env {
     }
 
     /// Begins the write transaction; waits while another writer (in any process) runs.
-    // Inline (as `RwTxn::commit`): the caller's copy out of the `Result` can
-    // then be the only one.
-    #[inline]
     pub fn begin_rw_txn(&self) -> Result<RwTxn<'_>> {
         if self.inner.read_only {
             return Err(Error::Access("the environment is read-only"));

@@ -1356,17 +1356,9 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Commits: writes dirty pages, syncs as the durability mode says, then the meta.
-    // Inline, so that the transaction (over 900 bytes) stays where the
-    // caller holds it: passed by value to an out-of-line call it was copied.
-    #[inline]
     pub fn commit(mut self) -> Result<()> {
-        self.commit_in_place()
-    }
-
-    /// [`RwTxn::commit`] by reference; the caller then drops the transaction.
-    fn commit_in_place(&mut self) -> Result<()> {
         self.check_usable()?;
-        let r = commit::commit(self);
+        let r = commit::commit(&mut self);
         if r.is_err() {
             self.poisoned = true;
         }
