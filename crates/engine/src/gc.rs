@@ -134,7 +134,8 @@ pub(crate) trait RunPool {
 
 impl RunPool for RwTxn<'_> {
     fn free_lists(&mut self) -> (&mut Vec<u32>, &mut RunList) {
-        (&mut self.loose, &mut self.reclaimed)
+        let st = &mut *self.st;
+        (&mut st.loose, &mut st.reclaimed)
     }
     fn run_next(&self) -> u32 {
         self.run_next
@@ -143,7 +144,7 @@ impl RunPool for RwTxn<'_> {
         &mut self.runs_scanned
     }
     fn dirty_pages(&self) -> usize {
-        self.dirty.len() + self.spilled.len()
+        self.st.dirty.len() + self.st.spilled.len()
     }
     fn tail(&self) -> (u32, u32) {
         (self.geo.first_unallocated, self.geo.now)
@@ -246,22 +247,23 @@ fn take_page(list: &mut Vec<u32>, pgno: u32) -> bool {
 /// Allocates `n` contiguous page numbers: loose pages, then reclaimed ones
 /// (the lowest first), then the tail.
 fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
-    if let Some(p) = take_run(&mut txn.loose, n) {
+    if let Some(p) = take_run(&mut txn.st.loose, n) {
         return Ok(p);
     }
-    if n > 1 && !txn.loose.is_empty() && !txn.saving_gc {
+    if n > 1 && !txn.st.loose.is_empty() && !txn.saving_gc {
         // A run may span both kinds of free pages.
-        txn.reclaimed.extend_desc(&txn.loose);
-        txn.loose.clear();
+        let st = &mut *txn.st;
+        st.reclaimed.extend_desc(&st.loose);
+        st.loose.clear();
     }
     let mut synced = false;
     loop {
-        if let Some(p) = take_reclaimed(&mut txn.reclaimed, n) {
+        if let Some(p) = take_reclaimed(&mut txn.st.reclaimed, n) {
             return Ok(p);
         }
         if !(txn.saving_gc || txn.in_reclaim || txn.gc_exhausted) && reclaim_one(txn, n)? {
             // Bound the search for a long contiguous run.
-            if n > 1 && txn.consumed.len() > 64 {
+            if n > 1 && txn.st.consumed.len() > 64 {
                 break;
             }
             continue;
@@ -272,7 +274,7 @@ fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         if !synced
             && !txn.saving_gc
             && !txn.in_reclaim
-            && txn.steady_txnid < txn.base.txnid()
+            && txn.steady_txnid < txn.st.base.txnid()
             && sync_would_help(txn, n)?
         {
             force_steady(txn)?;
@@ -312,7 +314,7 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
         Some(d) => d,
         None => lck.oldest_reader(txn.steady_txnid).min(limit),
     };
-    if straggler >= txn.base.txnid() {
+    if straggler >= txn.st.base.txnid() {
         return Ok(false);
     }
     let callback = txn.env.slow_readers.clone();
@@ -341,8 +343,8 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
             pid: stuck.pid,
             tid: stuck.tid,
             txnid: stuck.txnid,
-            lag: txn.base.txnid().saturating_sub(stuck.txnid),
-            retained_bytes: txn.base.pages_retired.saturating_sub(stuck.pages_retired).saturating_mul(ps),
+            lag: txn.st.base.txnid().saturating_sub(stuck.txnid),
+            retained_bytes: txn.st.base.pages_retired.saturating_sub(stuck.pages_retired).saturating_mul(ps),
             retry,
         };
         match cb(&reader) {
@@ -440,13 +442,13 @@ fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
 fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
     let env = txn.env;
     env.sync_data()?;
-    let mut m = txn.base.clone();
+    let mut m = txn.st.base.clone();
     m.sign = SIGN_STEADY;
     env.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
     env.sync_data()?;
     env.lck.after_commit(m.txnid(), true, true);
-    txn.base = m;
-    txn.steady_txnid = txn.base.txnid();
+    txn.st.base = m;
+    txn.steady_txnid = txn.st.base.txnid();
     txn.detent = None;
     txn.gc_exhausted = false;
     Ok(())
@@ -457,7 +459,7 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     // Free pages right below the high-water mark can start the run.
     let fu = txn.geo.first_unallocated;
     let touching = |list: &Vec<u32>| (0..n.min(list.len())).take_while(|&i| list[i] == fu - 1 - i as u32).count();
-    let (from_loose, below) = match (touching(&txn.loose), txn.reclaimed.touching(fu, n)) {
+    let (from_loose, below) = match (touching(&txn.st.loose), txn.st.reclaimed.touching(fu, n)) {
         (l, r) if l >= r => (true, l),
         (_, r) => (false, r),
     };
@@ -473,9 +475,9 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         txn.geo.now = want as u32;
     }
     if from_loose {
-        txn.loose.drain(..below);
+        txn.st.loose.drain(..below);
     } else {
-        txn.reclaimed.drain_top(below);
+        txn.st.reclaimed.drain_top(below);
     }
     txn.geo.first_unallocated = end.max(fu as u64) as u32;
     Ok(start)
@@ -490,14 +492,14 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize) -> Result<bool> {
         txn.gc_exhausted = true;
         return Ok(false);
     }
-    let mut pages = std::mem::take(&mut txn.gc_scratch.parsed);
+    let mut pages = std::mem::take(&mut txn.st.gc_scratch.parsed);
     pages.clear();
     let mut path = write::Path::new();
     let found = newest_reclaimable(txn, detent, &gc, &mut path, &mut pages);
     let (key, bytes) = match found {
         Ok(Some(found)) => found,
         other => {
-            txn.gc_scratch.parsed = pages;
+            txn.st.gc_scratch.parsed = pages;
             txn.gc_exhausted |= matches!(other, Ok(None));
             return other.map(|_| false);
         }
@@ -508,16 +510,16 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize) -> Result<bool> {
         // A big record for what the transaction needs: its lowest `take`
         // pages, and the record keeps the rest (descending, `parse_pnl`).
         let keep = pages.len() - take;
-        txn.reclaimed.extend_desc(&pages[keep..]);
+        txn.st.reclaimed.extend_desc(&pages[keep..]);
         rewrite_record(txn, key, bytes, &pages[..keep])
     } else {
         // A page already at hand would be listed twice by the GC: kept once.
-        txn.reclaimed.extend_desc(&pages);
+        txn.st.reclaimed.extend_desc(&pages);
         // The record goes at the place the search found (nothing changed since).
-        write::del_at(txn, Db::GC, gc.tree, &mut path).map(|()| txn.consumed.push(key))
+        write::del_at(txn, Db::GC, gc.tree, &mut path).map(|()| txn.st.consumed.push(key))
     };
     txn.in_reclaim = false;
-    txn.gc_scratch.parsed = pages;
+    txn.st.gc_scratch.parsed = pages;
     r?;
     Ok(true)
 }
@@ -549,7 +551,7 @@ const PARTIAL_FACTOR: usize = 4;
 /// commit after a batch of 1,000-put transactions spent two thirds of its
 /// time on a 913-page record that way.
 fn partial_take(txn: &RwTxn<'_>, need: usize) -> usize {
-    need + 2 * (txn.dirty.len() + txn.spilled.len()) + 16
+    need + 2 * (txn.st.dirty.len() + txn.st.spilled.len()) + 16
 }
 
 /// Rewrites GC record `key` (`bytes` long) to list only `pages`, in place
@@ -589,7 +591,7 @@ fn newest_reclaimable(
         if key > detent {
             return Err(Error::corrupted(lpg, "GC keys out of order"));
         }
-        if !txn.consumed.contains(&key) {
+        if !txn.st.consumed.contains(&key) {
             let v = crate::btree::node_value(&p, &n, lpg, page.txnid())?;
             parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
             path.e[leaf].1 = i;
@@ -613,7 +615,7 @@ fn newest_reclaimable(
         if key > detent {
             return Ok(None);
         }
-        if txn.consumed.contains(&key) {
+        if txn.st.consumed.contains(&key) {
             rec = c.prev()?;
             continue;
         }
@@ -687,21 +689,22 @@ impl GcWriter for RwTxn<'_> {
         Db::GC
     }
     fn lists(&mut self) -> FreeLists<'_> {
+        let st = &mut *self.st;
         FreeLists {
-            retired: &mut self.retired,
-            loose: &mut self.loose,
-            reclaimed: &mut self.reclaimed,
+            retired: &mut st.retired,
+            loose: &mut st.loose,
+            reclaimed: &mut st.reclaimed,
             first_unallocated: &mut self.geo.first_unallocated,
         }
     }
     fn consumed(&self) -> &[u64] {
-        &self.consumed
+        &self.st.consumed
     }
     fn take_scratch(&mut self) -> GcScratch {
-        std::mem::take(&mut self.gc_scratch)
+        std::mem::take(&mut self.st.gc_scratch)
     }
     fn keep_scratch(&mut self, s: GcScratch) {
-        self.gc_scratch = s;
+        self.st.gc_scratch = s;
     }
     fn no_spare(&self) -> bool {
         self.no_spare
@@ -1019,33 +1022,34 @@ fn fold_pages<W: GcWriter + ?Sized>(w: &W) -> usize {
 fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
     let mut any = false;
     loop {
-        while txn.reclaimed.len() < want && !txn.gc_exhausted {
-            if !reclaim_one(txn, want - txn.reclaimed.len())? {
+        while txn.st.reclaimed.len() < want && !txn.gc_exhausted {
+            if !reclaim_one(txn, want - txn.st.reclaimed.len())? {
                 break;
             }
             any = true;
         }
         // In a lazy mode the last steady commit may be what holds records
         // back: make it steady (once) rather than take the tail.
-        if txn.reclaimed.len() < want
-            && txn.steady_txnid < txn.base.txnid()
-            && sync_would_help(txn, want - txn.reclaimed.len())?
+        if txn.st.reclaimed.len() < want
+            && txn.steady_txnid < txn.st.base.txnid()
+            && sync_would_help(txn, want - txn.st.reclaimed.len())?
         {
             force_steady(txn)?;
             continue;
         }
-        if txn.reclaimed.len() < want && sweep_if_pinned(txn)? {
+        if txn.st.reclaimed.len() < want && sweep_if_pinned(txn)? {
             continue;
         }
-        if txn.reclaimed.len() < want && tail_grows(txn, want - txn.reclaimed.len()) && kick_laggards(txn)? {
+        if txn.st.reclaimed.len() < want && tail_grows(txn, want - txn.st.reclaimed.len()) && kick_laggards(txn)? {
             continue;
         }
         break;
     }
     // A record deleted by reclaiming may have freed GC pages: usable too.
-    if !txn.loose.is_empty() {
-        txn.reclaimed.extend_desc(&txn.loose);
-        txn.loose.clear();
+    if !txn.st.loose.is_empty() {
+        let st = &mut *txn.st;
+        st.reclaimed.extend_desc(&st.loose);
+        st.loose.clear();
     }
     Ok(any)
 }
@@ -2602,7 +2606,7 @@ mod reclaim_tests {
         ];
         let (mut earlier_leaf, mut landed_first, mut behind_consumed) = (0, 0, 0);
         for consumed in &consumed_sets {
-            txn.consumed = consumed.clone();
+            txn.st.consumed = consumed.clone();
             for detent in 0..420u64 {
                 let (mut path, mut pages) = (Path::new(), Vec::new());
                 let got = newest_reclaimable(&txn, detent, &gc, &mut path, &mut pages).unwrap().map(|(k, _)| k);
@@ -2631,7 +2635,7 @@ mod reclaim_tests {
             "{earlier_leaf} in an earlier leaf ({landed_first} from a leaf's start), {behind_consumed} behind consumed keys"
         );
         // Deleting where the search led removes that record only.
-        txn.consumed.clear();
+        txn.st.consumed.clear();
         let mut left = keys.clone();
         for detent in [399u64, 200, 201, 11, 10, 9, 250] {
             let (mut path, mut pages) = (Path::new(), Vec::new());

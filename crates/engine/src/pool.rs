@@ -15,8 +15,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::run_list::RunList;
-
 /// Identity-like hasher for page numbers (keys are already well distributed).
 #[derive(Default)]
 pub(crate) struct PgnoHasher(u64);
@@ -125,31 +123,8 @@ const DIRTY_SET_MIN: usize = 32;
 #[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
-    /// An empty dirty set with the capacity the last transaction grew it
-    /// to, for the next one (growing a hash table rehashes every entry).
-    pub(crate) dirty: Dirty,
-    /// The most pages a transaction dirtied since the table was last kept.
+    /// The most pages a transaction dirtied since the dirty set was last kept.
     dirty_pages: usize,
-    /// Empty page-number lists with the capacity a finished transaction
-    /// grew them to (its retired and loose pages, the GC keys it consumed),
-    /// for the next one: a one-put commit grew each from nothing. Boxed
-    /// (allocated at the first write transaction, then kept): the pool is
-    /// moved into each write transaction and back, and inline its 280
-    /// bytes were copied along each time.
-    lists: Option<Box<Lists>>,
-}
-
-/// The lists of [`PagePool::lists`].
-#[derive(Default)]
-pub(crate) struct Lists {
-    pub(crate) retired: Vec<u32>,
-    pub(crate) loose: Vec<u32>,
-    pub(crate) consumed: Vec<u64>,
-    pub(crate) reclaimed: RunList,
-    /// The commit's order of the pages it writes (`txn::commit`).
-    pub(crate) write_order: Vec<u64>,
-    /// Work lists of the GC (`gc`).
-    pub(crate) gc: GcScratch,
 }
 
 /// Work lists of the GC, kept between transactions: each is filled and
@@ -169,53 +144,29 @@ pub(crate) struct GcScratch {
 }
 
 /// Lists longer than this are not kept (a bulk transaction's).
-const LIST_KEEP: usize = 1 << 14;
-
-impl Lists {
-    /// Keeps the transaction's lists, emptied, unless they are over
-    /// [`LIST_KEEP`] long.
-    pub(crate) fn keep(&mut self, retired: Vec<u32>, loose: Vec<u32>, consumed: Vec<u64>, reclaimed: RunList) {
-        self.retired = kept(retired);
-        self.loose = kept(loose);
-        self.consumed = kept(consumed);
-        self.reclaimed = if reclaimed.capacity() > LIST_KEEP { RunList::default() } else { reclaimed };
-        self.reclaimed.clear();
-    }
-
-    /// Keeps the commit's write order, emptied (as [`Lists::keep`]).
-    pub(crate) fn keep_write_order(&mut self, order: Vec<u64>) {
-        self.write_order = kept(order);
-    }
-}
+pub(crate) const LIST_KEEP: usize = 1 << 14;
 
 impl GcScratch {
-    /// The lists emptied; those over [`LIST_KEEP`] long dropped.
-    pub(crate) fn kept(self) -> GcScratch {
-        GcScratch {
-            layout: kept(self.layout),
-            plan: kept(self.plan),
-            spare: kept(self.spare),
-            pages: kept(self.pages),
-            parsed: kept(self.parsed),
-        }
+    /// Empties the lists (see [`empty_kept`]).
+    pub(crate) fn empty_kept(&mut self) {
+        empty_kept(&mut self.layout);
+        empty_kept(&mut self.plan);
+        empty_kept(&mut self.spare);
+        empty_kept(&mut self.pages);
+        empty_kept(&mut self.parsed);
     }
 }
 
-/// `v` emptied, or a new vector if its capacity is over [`LIST_KEEP`].
-fn kept<T>(mut v: Vec<T>) -> Vec<T> {
+/// Empties `v` for the next transaction: its capacity is kept unless over
+/// [`LIST_KEEP`].
+pub(crate) fn empty_kept<T>(v: &mut Vec<T>) {
     v.clear();
     if v.capacity() > LIST_KEEP {
-        return Vec::new();
+        *v = Vec::new();
     }
-    v
 }
 
 impl PagePool {
-    /// The kept lists.
-    pub(crate) fn lists(&mut self) -> &mut Lists {
-        self.lists.get_or_insert_with(Default::default)
-    }
-
     /// A zeroed buffer of `page_size` bytes.
     pub(crate) fn zeroed(&mut self, page_size: usize) -> Box<[u8]> {
         match self.take(page_size) {
@@ -255,24 +206,22 @@ impl PagePool {
         }
     }
 
-    /// Keeps the (drained) dirty set of a finished transaction for the
-    /// next one, unless its table is over [`DIRTY_SET_KEEP`] entries.
+    /// Empties the dirty set of a finished transaction for the next one,
+    /// which gets a new one if its table is over [`DIRTY_SET_KEEP`] entries.
     ///
     /// A table much larger than the last transaction needed (a bulk load
     /// followed by small transactions) is shrunk to that need: its entries
     /// are spread over all of it, so every lookup of a small transaction
     /// would touch another cache line of a table bigger than the CPU's L2
     /// cache (16K slots, 512 KiB, after the benchmark's 1M-record load).
-    pub(crate) fn keep_dirty_set(&mut self, mut dirty: Dirty) {
+    pub(crate) fn keep_dirty_set(&mut self, dirty: &mut Dirty) {
         dirty.clear();
         let need = std::mem::take(&mut self.dirty_pages).max(DIRTY_SET_MIN);
         if dirty.capacity() > DIRTY_SET_KEEP {
-            return;
-        }
-        if dirty.capacity() > DIRTY_SET_SLACK * need {
+            *dirty = Dirty::default();
+        } else if dirty.capacity() > DIRTY_SET_SLACK * need {
             dirty.shrink_to(need);
         }
-        self.dirty = dirty;
     }
 
     /// Notes that a transaction dirtied `n` pages (see [`Self::keep_dirty_set`]).
@@ -330,32 +279,32 @@ mod tests {
     #[test]
     fn keeps_an_emptied_dirty_set_of_bounded_size() {
         let mut pool = PagePool::default();
-        let d = with_pages(Dirty::default(), 1000);
+        let mut d = with_pages(Dirty::default(), 1000);
         let cap = d.capacity();
         pool.note_dirty_pages(d.len());
-        pool.keep_dirty_set(d);
-        assert!(pool.dirty.is_empty());
-        assert_eq!(pool.dirty.capacity(), cap, "the table is kept");
+        pool.keep_dirty_set(&mut d);
+        assert!(d.is_empty());
+        assert_eq!(d.capacity(), cap, "the table is kept");
         let mut big = Dirty::default();
         big.reserve(DIRTY_SET_KEEP + 1);
-        pool.keep_dirty_set(big);
-        assert_eq!(pool.dirty.capacity(), cap, "an oversized table is not kept");
+        pool.keep_dirty_set(&mut big);
+        assert_eq!(big.capacity(), 0, "an oversized table is not kept");
     }
 
     #[test]
     fn shrinks_a_kept_dirty_set_to_what_the_last_transaction_needed() {
         let mut pool = PagePool::default();
         // A bulk transaction grows the table to 16K slots...
-        let d = with_pages(Dirty::default(), 12_000);
+        let mut d = with_pages(Dirty::default(), 12_000);
         let big = d.capacity();
         pool.note_dirty_pages(d.len());
-        pool.keep_dirty_set(d);
-        assert_eq!(pool.dirty.capacity(), big, "a table its transaction filled is kept whole");
+        pool.keep_dirty_set(&mut d);
+        assert_eq!(d.capacity(), big, "a table its transaction filled is kept whole");
         // ...and the next one, of 800 pages, leaves a table sized for 800.
-        let d = with_pages(std::mem::take(&mut pool.dirty), 800);
+        let mut d = with_pages(d, 800);
         pool.note_dirty_pages(d.len());
-        pool.keep_dirty_set(d);
-        let cap = pool.dirty.capacity();
+        pool.keep_dirty_set(&mut d);
+        let cap = d.capacity();
         assert!((800..=DIRTY_SET_SLACK * 800).contains(&cap), "{cap} slots kept after 800 dirty pages (was {big})");
     }
 }

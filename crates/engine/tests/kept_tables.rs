@@ -1,5 +1,5 @@
 //! The write transaction starts with the named tables the last commit of
-//! this environment left (`txn::WriterKept`), without looking them up in the
+//! this environment left (`txn::WriteState`), without looking them up in the
 //! main table again, only while they are still what the file holds: no other
 //! commit changed the main tree since, and their handle slots are unchanged.
 //! Within a write transaction a table that reads loaded stays loaded

@@ -73,7 +73,7 @@ pub(crate) struct EnvInner {
     /// Named-table handle slots, and this environment's identity.
     pub dbs: crate::txn::DbRegistry,
     /// Page buffers and lists kept between write transactions (see `pool`).
-    pub writer_kept: Mutex<crate::txn::WriterKept>,
+    pub writer_state: Mutex<crate::txn::WriteState>,
     /// What the writer last knew of the meta slots (`writer_metas`).
     pub writer_metas: Mutex<Option<WriterMetas>>,
     /// Dirty pages a write transaction keeps in memory (see `spill`).
@@ -300,7 +300,7 @@ impl EnvInner {
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
-            writer_kept: Default::default(),
+            writer_state: Default::default(),
             writer_metas: Mutex::new(None),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,

@@ -467,38 +467,26 @@ impl Env {
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        let crate::txn::WriterKept { mut pool, tables, main } =
-            std::mem::take(&mut *env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()));
-        let tables = crate::txn::WriterKept::tables_for(tables, main, &base, &env.dbs);
-        let l = pool.lists();
-        let (retired, loose, consumed, reclaimed) = (
-            std::mem::take(&mut l.retired),
-            std::mem::take(&mut l.loose),
-            std::mem::take(&mut l.consumed),
-            std::mem::take(&mut l.reclaimed),
-        );
-        let gc_scratch = std::mem::take(&mut l.gc);
+        let base_geo = base.geo;
+        let mut st = env.writer_state.lock().unwrap_or_else(|e| {
+            // A panic in a write transaction: its state is emptied as at
+            // the end of every transaction (its drop may not have run).
+            let mut st = e.into_inner();
+            st.end(None);
+            st
+        });
+        st.begin(base, &env.dbs);
         Ok(RwTxn {
             env,
+            st,
             _guard: guard,
             map,
-            geo: plausible_growth(base.geo, env.page_size),
-            canary: base.canary,
+            geo: plausible_growth(base_geo, env.page_size),
             steady_txnid,
             base_slot: t.tail,
             recent_slot: t.recent,
             txnid,
-            tables,
-            base,
-            // The dirty set of the last transaction, emptied, keeps its
-            // capacity: no rehashing as this one grows to the same size.
-            dirty: std::mem::take(&mut pool.dirty),
             dirty_extra: 0,
-            spilled: Default::default(),
-            retired,
-            loose,
-            reclaimed,
-            consumed,
             run_next: 0,
             runs_scanned: 0,
             detent: None,
@@ -509,12 +497,6 @@ impl Env {
             saving_gc: false,
             retired_count: 0,
             poisoned: false,
-            frames: Vec::new(),
-            pool,
-            ops: Default::default(),
-            gc_scratch,
-            committed_main: None,
-            read_loaded: Default::default(),
         })
     }
 

@@ -14,9 +14,9 @@ use crate::txn::{Db, RwTxn};
 pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
-    for dbi in 2..txn.tables.len() {
+    for dbi in 2..txn.st.tables.len() {
         // (The name is shared: its clone is a count, not a copy.)
-        let (name, bytes) = match txn.tables[dbi].as_ref() {
+        let (name, bytes) = match txn.st.tables[dbi].as_ref() {
             Some(t) if t.dirty => (t.name.clone().ok_or(Error::BadDbi)?, t.tree.to_bytes()),
             _ => continue,
         };
@@ -25,16 +25,16 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // 2. GC records.
     let meta_txnid = save_gc(txn)?;
     // 3. The new meta.
-    let mut meta = txn.base.clone();
-    let gc = txn.tables[0].as_ref().expect("gc").tree;
-    let main = txn.tables[1].as_ref().expect("main").tree;
+    let mut meta = txn.st.base.clone();
+    let gc = txn.st.tables[0].as_ref().expect("gc").tree;
+    let main = txn.st.tables[1].as_ref().expect("main").tree;
     meta.gc = crate::format::tree::Tree { dupfix_size: ps as u32, ..gc };
     meta.main = main;
-    meta.canary = txn.canary;
+    meta.canary = txn.st.canary;
     // A statistics counter that a damaged (or very old) meta may carry near
     // its limit: it wraps, exactly as libmdbx's unsigned arithmetic does, so
     // both write the same meta (and a debug build does not panic).
-    meta.pages_retired = txn.base.pages_retired.wrapping_add(txn.retired_count);
+    meta.pages_retired = txn.st.base.pages_retired.wrapping_add(txn.retired_count);
     meta.bootid = crate::bootid::boot_id();
     meta.txnid_a = meta_txnid;
     meta.txnid_b = meta_txnid;
@@ -51,11 +51,11 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // pool with their capacity; each buffer is looked up again to be written.
     // Pages edited in place in the map count as written too (to the page
     // cache). One pass over the dirty set counts them and lists the others.
-    let mut order = std::mem::take(&mut txn.pool.lists().write_order);
-    order.reserve(txn.dirty.len());
+    let mut order = std::mem::take(&mut txn.st.write_order);
+    order.reserve(txn.st.dirty.len());
     let mut to_write = 0usize;
     let mut written: u64 = 0;
-    for (p, b) in txn.dirty.iter() {
+    for (p, b) in txn.st.dirty.iter() {
         let pages = b.pages(ps);
         if b.in_map() {
             written += pages as u64;
@@ -74,7 +74,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let write_through = durable
         && !txn.env.writemap
         && to_write <= txn.env.writethrough_threshold
-        && txn.geo.now == txn.base.geo.now
+        && txn.geo.now == txn.st.base.geo.now
         && txn.env.lck.unsynced_pages() == 0;
     // With WRITEMAP there is usually nothing to gather.
     if !order.is_empty() {
@@ -99,7 +99,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
                 &mut on_heap
             };
             for (slot, &k) in bufs.iter_mut().zip(&order[i..j]) {
-                *slot = match txn.dirty.get(&((k >> 32) as u32)) {
+                *slot = match txn.st.dirty.get(&((k >> 32) as u32)) {
                     Some(b) => b,
                     None => return Err(Error::Problem("a page to write left the dirty set".into())),
                 };
@@ -181,9 +181,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // the next transaction's first copies land in the last ones written,
     // still in the CPU's cache (hash order made most of them cold).
     txn.recycle_dirty(order.iter().map(|&k| (k >> 32) as u32));
-    txn.pool.lists().keep_write_order(order);
-    txn.spilled.clear();
-    txn.committed_main = Some(main);
+    order.clear();
+    txn.st.write_order = order;
+    txn.st.spilled.clear();
+    txn.st.committed_main = Some(main);
     Ok(())
 }
 
@@ -203,7 +204,7 @@ fn shrink_target(txn: &RwTxn<'_>, geo: &crate::format::meta::MetaGeo, gc_height:
     if now.saturating_sub(fu) <= step + gap {
         return None;
     }
-    let largest = fu.max(txn.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
+    let largest = fu.max(txn.st.base.geo.first_unallocated as u64).max(txn.env.lck.max_reader_pages_used() as u64);
     if now <= largest || now - largest <= step + gap {
         return None;
     }
@@ -238,10 +239,10 @@ mod tests {
             txn.put(Db::MAIN, &i.to_be_bytes(), &[2u8; 40], PutFlags::empty()).unwrap();
         }
         let addr_to_pgno: std::collections::HashMap<usize, u32> =
-            txn.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, b)| (b.as_ptr() as usize, *p)).collect();
+            txn.st.dirty.iter().filter(|(_, b)| !b.in_map()).map(|(p, b)| (b.as_ptr() as usize, *p)).collect();
         assert!(addr_to_pgno.len() > 50, "{} dirty pages", addr_to_pgno.len());
         txn.commit().unwrap();
-        let pooled = env.inner.writer_kept.lock().unwrap().pool.buffer_addrs();
+        let pooled = env.inner.writer_state.lock().unwrap().pool.buffer_addrs();
         let pgnos: Vec<u32> = pooled.iter().filter_map(|a| addr_to_pgno.get(a).copied()).collect();
         assert_eq!(pgnos.len(), addr_to_pgno.len(), "every buffer of the transaction is pooled");
         assert!(pgnos.is_sorted(), "buffers pooled out of write order: {pgnos:?}");

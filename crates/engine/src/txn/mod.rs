@@ -40,6 +40,7 @@ use crate::format::tree::{Tree, TREE_SIZE};
 use crate::format::P_INVALID;
 use crate::lck::{ReaderSlot, WriterGuard};
 use crate::os::mmap::Mmap;
+use crate::pool::empty_kept;
 
 /// A table handle. Valid in every transaction of the environment that opened
 /// it, until its table is deleted (`drop_db`, or `clear_db` of the main table).
@@ -345,32 +346,20 @@ impl Drop for RoTxn<'_> {
 /// Read-write transaction. Only one exists at a time across all processes.
 pub struct RwTxn<'env> {
     pub(crate) env: &'env EnvInner,
+    /// The bulk of the state, which the environment keeps between write
+    /// transactions (see [`WriteState`]). Before `_guard`: released first.
+    pub(crate) st: std::sync::MutexGuard<'env, WriteState>,
     pub(crate) _guard: WriterGuard<'env>,
     pub(crate) map: Arc<Mmap>,
-    /// The meta this transaction started from.
-    pub(crate) base: Meta,
     pub(crate) base_slot: usize,
     /// Meta slot of the base meta.
     pub(crate) recent_slot: usize,
     pub(crate) steady_txnid: u64,
     pub(crate) txnid: u64,
     pub(crate) geo: MetaGeo,
-    pub(crate) tables: Vec<Option<Table>>,
-    pub(crate) dirty: Dirty,
     /// Pages beyond the first of the large chunks in `dirty` (so that
     /// `dirty.len() + dirty_extra` is the pages held in memory).
     pub(crate) dirty_extra: usize,
-    /// Dirty pages (heads of chunks) written to the data file early to bound
-    /// memory (see `spill`); they still belong to this transaction.
-    pub(crate) spilled: PgnoSet,
-    /// Pages of the base snapshot freed by this transaction (go to the GC under `txnid`).
-    pub(crate) retired: Vec<u32>,
-    /// Pages allocated by this transaction and freed again (reusable at once).
-    pub(crate) loose: Vec<u32>,
-    /// Pages taken from consumed GC records and not yet used (as runs).
-    pub(crate) reclaimed: crate::run_list::RunList,
-    /// Keys of the GC records consumed by this transaction.
-    pub(crate) consumed: Vec<u64>,
     /// The page after the last one allocated: the next allocation continues
     /// that run if it can (commit locality, `gc::alloc`; 0 = none).
     pub(crate) run_next: u32,
@@ -386,18 +375,47 @@ pub struct RwTxn<'env> {
     pub(crate) readers_swept: bool,
     pub(crate) retired_count: u64,
     pub(crate) poisoned: bool,
+}
+
+/// The bulk of a write transaction's state: its meta, table list, dirty
+/// set and page lists. It stays in the environment (`EnvInner::writer_state`),
+/// and a write transaction holds its lock: a transaction is moved (out of
+/// `begin_rw_txn`'s result, into `commit`), and with these inline it was a
+/// kilobyte copied each time, and its lists were moved in from the
+/// environment and back. Between write transactions the lists are empty
+/// with the capacity they grew to (neither allocated again nor rehashed as
+/// the next transaction grows them), and the table list holds the tables as
+/// the last commit left them (see [`WriteState::tables_for`]).
+pub(crate) struct WriteState {
+    /// The meta this transaction started from.
+    pub(crate) base: Meta,
+    pub(crate) tables: Vec<Option<Table>>,
+    pub(crate) dirty: Dirty,
+    /// Dirty pages (heads of chunks) written to the data file early to bound
+    /// memory (see `spill`); they still belong to this transaction.
+    pub(crate) spilled: PgnoSet,
+    /// Pages of the base snapshot freed by this transaction (go to the GC under `txnid`).
+    pub(crate) retired: Vec<u32>,
+    /// Pages allocated by this transaction and freed again (reusable at once).
+    pub(crate) loose: Vec<u32>,
+    /// Pages taken from consumed GC records and not yet used (as runs).
+    pub(crate) reclaimed: crate::run_list::RunList,
+    /// Keys of the GC records consumed by this transaction.
+    pub(crate) consumed: Vec<u64>,
     pub(crate) canary: [u64; 4],
     /// Open nested transactions, innermost last.
     pub(crate) frames: Vec<Frame>,
-    /// Page buffers for reuse, taken from the environment (see `pool`).
+    /// Page buffers for reuse (see `pool`).
     pub(crate) pool: crate::pool::PagePool,
     /// Page operations of this transaction, added to the lock file's
     /// counters when it ends (one atomic add per counter, not per page).
     pub(crate) ops: crate::lck::PageOps,
-    /// Work lists of the GC (kept by the pool between transactions).
+    /// Work lists of the GC.
     pub(crate) gc_scratch: crate::pool::GcScratch,
-    /// The main tree of this transaction's commit, once it succeeded (see
-    /// [`WriterKept`]).
+    /// The commit's order of the pages it writes (`txn::commit`).
+    pub(crate) write_order: Vec<u64>,
+    /// The main tree of this transaction's commit, once it succeeded; kept
+    /// with the table list for the next transaction (`tables_for`).
     pub(crate) committed_main: Option<Tree>,
     /// Named tables a read of this transaction loaded (`table` takes `&self`)
     /// and nothing changed: their trees as the main table records them. An
@@ -408,34 +426,62 @@ pub struct RwTxn<'env> {
     pub(crate) read_loaded: RefCell<Vec<Option<Table>>>,
 }
 
-/// What a write transaction leaves to the next one, kept by the environment
-/// in between: the page pool, and the table list. After a commit the list
-/// keeps the named tables the transaction had loaded, as committed, with
-/// the main tree they were committed in (`main`): the next write
-/// transaction starts with them if its main tree is that one (no other
-/// commit changed a table record since), so a one-put commit into a named
-/// table does not look the table up again. Otherwise it is kept empty, for
-/// its capacity.
-#[derive(Default)]
-pub(crate) struct WriterKept {
-    pub(crate) pool: crate::pool::PagePool,
-    pub(crate) tables: Vec<Option<Table>>,
-    pub(crate) main: Option<Tree>,
+impl Default for WriteState {
+    /// The state before the first write transaction (allocates nothing).
+    fn default() -> WriteState {
+        let geo = MetaGeo { grow_pv: 0, shrink_pv: 0, lower: 0, upper: 0, now: 0, first_unallocated: 0 };
+        WriteState {
+            base: Meta {
+                magic: 0,
+                txnid_a: 0,
+                geo,
+                gc: Tree::empty(0),
+                main: Tree::empty(0),
+                canary: [0; 4],
+                sign: 0,
+                txnid_b: 0,
+                pages_retired: 0,
+                bootid: [0; 16],
+                dxbid: [0; 16],
+            },
+            tables: Vec::new(),
+            dirty: Default::default(),
+            spilled: Default::default(),
+            retired: Vec::new(),
+            loose: Vec::new(),
+            reclaimed: Default::default(),
+            consumed: Vec::new(),
+            canary: [0; 4],
+            frames: Vec::new(),
+            pool: Default::default(),
+            ops: Default::default(),
+            gc_scratch: Default::default(),
+            write_order: Vec::new(),
+            committed_main: None,
+            read_loaded: Default::default(),
+        }
+    }
 }
 
-impl WriterKept {
+impl WriteState {
+    /// Sets the state up for a write transaction starting from `base`.
+    pub(crate) fn begin(&mut self, base: Meta, dbs: &DbRegistry) {
+        self.canary = base.canary;
+        self.tables_for(&base, dbs);
+        self.base = base;
+    }
+
     /// The table list for a write transaction on `base`: the kept named
-    /// tables if they are current, and the GC and the main table of `base`.
-    pub(crate) fn tables_for(
-        mut tables: Vec<Option<Table>>,
-        main: Option<Tree>,
-        base: &Meta,
-        dbs: &DbRegistry,
-    ) -> Vec<Option<Table>> {
-        if main != Some(base.main) {
+    /// tables if they are current (the main tree they were committed in is
+    /// `base`'s: no other commit changed a table record since, so a one-put
+    /// commit into a named table does not look the table up again), and the
+    /// GC and the main table of `base`. Otherwise only those two.
+    fn tables_for(&mut self, base: &Meta, dbs: &DbRegistry) {
+        let tables = &mut self.tables;
+        if self.committed_main.take() != Some(base.main) {
             tables.clear();
         } else if tables.len() > 2 {
-            dbs.drop_stale(&mut tables);
+            dbs.drop_stale(tables);
         }
         if tables.len() < 2 {
             // Room for a named table or two without growing (the first time).
@@ -444,45 +490,57 @@ impl WriterKept {
         }
         tables[0] = Some(Table::new(base.gc, None));
         tables[1] = Some(Table::new(base.main, None));
-        tables
     }
-}
 
-impl Drop for RwTxn<'_> {
-    /// Gives the dirty buffers and the pool back to the environment.
-    fn drop(&mut self) {
-        self.recycle_dirty([]);
-        self.pool.keep_dirty_set(std::mem::take(&mut self.dirty));
-        let (retired, loose, consumed, reclaimed) = (
-            std::mem::take(&mut self.retired),
-            std::mem::take(&mut self.loose),
-            std::mem::take(&mut self.consumed),
-            std::mem::take(&mut self.reclaimed),
-        );
-        let lists = self.pool.lists();
-        lists.keep(retired, loose, consumed, reclaimed);
-        lists.gc = std::mem::take(&mut self.gc_scratch).kept();
-        let mut tables = std::mem::take(&mut self.tables);
-        let main = self.committed_main.filter(|_| !self.poisoned);
+    /// Empties the state at the end of a transaction, for the next one:
+    /// the lists keep their capacity (unless a bulk transaction grew them
+    /// past `pool::LIST_KEEP`), the table list keeps the tables as committed
+    /// if the transaction committed (`main`), and the page operations are
+    /// returned.
+    pub(crate) fn end(&mut self, main: Option<Tree>) -> crate::lck::PageOps {
+        self.pool.keep_dirty_set(&mut self.dirty);
+        self.spilled.clear();
+        empty_kept(&mut self.retired);
+        empty_kept(&mut self.loose);
+        empty_kept(&mut self.consumed);
+        if self.reclaimed.capacity() > crate::pool::LIST_KEEP {
+            self.reclaimed = Default::default();
+        }
+        self.reclaimed.clear();
+        self.frames.clear();
+        self.gc_scratch.empty_kept();
+        empty_kept(&mut self.write_order);
+        let read_loaded = self.read_loaded.get_mut();
         if main.is_some() {
             // Tables only read are as committed too.
-            for (i, r) in std::mem::take(self.read_loaded.get_mut()).into_iter().enumerate() {
+            for (i, r) in read_loaded.drain(..).enumerate() {
                 let Some(r) = r else { continue };
-                if tables.len() <= i {
-                    tables.resize(i + 1, None);
+                if self.tables.len() <= i {
+                    self.tables.resize(i + 1, None);
                 }
-                tables[i].get_or_insert(r);
+                self.tables[i].get_or_insert(r);
             }
-            for t in tables.iter_mut().flatten() {
+            for t in self.tables.iter_mut().flatten() {
                 t.dirty = false;
                 t.append_leaf = None;
             }
         } else {
-            tables.clear();
+            read_loaded.clear();
+            self.tables.clear();
         }
-        *self.env.writer_kept.lock().unwrap_or_else(|e| e.into_inner()) =
-            WriterKept { pool: std::mem::take(&mut self.pool), tables, main };
-        self.env.lck.add_page_ops(&self.ops);
+        self.committed_main = main;
+        std::mem::take(&mut self.ops)
+    }
+}
+
+impl Drop for RwTxn<'_> {
+    /// Gives the dirty buffers to the pool and leaves the state emptied for
+    /// the next transaction.
+    fn drop(&mut self) {
+        self.recycle_dirty([]);
+        let main = self.st.committed_main.filter(|_| !self.poisoned);
+        let ops = self.st.end(main);
+        self.env.lck.add_page_ops(&ops);
     }
 }
 
@@ -493,14 +551,15 @@ impl RwTxn<'_> {
     /// keeps for the next transaction by that count.
     pub(crate) fn recycle_dirty(&mut self, first: impl IntoIterator<Item = u32>) {
         let ps = self.env.page_size;
-        self.pool.note_dirty_pages(self.dirty.len());
+        let st = &mut *self.st;
+        st.pool.note_dirty_pages(st.dirty.len());
         for pgno in first {
-            if let Some(buf) = self.dirty.remove(&pgno) {
-                self.pool.recycle(buf, ps);
+            if let Some(buf) = st.dirty.remove(&pgno) {
+                st.pool.recycle(buf, ps);
             }
         }
-        for (_, buf) in self.dirty.drain() {
-            self.pool.recycle(buf, ps);
+        for (_, buf) in st.dirty.drain() {
+            st.pool.recycle(buf, ps);
         }
         self.dirty_extra = 0;
     }
@@ -860,13 +919,13 @@ impl<'env> RwTxn<'env> {
             space_used: g.first_unallocated as u64 * ps,
             space_limit_soft: g.now as u64 * ps,
             space_limit_hard: g.upper as u64 * ps,
-            space_retired: self.retired.len() as u64 * ps,
-            space_dirty: self.dirty.values().map(|b| b.len() as u64).sum(),
+            space_retired: self.st.retired.len() as u64 * ps,
+            space_dirty: self.st.dirty.values().map(|b| b.len() as u64).sum(),
         })
     }
 
     fn canary_values(&self) -> [u64; 4] {
-        self.canary
+        self.st.canary
     }
 
     pub(crate) fn pages(&self) -> Pages<'_> {
@@ -874,7 +933,7 @@ impl<'env> RwTxn<'env> {
             map: &self.map,
             ps: self.env.page_size,
             valid: self.geo.first_unallocated,
-            dirty: Some(&self.dirty),
+            dirty: Some(&self.st.dirty),
             front: self.txnid,
         }
     }
@@ -882,18 +941,19 @@ impl<'env> RwTxn<'env> {
     /// [`RwTxn::pages`] and the page pool, borrowed together: a copy on
     /// write reads a page and takes a buffer for its copy.
     pub(crate) fn pages_and_pool(&mut self) -> (Pages<'_>, &mut crate::pool::PagePool) {
+        let st = &mut *self.st;
         let pages = Pages {
             map: &self.map,
             ps: self.env.page_size,
             valid: self.geo.first_unallocated,
-            dirty: Some(&self.dirty),
+            dirty: Some(&st.dirty),
             front: self.txnid,
         };
-        (pages, &mut self.pool)
+        (pages, &mut st.pool)
     }
 
     fn has_table(&self, db: Db) -> bool {
-        self.tables.get(db.dbi as usize).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
+        self.st.tables.get(db.dbi as usize).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
     }
 
     fn remember(&self, _db: Db, _t: Table) {
@@ -904,7 +964,7 @@ impl<'env> RwTxn<'env> {
     /// The table of `db`: `Err(BadDbi)` for a foreign or stale handle.
     pub(crate) fn table(&self, db: Db) -> Result<View> {
         db.check_env(self.env)?;
-        if let Some(Some(t)) = self.tables.get(db.dbi as usize) {
+        if let Some(Some(t)) = self.st.tables.get(db.dbi as usize) {
             // A table of this transaction (maybe changed): only its own
             // generation of handles reaches it.
             return if t.gen == db.gen { Ok(t.view()) } else { Err(Error::BadDbi) };
@@ -918,7 +978,8 @@ impl<'env> RwTxn<'env> {
     #[inline(never)]
     fn read_table(&self, db: Db) -> Result<View> {
         let i = db.dbi as usize;
-        if let Some(Some(t)) = self.read_loaded.borrow().get(i).filter(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
+        if let Some(Some(t)) =
+            self.st.read_loaded.borrow().get(i).filter(|t| t.as_ref().is_some_and(|t| t.gen == db.gen))
         {
             return Ok(t.view());
         }
@@ -926,7 +987,7 @@ impl<'env> RwTxn<'env> {
         // checks `db` against the registry).
         let t = self.load_table(db)?;
         let v = t.view();
-        let mut loaded = self.read_loaded.borrow_mut();
+        let mut loaded = self.st.read_loaded.borrow_mut();
         if loaded.len() <= i {
             loaded.resize(i + 1, None);
         }
@@ -936,7 +997,7 @@ impl<'env> RwTxn<'env> {
 
     fn load_table(&self, db: Db) -> Result<Table> {
         let name = self.env.db_name(db)?;
-        let main = self.tables[1].as_ref().expect("main table").tree;
+        let main = self.st.tables[1].as_ref().expect("main table").tree;
         let tree = find_table(&self.pages(), &main, &name)?.ok_or(Error::BadDbi)?;
         Ok(Table::named(tree, name, db))
     }
@@ -954,26 +1015,26 @@ impl<'env> RwTxn<'env> {
     fn loaded_table(&mut self, db: Db) -> Result<&mut Table> {
         db.check_env(self.env)?;
         let i = db.dbi as usize;
-        if self.tables.get(i).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen != db.gen)) {
+        if self.st.tables.get(i).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen != db.gen)) {
             return Err(Error::BadDbi);
         }
-        if self.tables.get(i).is_none_or(|t| t.is_none()) {
-            let read = self.read_loaded.get_mut().get_mut(i).and_then(Option::take).filter(|t| t.gen == db.gen);
+        if self.st.tables.get(i).is_none_or(|t| t.is_none()) {
+            let read = self.st.read_loaded.get_mut().get_mut(i).and_then(Option::take).filter(|t| t.gen == db.gen);
             let t = match read {
                 Some(t) => t,
                 None => self.load_table(db)?,
             };
-            if self.tables.len() <= i {
-                self.tables.resize(i + 1, None);
+            if self.st.tables.len() <= i {
+                self.st.tables.resize(i + 1, None);
             }
-            self.tables[i] = Some(t);
+            self.st.tables[i] = Some(t);
         }
-        Ok(self.tables[i].as_mut().expect("loaded above"))
+        Ok(self.st.tables[i].as_mut().expect("loaded above"))
     }
 
     /// The APPEND hint of a table (see `Table::append_leaf`).
     pub(crate) fn append_leaf(&self, db: Db) -> Option<u32> {
-        self.tables.get(db.dbi as usize)?.as_ref()?.append_leaf
+        self.st.tables.get(db.dbi as usize)?.as_ref()?.append_leaf
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -1081,16 +1142,16 @@ impl<'env> RwTxn<'env> {
 
     fn set_table(&mut self, dbi: u32, t: Table) {
         let i = dbi as usize;
-        if self.tables.len() <= i {
-            self.tables.resize(i + 1, None);
+        if self.st.tables.len() <= i {
+            self.st.tables.resize(i + 1, None);
         }
-        self.tables[i] = Some(t);
+        self.st.tables[i] = Some(t);
         self.forget_read_loaded(i);
     }
 
     /// Empties slot `i` of `read_loaded` (see there).
     fn forget_read_loaded(&mut self, i: usize) {
-        if let Some(t) = self.read_loaded.get_mut().get_mut(i) {
+        if let Some(t) = self.st.read_loaded.get_mut().get_mut(i) {
             *t = None;
         }
     }
@@ -1156,7 +1217,7 @@ impl<'env> RwTxn<'env> {
     /// this transaction has changed (libmdbx's `mdbx_is_dirty`).
     pub fn is_dirty(&self, data: &[u8]) -> bool {
         let p = data.as_ptr() as usize;
-        let in_memory = self.dirty.values().any(|b| {
+        let in_memory = self.st.dirty.values().any(|b| {
             let start = b.as_ptr() as usize;
             p >= start && p < start + b.len()
         });
@@ -1164,7 +1225,7 @@ impl<'env> RwTxn<'env> {
         let base = self.map.as_ptr() as usize;
         let spilled = p >= base
             && p < base + self.map.len()
-            && self.spilled.contains(&(((p - base) / self.env.page_size) as u32));
+            && self.st.spilled.contains(&(((p - base) / self.env.page_size) as u32));
         in_memory || spilled
     }
 
@@ -1247,7 +1308,7 @@ impl<'env> RwTxn<'env> {
                         continue;
                     };
                     crate::btree::write::clear(t, named)?;
-                    if let Some(slot) = t.tables.get_mut(named.dbi as usize) {
+                    if let Some(slot) = t.st.tables.get_mut(named.dbi as usize) {
                         *slot = None;
                     }
                     t.forget_read_loaded(named.dbi as usize);
@@ -1267,7 +1328,7 @@ impl<'env> RwTxn<'env> {
             crate::btree::write::clear(t, db)?;
             let name = t.table_mut(db)?.name.clone().ok_or(Error::BadDbi)?;
             crate::btree::write::del(t, Db::MAIN, &name, None)?;
-            t.tables[db.dbi as usize] = None;
+            t.st.tables[db.dbi as usize] = None;
             t.forget_read_loaded(db.dbi as usize);
             t.env.forget_db(db.dbi);
             Ok(())
@@ -1290,7 +1351,7 @@ impl<'env> RwTxn<'env> {
 
     /// Sets the canary markers x, y, z (v becomes this transaction's id).
     pub fn set_canary(&mut self, x: u64, y: u64, z: u64) {
-        self.canary = [x, y, z, self.txnid];
+        self.st.canary = [x, y, z, self.txnid];
     }
 
     /// Changes the geometry as part of this transaction (bytes; `None` keeps the

@@ -45,36 +45,36 @@ impl<'env> RwTxn<'env> {
     pub fn begin_nested_txn(&mut self) -> Result<NestedTxn<'_, 'env>> {
         self.check_usable()?;
         // The child starts without APPEND hints (and an abort restores none).
-        for t in self.tables.iter_mut().flatten() {
+        for t in self.st.tables.iter_mut().flatten() {
             t.append_leaf = None;
         }
         let saved = Saved {
             geo: self.geo,
-            tables: self.tables.clone(),
-            retired_len: self.retired.len(),
-            loose: self.loose.clone(),
-            reclaimed: self.reclaimed.clone(),
-            consumed_len: self.consumed.len(),
+            tables: self.st.tables.clone(),
+            retired_len: self.st.retired.len(),
+            loose: self.st.loose.clone(),
+            reclaimed: self.st.reclaimed.clone(),
+            consumed_len: self.st.consumed.len(),
             detent: self.detent,
             gc_exhausted: self.gc_exhausted,
             retired_count: self.retired_count,
-            canary: self.canary,
+            canary: self.st.canary,
         };
-        self.frames.push(Frame {
+        self.st.frames.push(Frame {
             saved,
             undo: Default::default(),
             unspilled: Default::default(),
             reserved: Default::default(),
         });
-        let depth = self.frames.len();
+        let depth = self.st.frames.len();
         Ok(NestedTxn { txn: self, depth, done: false })
     }
 
     fn end_nested(&mut self, depth: usize, commit: bool) {
-        debug_assert_eq!(self.frames.len(), depth);
-        let Some(f) = self.frames.pop() else { return };
+        debug_assert_eq!(self.st.frames.len(), depth);
+        let Some(f) = self.st.frames.pop() else { return };
         if commit {
-            if let Some(parent) = self.frames.last_mut() {
+            if let Some(parent) = self.st.frames.last_mut() {
                 for (pgno, orig) in f.undo {
                     parent.undo.entry(pgno).or_insert(orig);
                 }
@@ -87,34 +87,34 @@ impl<'env> RwTxn<'env> {
         for (pgno, orig) in f.undo {
             // The page is back to its state before the child: in memory as
             // it was, or not the transaction's at all.
-            self.spilled.remove(&pgno);
+            self.st.spilled.remove(&pgno);
             let old = match orig {
                 Some(buf) => {
                     self.dirty_extra += buf.pages(ps) - 1;
-                    self.dirty.insert(pgno, buf)
+                    self.st.dirty.insert(pgno, buf)
                 }
-                None => self.dirty.remove(&pgno),
+                None => self.st.dirty.remove(&pgno),
             };
             if let Some(old) = old {
                 self.dirty_extra -= old.pages(ps) - 1;
-                self.pool.recycle(old, ps);
+                self.st.pool.recycle(old, ps);
             }
         }
         // Spilled before the child, and taken back or freed by it.
-        self.spilled.extend(f.unspilled);
+        self.st.spilled.extend(f.unspilled);
         let s = f.saved;
         self.geo = s.geo;
-        self.tables = s.tables;
-        self.read_loaded.get_mut().clear();
-        debug_assert!(self.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
-        self.retired.truncate(s.retired_len);
-        self.loose = s.loose;
-        self.reclaimed = s.reclaimed;
-        self.consumed.truncate(s.consumed_len);
+        self.st.tables = s.tables;
+        self.st.read_loaded.get_mut().clear();
+        debug_assert!(self.st.retired.len() >= s.retired_len, "retired pages only grow in a transaction");
+        self.st.retired.truncate(s.retired_len);
+        self.st.loose = s.loose;
+        self.st.reclaimed = s.reclaimed;
+        self.st.consumed.truncate(s.consumed_len);
         self.detent = s.detent;
         self.gc_exhausted = s.gc_exhausted;
         self.retired_count = s.retired_count;
-        self.canary = s.canary;
+        self.st.canary = s.canary;
         self.poisoned = false;
     }
 }

@@ -17,7 +17,7 @@ const PREFAULT_AHEAD: usize = 256 << 10;
 impl RwTxn<'_> {
     /// A dirty page (first page of a chunk) by number. Internal invariant: it is dirty.
     pub(crate) fn dirty_ref(&self, pgno: u32) -> &[u8] {
-        &self.dirty.get(&pgno).expect("page is dirty")[..self.env.page_size]
+        &self.st.dirty.get(&pgno).expect("page is dirty")[..self.env.page_size]
     }
     pub(crate) fn dirty_mut(&mut self, pgno: u32) -> &mut [u8] {
         let ps = self.env.page_size;
@@ -25,7 +25,7 @@ impl RwTxn<'_> {
     }
     pub(crate) fn dirty_mut_full(&mut self, pgno: u32) -> &mut [u8] {
         self.note_undo(pgno);
-        self.dirty.get_mut(&pgno).expect("page is dirty")
+        self.st.dirty.get_mut(&pgno).expect("page is dirty")
     }
     /// Adds a dirty page (nested transactions remember that it was absent).
     pub(crate) fn dirty_insert(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
@@ -37,21 +37,21 @@ impl RwTxn<'_> {
         self.note_undo(pgno);
         let ps = self.env.page_size;
         self.dirty_extra += buf.pages(ps) - 1;
-        if let Some(old) = self.dirty.insert(pgno, buf) {
+        if let Some(old) = self.st.dirty.insert(pgno, buf) {
             self.dirty_extra -= old.pages(ps) - 1;
-            self.pool.recycle(old, ps);
+            self.st.pool.recycle(old, ps);
         }
     }
     /// Removes a dirty page; whether it was there.
     pub(crate) fn dirty_remove(&mut self, pgno: u32) -> bool {
-        if !self.dirty.contains_key(&pgno) {
+        if !self.st.dirty.contains_key(&pgno) {
             return false;
         }
         self.note_undo(pgno);
-        match self.dirty.remove(&pgno) {
+        match self.st.dirty.remove(&pgno) {
             Some(buf) => {
                 self.dirty_extra -= buf.pages(self.env.page_size) - 1;
-                self.pool.recycle(buf, self.env.page_size);
+                self.st.pool.recycle(buf, self.env.page_size);
                 true
             }
             None => false,
@@ -61,8 +61,9 @@ impl RwTxn<'_> {
     /// first changes it, so that aborting the child can restore it.
     #[inline]
     fn note_undo(&mut self, pgno: u32) {
-        if let Some(f) = self.frames.last_mut() {
-            let (dirty, ops) = (&self.dirty, &mut self.ops);
+        let st = &mut *self.st;
+        if let Some(f) = st.frames.last_mut() {
+            let (dirty, ops) = (&st.dirty, &mut st.ops);
             f.undo.entry(pgno).or_insert_with(|| {
                 let copy = dirty.get(&pgno).cloned();
                 ops.clone += u64::from(copy.is_some());
@@ -71,7 +72,7 @@ impl RwTxn<'_> {
         }
     }
     pub(crate) fn page_is_dirty(&self, pgno: u32) -> bool {
-        self.dirty.contains_key(&pgno)
+        self.st.dirty.contains_key(&pgno)
     }
 
     /// With WRITEMAP: the `n` pages at `pgno`, which this transaction
@@ -87,11 +88,11 @@ impl RwTxn<'_> {
         if (off + len) as u64 > self.env.file_len.load(std::sync::atomic::Ordering::Acquire) {
             return None;
         }
-        if self.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
+        if self.st.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
             return None;
         }
         let page = self.map.page_mut(off, len)?;
-        if self.env.in_memory_fs && pgno >= self.base.geo.first_unallocated {
+        if self.env.in_memory_fs && pgno >= self.st.base.geo.first_unallocated {
             // A page from the tail (no snapshot has it): its first store
             // would take a page fault. Populate the page tables for the next
             // 256 KiB of the file in one call instead (the tail is allocated
@@ -116,7 +117,7 @@ impl RwTxn<'_> {
         let ps = self.env.page_size;
         match self.map_page(pgno, n) {
             Some(m) => PageBuf::Map(m),
-            None if n == 1 => self.pool.zeroed(ps).into(),
+            None if n == 1 => self.st.pool.zeroed(ps).into(),
             None => vec![0u8; n * ps].into_boxed_slice().into(),
         }
     }
@@ -126,7 +127,7 @@ impl RwTxn<'_> {
 pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
     let mut buf = txn.fresh_buf(pgno, 1);
-    txn.ops.newly += 1;
+    txn.st.ops.newly += 1;
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
@@ -136,7 +137,7 @@ pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
 pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     let pgno = alloc(txn, n)?;
     let mut buf = txn.fresh_buf(pgno, n);
-    txn.ops.newly += n as u64;
+    txn.st.ops.newly += n as u64;
     fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
@@ -144,7 +145,7 @@ pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
 
 /// Copy-on-write: a dirty copy of `pgno` (itself if already dirty).
 pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
-    if txn.dirty.contains_key(&pgno) || crate::txn::spill::unspill(txn, pgno)? {
+    if txn.st.dirty.contains_key(&pgno) || crate::txn::spill::unspill(txn, pgno)? {
         return Ok(pgno);
     }
     // From here `pgno` is a snapshot page: `get_clean` skips the dirty set.
@@ -166,21 +167,21 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
                 pages.get_clean(pgno).map(|src| pool.copy_of(src))?.into()
             }
         };
-        txn.ops.cow += 1;
+        txn.st.ops.cow += 1;
         fpage::set_pgno(&mut buf, new);
         fpage::set_txnid(&mut buf, txn.txnid);
         txn.dirty_insert(new, buf);
-        txn.retired.push(pgno);
+        txn.st.retired.push(pgno);
         return Ok(new);
     }
     let (pages, pool) = txn.pages_and_pool();
     let mut buf = pages.get_clean(pgno).map(|src| pool.copy_of(src))?;
-    txn.ops.cow += 1;
+    txn.st.ops.cow += 1;
     let new = alloc(txn, 1)?;
     fpage::set_pgno(&mut buf, new);
     fpage::set_txnid(&mut buf, txn.txnid);
     txn.dirty_insert(new, buf);
-    txn.retired.push(pgno);
+    txn.st.retired.push(pgno);
     Ok(new)
 }
 
@@ -189,9 +190,9 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
 pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
     let range = pgno..pgno + n as u32;
     if txn.dirty_remove(pgno) || crate::txn::spill::forget_spilled(txn, pgno, n) {
-        txn.loose.extend(range);
-        txn.loose.sort_unstable_by(|a, b| b.cmp(a));
+        txn.st.loose.extend(range);
+        txn.st.loose.sort_unstable_by(|a, b| b.cmp(a));
     } else {
-        txn.retired.extend(range);
+        txn.st.retired.extend(range);
     }
 }

@@ -57,7 +57,7 @@ pub(crate) fn clamp_limit(pages: usize) -> usize {
 impl RwTxn<'_> {
     /// Pages held in memory (a large chunk counts its pages).
     pub(crate) fn dirty_pages(&self) -> usize {
-        self.dirty.len() + self.dirty_extra
+        self.st.dirty.len() + self.dirty_extra
     }
 
     /// Spills when the dirty pages exceed the budget. Called between
@@ -73,7 +73,7 @@ impl RwTxn<'_> {
     /// Whether the page may be written out now (see the module doc on
     /// nested transactions).
     fn spillable(&self, pgno: u32, n: usize) -> bool {
-        self.frames.iter().all(|f| {
+        self.st.frames.iter().all(|f| {
             !matches!(f.undo.get(&pgno), Some(Some(_))) && (pgno..pgno + n as u32).all(|p| !f.reserved.contains(&p))
         })
     }
@@ -87,7 +87,7 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
     let mapped = txn.map.len();
     let mut chosen: Vec<(u32, usize)> = Vec::new();
     for pass_branches in [false, true] {
-        for (&pgno, buf) in txn.dirty.iter() {
+        for (&pgno, buf) in txn.st.dirty.iter() {
             if excess == 0 {
                 break;
             }
@@ -113,15 +113,15 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
     chosen.sort_unstable();
     let mut i = 0;
     while i < chosen.len() {
-        if txn.dirty[&chosen[i].0].in_map() {
+        if txn.st.dirty[&chosen[i].0].in_map() {
             i += 1;
             continue;
         }
         let start = chosen[i].0;
         let mut next = start;
         let mut bufs: Vec<&[u8]> = Vec::new();
-        while i < chosen.len() && chosen[i].0 == next && !txn.dirty[&chosen[i].0].in_map() {
-            bufs.push(&txn.dirty[&chosen[i].0]);
+        while i < chosen.len() && chosen[i].0 == next && !txn.st.dirty[&chosen[i].0].in_map() {
+            bufs.push(&txn.st.dirty[&chosen[i].0]);
             next += chosen[i].1 as u32;
             i += 1;
         }
@@ -129,12 +129,12 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
     }
     // Written: drop them from memory.
     for &(pgno, n) in &chosen {
-        if let Some(buf) = txn.dirty.remove(&pgno) {
+        if let Some(buf) = txn.st.dirty.remove(&pgno) {
             txn.dirty_extra -= n - 1;
-            txn.pool.recycle(buf, ps);
+            txn.st.pool.recycle(buf, ps);
         }
-        txn.spilled.insert(pgno);
-        txn.ops.spill += n as u64;
+        txn.st.spilled.insert(pgno);
+        txn.st.ops.spill += n as u64;
     }
     // Spilled pages are written and not yet synced, as libmdbx counts them.
     let pages: u64 = chosen.iter().map(|&(_, n)| n as u64).sum();
@@ -145,16 +145,16 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
 /// Takes a spilled page back into memory at the same page number; false if
 /// `pgno` is not spilled.
 pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
-    if txn.spilled.is_empty() || !txn.spilled.contains(&pgno) {
+    if txn.st.spilled.is_empty() || !txn.st.spilled.contains(&pgno) {
         return Ok(false);
     }
     // With WRITEMAP the page is edited where it is, unless a child is open:
     // an abort must find the parent's version in the file.
-    if txn.frames.is_empty() {
+    if txn.st.frames.is_empty() {
         if let Some(m) = txn.map_page(pgno, 1) {
             forget_spilled(txn, pgno, 1);
             txn.dirty_insert(pgno, crate::pool::PageBuf::Map(m));
-            txn.ops.unspill += 1;
+            txn.st.ops.unspill += 1;
             return Ok(true);
         }
     }
@@ -162,7 +162,7 @@ pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
     let buf = pages.get(pgno).map(|src| pool.copy_of(src))?;
     forget_spilled(txn, pgno, 1);
     txn.dirty_insert(pgno, buf);
-    txn.ops.unspill += 1;
+    txn.st.ops.unspill += 1;
     Ok(true)
 }
 
@@ -170,10 +170,10 @@ pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
 /// unspilled or freed), remembering it in the innermost child so an abort
 /// can put it back.
 pub(crate) fn forget_spilled(txn: &mut RwTxn<'_>, pgno: u32, n: usize) -> bool {
-    if !txn.spilled.remove(&pgno) {
+    if !txn.st.spilled.remove(&pgno) {
         return false;
     }
-    if let Some(f) = txn.frames.last_mut() {
+    if let Some(f) = txn.st.frames.last_mut() {
         f.unspilled.insert(pgno);
         f.reserved.extend(pgno..pgno + n as u32);
     }

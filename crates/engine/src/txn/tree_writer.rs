@@ -44,11 +44,12 @@ impl TreeWriter for RwTxn<'_> {
     #[inline]
     fn copy_dirty(&mut self, pgno: u32) -> Box<[u8]> {
         let ps = self.env.page_size;
-        self.pool.copy_of(&self.dirty.get(&pgno).expect("page is dirty")[..ps])
+        let st = &mut *self.st;
+        st.pool.copy_of(&st.dirty.get(&pgno).expect("page is dirty")[..ps])
     }
     #[inline]
     fn recycle(&mut self, buf: Box<[u8]>) {
-        self.pool.recycle(buf, self.env.page_size);
+        self.st.pool.recycle(buf, self.env.page_size);
     }
     #[inline]
     fn new_page(&mut self, flags: u16) -> Result<u32> {
@@ -69,8 +70,8 @@ impl TreeWriter for RwTxn<'_> {
     #[inline]
     fn count(&mut self, op: Counted) {
         match op {
-            Counted::Split => self.ops.split += 1,
-            Counted::Merge => self.ops.merge += 1,
+            Counted::Split => self.st.ops.split += 1,
+            Counted::Merge => self.st.ops.merge += 1,
         }
     }
     #[inline]
