@@ -533,6 +533,10 @@ impl WriteState {
     }
 }
 
+// A transaction is moved out of `begin_rw_txn`'s result and into `commit`:
+// its bulk belongs in `WriteState`, not here.
+const _: () = assert!(std::mem::size_of::<RwTxn<'static>>() <= 192);
+
 impl Drop for RwTxn<'_> {
     /// Gives the dirty buffers to the pool and leaves the state emptied for
     /// the next transaction.
