@@ -14,6 +14,9 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::os::mmap::{MapClaims, MapPage, Mmap};
 
 /// Identity-like hasher for page numbers (keys are already well distributed).
 #[derive(Default)]
@@ -125,6 +128,11 @@ pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
     /// The most pages a transaction dirtied since the dirty set was last kept.
     dirty_pages: usize,
+    /// With WRITEMAP: the claims on the map the last map page came from,
+    /// kept between transactions, and those on earlier maps that still
+    /// have pages out (a remap during a transaction).
+    claims: Option<MapClaims>,
+    old_claims: Vec<MapClaims>,
 }
 
 /// Work lists of the GC, kept between transactions: each is filled and
@@ -199,11 +207,49 @@ impl PagePool {
     /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
     /// has room; drops it otherwise (large-value chunks are not pooled).
     pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {
-        if let PageBuf::Heap(buf) = buf.into() {
-            if buf.len() == page_size && self.bufs.len() < POOL_LIMIT {
-                self.bufs.push(buf);
+        match buf.into() {
+            PageBuf::Heap(buf) => {
+                if buf.len() == page_size && self.bufs.len() < POOL_LIMIT {
+                    self.bufs.push(buf);
+                }
+            }
+            PageBuf::Map(m) => self.give_back(m),
+        }
+    }
+
+    /// With WRITEMAP: `[off, off + len)` of `map` to be edited in place
+    /// (see [`MapClaims::page_mut`]), from the claims on `map` (made at its
+    /// first page); `None` where they cannot hand it out.
+    #[inline]
+    pub(crate) fn map_page(&mut self, map: &Arc<Mmap>, off: usize, len: usize) -> Option<MapPage> {
+        if !self.claims.as_ref().is_some_and(|c| Arc::ptr_eq(c.map(), map)) {
+            let new = MapClaims::new(map)?;
+            if let Some(old) = self.claims.replace(new) {
+                if old.out() > 0 {
+                    self.old_claims.push(old);
+                }
             }
         }
+        self.claims.as_mut()?.page_mut(off, len)
+    }
+
+    /// A map page back to the claims that handed it out.
+    #[inline]
+    fn give_back(&mut self, page: MapPage) {
+        let mut page = page;
+        for c in self.claims.iter_mut().chain(self.old_claims.iter_mut()) {
+            match c.give_back(page) {
+                Ok(()) => break,
+                Err(p) => page = p,
+            }
+        }
+        self.old_claims.retain(|c| c.out() > 0);
+    }
+
+    /// Map pages handed out and not given back (0 between transactions).
+    #[cfg(test)]
+    pub(crate) fn map_pages_out(&self) -> usize {
+        self.claims.iter().chain(&self.old_claims).map(|c| c.out()).sum()
     }
 
     /// Empties the dirty set of a finished transaction for the next one,
@@ -215,7 +261,14 @@ impl PagePool {
     /// would touch another cache line of a table bigger than the CPU's L2
     /// cache (16K slots, 512 KiB, after the benchmark's 1M-record load).
     pub(crate) fn keep_dirty_set(&mut self, dirty: &mut Dirty) {
-        dirty.clear();
+        if !dirty.is_empty() {
+            // Only after a panic in a transaction: its map pages go back.
+            for (_, buf) in dirty.drain() {
+                if let PageBuf::Map(m) = buf {
+                    self.give_back(m);
+                }
+            }
+        }
         let need = std::mem::take(&mut self.dirty_pages).max(DIRTY_SET_MIN);
         if dirty.capacity() > DIRTY_SET_KEEP {
             *dirty = Dirty::default();

@@ -79,7 +79,7 @@ impl RwTxn<'_> {
     /// allocated, to be edited in place in the map. `None` without WRITEMAP,
     /// outside the file or the map, and where an open parent transaction
     /// still relies on the pages' file contents (see `spill`).
-    pub(crate) fn map_page(&self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
+    pub(crate) fn map_page(&mut self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
         if !self.env.writemap {
             return None;
         }
@@ -91,7 +91,7 @@ impl RwTxn<'_> {
         if self.st.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
             return None;
         }
-        let page = self.map.page_mut(off, len)?;
+        let page = self.st.pool.map_page(&self.map, off, len)?;
         if self.env.in_memory_fs && pgno >= self.st.base.geo.first_unallocated {
             // A page from the tail (no snapshot has it): its first store
             // would take a page fault. Populate the page tables for the next
@@ -194,5 +194,63 @@ pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
         txn.st.loose.sort_unstable_by(|a, b| b.cmp(a));
     } else {
         txn.st.retired.extend(range);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Db, Durability, Env, PutFlags};
+
+    /// With WRITEMAP every map page a transaction edits goes back to the
+    /// map's claims when it ends (committed, aborted, after a nested abort
+    /// or a spill): a page that did not would stay claimed for good (that
+    /// page never edited in place again) and its map never unmapped.
+    #[test]
+    fn map_pages_come_back_when_a_transaction_ends() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder()
+            .write_map(true)
+            .dirty_page_limit(64)
+            .durability(Durability::SafeNoSync)
+            .open(d.path())
+            .unwrap();
+        let out = || env.inner.writer_state.lock().unwrap().pool.map_pages_out();
+        let put = |txn: &mut crate::RwTxn<'_>, from: u32, n: u32| {
+            for i in from..from + n {
+                txn.put(Db::MAIN, &i.wrapping_mul(2_654_435_761).to_be_bytes(), &[7u8; 100], PutFlags::empty())
+                    .unwrap();
+            }
+        };
+        for round in 0..3u32 {
+            // Committed, with spills (far more pages than the dirty limit).
+            let mut txn = env.begin_rw_txn().unwrap();
+            put(&mut txn, round * 10_000, 5_000);
+            assert!(txn.st.pool.map_pages_out() > 0, "the transaction edits map pages");
+            txn.commit().unwrap();
+            assert_eq!(out(), 0, "after a commit");
+            // Aborted.
+            let mut txn = env.begin_rw_txn().unwrap();
+            put(&mut txn, 100_000, 50);
+            txn.abort();
+            assert_eq!(out(), 0, "after an abort");
+            // A nested transaction aborted, then one committed.
+            let mut txn = env.begin_rw_txn().unwrap();
+            put(&mut txn, 200_000 + round * 1000, 20);
+            {
+                let mut child = txn.begin_nested_txn().unwrap();
+                put(&mut child, 300_000, 200);
+                child.abort();
+            }
+            {
+                let mut child = txn.begin_nested_txn().unwrap();
+                put(&mut child, 400_000 + round * 1000, 20);
+                child.commit().unwrap();
+            }
+            txn.commit().unwrap();
+            assert_eq!(out(), 0, "after nested transactions");
+        }
+        let stats = env.stat().unwrap();
+        assert_eq!(stats.entries, 3 * 5_000 + 3 * 20 + 3 * 20);
+        assert!(env.page_ops().spill > 0, "the big transactions spilled");
     }
 }
