@@ -58,9 +58,17 @@ impl RwTxn<'_> {
         }
     }
     /// Inside a nested transaction: keeps the page's state before the child
-    /// first changes it, so that aborting the child can restore it.
-    #[inline]
+    /// first changes it, so that aborting the child can restore it. (Inline
+    /// the test only: a dozen calls a one-put commit.)
+    #[inline(always)]
     fn note_undo(&mut self, pgno: u32) {
+        if !self.st.frames.is_empty() {
+            self.note_undo_in_child(pgno);
+        }
+    }
+
+    #[inline(never)]
+    fn note_undo_in_child(&mut self, pgno: u32) {
         let st = &mut *self.st;
         if let Some(f) = st.frames.last_mut() {
             let (dirty, ops) = (&st.dirty, &mut st.ops);
