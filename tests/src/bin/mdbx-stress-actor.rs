@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! mdbx-stress-actor --db PATH --table NAME --table-kind KIND --page-size N
-//!     --durability MODE --seed S --log PATH --role hill|ttl --duration-ms MS
+//!     --durability MODE [--write-map true|false] --seed S --log PATH
+//!     --role hill|ttl --duration-ms MS
 //! ```
 //! It follows the actor protocol of crates/tools/README.md ("stress"): for
 //! every write transaction it appends a block (`begin N`, one line per
@@ -34,6 +35,7 @@ struct Args {
     table: String,
     kind: String,
     durability: Durability,
+    write_map: bool,
     seed: u64,
     log: String,
     role: String,
@@ -60,11 +62,17 @@ fn parse_args() -> Result<Args, String> {
     };
     let num = |k: &str| -> Result<u64, String> { get(k)?.parse().map_err(|_| format!("--{k}: not a number")) };
     get("page-size")?;
+    let write_map = match m.get("write-map").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(v) => return Err(format!("--write-map: '{v}' (true or false)")),
+    };
     Ok(Args {
         db: get("db")?,
         table: get("table")?,
         kind: get("table-kind")?,
         durability,
+        write_map,
         seed: num("seed")?,
         log: get("log")?,
         role: get("role")?,
@@ -273,7 +281,13 @@ fn run() -> Result<(), String> {
     if a.role != "hill" && a.role != "ttl" {
         return Err(format!("role '{}' is not implemented (hill, ttl)", a.role));
     }
-    let opts = EnvOptions { durability: a.durability, max_dbs: 64, no_sub_dir: Some(false), ..Default::default() };
+    let opts = EnvOptions {
+        durability: a.durability,
+        write_map: a.write_map,
+        max_dbs: 64,
+        no_sub_dir: Some(false),
+        ..Default::default()
+    };
     let env = oracle::Env::open(&a.db, &opts)?;
     let dup = matches!(a.kind.as_str(), "dupsort" | "dupfixed" | "integerdup" | "reversedup");
     // Continue the block numbers of the log; the runner has settled a block

@@ -36,6 +36,10 @@ pub struct ActorArgs {
     pub page_size: usize,
     #[arg(long)]
     pub durability: String,
+    /// Open the database with WRITEMAP (every process of a probe does, or
+    /// none)
+    #[arg(long = "write-map", default_value_t = false, action = clap::ArgAction::Set)]
+    pub write_map: bool,
     #[arg(long)]
     pub seed: u64,
     /// The op log
@@ -182,11 +186,12 @@ pub fn run(args: ActorArgs) -> i32 {
     EXIT_DONE
 }
 
-fn open_env(path: &Path, mode: Mode) -> R<Env> {
+fn open_env(path: &Path, mode: Mode, write_map: bool) -> R<Env> {
     Env::builder()
         .max_dbs(64)
         .max_readers(126)
         .durability(mode.durability())
+        .write_map(write_map)
         .open(path)
         .map_err(|e| Stop::Error(format!("open {}: {e}", path.display())))
 }
@@ -196,7 +201,7 @@ impl Actor {
         let kind = Kind::parse(&args.table_kind).ok_or_else(|| Stop::Error(format!("bad kind {}", args.table_kind)))?;
         let role = Role::parse(&args.role).ok_or_else(|| Stop::Error(format!("bad role {}", args.role)))?;
         let mode = Mode::parse(&args.durability).ok_or_else(|| Stop::Error(format!("bad mode {}", args.durability)))?;
-        let env = open_env(&args.db, mode)?;
+        let env = open_env(&args.db, mode, args.write_map)?;
         // A restarted actor first checks its table against its log (and
         // settles a commit it may have died in).
         let v = verify::resolve_and_verify(&env, &args.table, kind.dup(), &args.log, false)
@@ -585,7 +590,7 @@ impl Actor {
         let c = self.rng.below(10);
         if c == 0 {
             self.env = None;
-            let env = open_env(&self.args.db, self.mode)?;
+            let env = open_env(&self.args.db, self.mode, self.args.write_map)?;
             let t = env.begin_ro_txn()?;
             (self.db, self.gen_db) = (t.open_db(Some(&self.args.table))?, t.open_db(Some(GEN_TABLE))?);
             drop(t);

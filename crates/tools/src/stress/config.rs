@@ -149,6 +149,8 @@ pub struct Space {
     pub roles: Vec<Role>,
     pub page_sizes: Vec<usize>,
     pub modes: Vec<Mode>,
+    /// How the probes write pages: `false` pwrite, `true` WRITEMAP.
+    pub maps: Vec<bool>,
     pub kinds: Vec<Kind>,
     pub processes: usize,
     pub upto_mb: u64,
@@ -171,6 +173,9 @@ pub struct ProbeConfig {
     pub probe: u64,
     pub page_size: usize,
     pub mode: Mode,
+    /// Every process of the probe opens the database with WRITEMAP (they
+    /// must agree: the lock file records it).
+    pub write_map: bool,
     pub size_lower: usize,
     pub size_upper: usize,
     pub growth_step: usize,
@@ -190,6 +195,9 @@ pub fn sample(space: &Space, seed: u64, k: u64) -> ProbeConfig {
     let mut r = Rng::new(pseed);
     let page_size = *r.pick(&space.page_sizes);
     let mode = *r.pick(&space.modes);
+    // Drawn apart, so that the rest of a seed's probes stay what they were
+    // before WRITEMAP probes existed (`--maps pwrite` repeats them).
+    let write_map = *Rng::new(pseed ^ 0x5752_4954_454d_4150).pick(&space.maps);
     let upper_cap = (space.upto_mb as usize) << 20;
     // A small upper bound (the hill actors run into it), growth and shrink steps.
     let size_upper = *r.pick(&[upper_cap, upper_cap / 2, upper_cap / 4]);
@@ -242,6 +250,7 @@ pub fn sample(space: &Space, seed: u64, k: u64) -> ProbeConfig {
         probe: k,
         page_size,
         mode,
+        write_map,
         size_lower,
         size_upper,
         growth_step,

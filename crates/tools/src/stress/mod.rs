@@ -61,6 +61,10 @@ pub struct StressArgs {
     /// Durability modes: durable,nometasync,safe-nosync,utterly-nosync [default: all]
     #[arg(long)]
     pub modes: Option<String>,
+    /// How pages are written: pwrite,writemap (WRITEMAP: every process of a
+    /// probe edits pages in a writable map) [default: both]
+    #[arg(long)]
+    pub maps: Option<String>,
     /// Table kinds: plain,integerkey,dupsort,dupfixed,integerdup,reversekey,reversedup [default: all]
     #[arg(long)]
     pub tables: Option<String>,
@@ -160,6 +164,11 @@ pub fn run(a: StressArgs) -> u8 {
     };
     let modes = match a.modes.as_deref().map(|s| parse_list(s, "mode", Mode::parse, &Mode::names())) {
         None => Mode::ALL.to_vec(),
+        Some(Ok(v)) => v,
+        Some(Err(e)) => return usage(e),
+    };
+    let maps = match a.maps.as_deref().map(|s| parse_list(s, "map", parse_map, "pwrite,writemap")) {
+        None => vec![false, true],
         Some(Ok(v)) => v,
         Some(Err(e)) => return usage(e),
     };
@@ -275,6 +284,7 @@ pub fn run(a: StressArgs) -> u8 {
             roles,
             page_sizes,
             modes,
+            maps,
             kinds,
             processes: a.processes,
             upto_mb,
@@ -478,6 +488,7 @@ impl ProbeCtx<'_> {
             .arg(&self.pdir)
             .args(["--table", &p.table, "--table-kind", p.kind.name()])
             .args(["--page-size", &self.cfg.page_size.to_string(), "--durability", self.cfg.mode.name()])
+            .args(if self.cfg.write_map { &["--write-map", "true"][..] } else { &[] })
             .args(["--seed", &seed.to_string()])
             .arg("--log")
             .arg(self.log_path(p))
@@ -531,6 +542,7 @@ impl ProbeCtx<'_> {
         s.push_str(&format!(" --actors {}", list(self.s.space.roles.iter().map(|r| r.name()).collect())));
         s.push_str(&format!(" --tables {}", list(self.s.space.kinds.iter().map(|r| r.name()).collect())));
         s.push_str(&format!(" --modes {}", list(self.s.space.modes.iter().map(|r| r.name()).collect())));
+        s.push_str(&format!(" --maps {}", list(self.s.space.maps.iter().map(|&w| map_name(w)).collect())));
         let ps: Vec<String> = self.s.space.page_sizes.iter().map(|p| p.to_string()).collect();
         s.push_str(&format!(" --page-sizes {}", ps.join(",")));
         if let Some(f) = &self.s.foreign {
@@ -543,11 +555,29 @@ impl ProbeCtx<'_> {
     }
 }
 
+/// `pwrite` or `writemap` (see `--maps`).
+fn parse_map(s: &str) -> Option<bool> {
+    match s {
+        "pwrite" => Some(false),
+        "writemap" => Some(true),
+        _ => None,
+    }
+}
+
+fn map_name(write_map: bool) -> &'static str {
+    if write_map {
+        "writemap"
+    } else {
+        "pwrite"
+    }
+}
+
 fn open_runner_env(pdir: &Path, cfg: &ProbeConfig) -> Result<Env, String> {
     Env::builder()
         .max_dbs(64)
         .max_readers(126)
         .durability(cfg.mode.durability())
+        .write_map(cfg.write_map)
         .geometry(Geometry {
             page_size: Some(cfg.page_size),
             size_lower: Some(cfg.size_lower),
@@ -625,7 +655,7 @@ fn run_probe(
     let mut rep = ProbeReport {
         probe: cfg.probe,
         page_size: cfg.page_size,
-        mode: cfg.mode.name().to_string(),
+        mode: format!("{}{}", cfg.mode.name(), if cfg.write_map { "+writemap" } else { "" }),
         geometry: format!(
             "lower {} upper {} growth {} shrink {}",
             cfg.size_lower, cfg.size_upper, cfg.growth_step, cfg.shrink_threshold
