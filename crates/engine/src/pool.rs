@@ -236,8 +236,21 @@ impl PagePool {
     /// A map page back to the claims that handed it out.
     #[inline]
     fn give_back(&mut self, page: MapPage) {
-        let mut page = page;
-        for c in self.claims.iter_mut().chain(self.old_claims.iter_mut()) {
+        let page = match &mut self.claims {
+            Some(c) => match c.give_back(page) {
+                Ok(()) => return,
+                Err(page) => page,
+            },
+            None => page,
+        };
+        self.give_back_old(page);
+    }
+
+    /// A map page of a map the pool no longer hands pages out of (a remap
+    /// during the transaction); such claims go once all theirs are back.
+    #[cold]
+    fn give_back_old(&mut self, mut page: MapPage) {
+        for c in self.old_claims.iter_mut() {
             match c.give_back(page) {
                 Ok(()) => break,
                 Err(p) => page = p,

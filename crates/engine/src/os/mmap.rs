@@ -123,6 +123,11 @@ impl HandedBits {
     /// Clears the bits of granules `first..first + n` (claimed before).
     #[inline]
     fn release(&mut self, first: usize, n: usize) {
+        if n == 1 {
+            let (w, bit) = self.word(first);
+            *w &= !bit;
+            return;
+        }
         for g in first..first + n {
             let (w, bit) = self.word(g);
             *w &= !bit;
