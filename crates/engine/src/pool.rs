@@ -130,7 +130,9 @@ pub(crate) struct PagePool {
     dirty_pages: usize,
     /// With WRITEMAP: the claims on the map the last map page came from,
     /// kept between transactions, and those on earlier maps that still
-    /// have pages out (a remap during a transaction).
+    /// have pages out. (A transaction keeps one map, and gives every page
+    /// back when it ends, so a new map finds none out; the list is there
+    /// so that a page that came back late still finds its claims.)
     claims: Option<MapClaims>,
     old_claims: Vec<MapClaims>,
 }
@@ -246,8 +248,8 @@ impl PagePool {
         self.give_back_old(page);
     }
 
-    /// A map page of a map the pool no longer hands pages out of (a remap
-    /// during the transaction); such claims go once all theirs are back.
+    /// A map page of a map the pool no longer hands pages out of (see
+    /// `old_claims`); such claims go once all theirs are back.
     #[cold]
     fn give_back_old(&mut self, mut page: MapPage) {
         for c in self.old_claims.iter_mut() {
