@@ -499,6 +499,10 @@ impl WriteState {
     /// returned.
     pub(crate) fn end(&mut self, main: Option<Tree>) -> crate::lck::PageOps {
         self.pool.keep_dirty_set(&mut self.dirty);
+        if self.spilled.capacity() > crate::pool::LIST_KEEP {
+            // A huge transaction's (its table is not kept).
+            self.spilled = Default::default();
+        }
         self.spilled.clear();
         empty_kept(&mut self.retired);
         empty_kept(&mut self.loose);

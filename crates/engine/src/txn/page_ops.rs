@@ -262,3 +262,31 @@ mod tests {
         assert!(env.page_ops().spill > 0, "the big transactions spilled");
     }
 }
+
+#[cfg(test)]
+mod retention_tests {
+    use crate::{Db, Durability, Env, Geometry, PutFlags};
+
+    /// A transaction that spilled more pages than the kept lists hold
+    /// leaves no table of them behind for the next one (the state stays in
+    /// the environment between transactions).
+    #[test]
+    fn a_huge_spill_is_not_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder()
+            .dirty_page_limit(64)
+            .durability(Durability::SafeNoSync)
+            .geometry(Geometry { page_size: Some(256), ..Default::default() })
+            .open(d.path())
+            .unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0u32..40_000 {
+            txn.put(Db::MAIN, &i.to_be_bytes(), &[9u8; 100], PutFlags::APPEND).unwrap();
+        }
+        let spilled = txn.st.spilled.len();
+        assert!(spilled > crate::pool::LIST_KEEP, "{spilled} pages spilled");
+        txn.commit().unwrap();
+        let st = env.inner.writer_state.lock().unwrap();
+        assert!(st.spilled.is_empty() && st.spilled.capacity() <= crate::pool::LIST_KEEP);
+    }
+}
