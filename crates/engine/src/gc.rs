@@ -582,7 +582,7 @@ fn newest_reclaimable(
     let root = gc.tree.root;
     let exact = write::find_path(txn, &gc.tree, &detent.to_le_bytes(), gc.cmp, path)?;
     let leaf = path.leaf();
-    let (lpg, idx) = path.e[leaf];
+    let (lpg, idx) = path.at(leaf);
     if let Some(i) = if exact { Some(idx) } else { idx.checked_sub(1) } {
         let p = txn.pages();
         let page = crate::format::page::Page { buf: p.get(lpg)? };
@@ -594,7 +594,7 @@ fn newest_reclaimable(
         if !txn.st.consumed.contains(&key) {
             let v = crate::btree::node_value(&p, &n, lpg, page.txnid())?;
             parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
-            path.e[leaf].1 = i;
+            path.e[leaf].1 = i as u32;
             return Ok(Some((key, v.len())));
         }
     }
@@ -2614,14 +2614,14 @@ mod reclaim_tests {
                 assert_eq!(got, want, "detent {detent}, consumed {consumed:?}");
                 let Some(k) = got else { continue };
                 assert_eq!(pages, [3]);
-                let (lpg, idx) = path.e[path.leaf()];
+                let (lpg, idx) = path.at(path.leaf());
                 let leaf = Page { buf: txn.pages().get(lpg).unwrap() };
                 assert_eq!(crate::btree::key_at(leaf, idx, lpg).unwrap(), k.to_le_bytes());
                 // Which way it was found: where one descent to `detent`
                 // lands, the record at or just before it, or not there.
                 let mut first = Path::new();
                 let exact = write::find_path(&txn, &gc.tree, &detent.to_le_bytes(), gc.cmp, &mut first).unwrap();
-                let (fpg, fidx) = first.e[first.leaf()];
+                let (fpg, fidx) = first.at(first.leaf());
                 if fpg != lpg {
                     earlier_leaf += 1;
                     landed_first += usize::from(fidx == 0 && !exact);

@@ -258,8 +258,8 @@ fn nested_insert<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val
     }
     let rightmost = is_rightmost(w, &path)?;
     touch_path(w, nt, &mut path)?;
-    let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
-    nt.inc_items(1, path.e[leaf].0)?;
+    let (leaf, idx) = (path.leaf(), path.at(path.leaf()).1);
+    nt.inc_items(1, path.at(leaf).0)?;
     insert_at(w, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
     nt.mod_txnid = w.txnid();
     Ok(true)
@@ -275,10 +275,10 @@ fn nested_delete<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val
     if !exact {
         return Ok(false);
     }
-    nt.dec_items(1, path.e[path.leaf()].0)?;
+    nt.dec_items(1, path.at(path.leaf()).0)?;
     touch_path(w, nt, &mut path)?;
-    let (leaf, idx) = (path.leaf(), path.e[path.leaf()].1);
-    write::p_remove(w.dirty_mut(path.e[leaf].0), idx);
+    let (leaf, idx) = (path.leaf(), path.at(path.leaf()).1);
+    write::p_remove(w.dirty_mut(path.at(leaf).0), idx);
     rebalance(w, nt, &mut path, leaf)?;
     nt.mod_txnid = w.txnid();
     Ok(true)
@@ -314,7 +314,7 @@ fn check_value<W: TreeWriter + ?Sized>(w: &W, t: &View, tree: &Tree, val: &[u8])
 
 /// Writes `nt` back into the (dirty) host node at `path`'s leaf.
 fn store_nested<W: TreeWriter + ?Sized>(w: &mut W, path: &Path, nt: &Tree) {
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     let (off, _) = node::value_range(w.dirty_ref(lpg), idx);
     nt.write(&mut w.dirty_mut(lpg)[off..off + TREE_SIZE]);
 }
@@ -327,7 +327,7 @@ fn replace_node<W: TreeWriter + ?Sized>(
     key: &[u8],
     c: (u32, u8, Vec<u8>),
 ) -> Result<()> {
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     write::p_remove(w.dirty_mut(lpg), idx);
     insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
 }
@@ -373,7 +373,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     }
     let mut path = Path::new();
     let exact = find_path(w, &tree, key, t.cmp, &mut path)?;
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     if t.cmp == Cmp::Int {
         let k0 = key_at(Page { buf: w.pages().get(lpg)? }, 0, lpg)?.len();
         if k0 != key.len() {
@@ -392,7 +392,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         }
         let rightmost = is_rightmost(w, &path)?;
         touch_path(w, &mut tree, &mut path)?;
-        let lpg = path.e[path.leaf()].0;
+        let lpg = path.at(path.leaf()).0;
         tree.inc_items(1, lpg)?;
         let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
         insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
@@ -411,7 +411,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     let repr = read_repr(w, &t, lpg, idx)?;
     if flags.intersects(PutFlags::ALL_DUPS | PutFlags::CURRENT) {
         touch_path(w, &mut tree, &mut path)?;
-        let lpg = path.e[path.leaf()].0;
+        let lpg = path.at(path.leaf()).0;
         let n = drop_values(w, &mut tree, &repr, lpg)?;
         tree.dec_items(n, lpg)?;
         tree.inc_items(1, lpg)?;
@@ -468,7 +468,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
             touch_path(w, &mut tree, &mut path)?;
             let old = nt;
             nested_insert(w, &t, &mut nt, val)?;
-            tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
+            tree.follow_nested(&old, &nt, path.at(path.leaf()).0)?;
             store_nested(w, &path, &nt);
             true
         }
@@ -476,7 +476,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     if !added {
         return Ok(());
     }
-    tree.inc_items(1, path.e[path.leaf()].0)?;
+    tree.inc_items(1, path.at(path.leaf()).0)?;
     done(w, db, tree, &t, val)
 }
 
@@ -496,7 +496,7 @@ fn rebuild<W: TreeWriter + ?Sized>(
     vals: &[Vec<u8>],
 ) -> Result<()> {
     touch_path(w, tree, path)?;
-    let lpg = path.e[path.leaf()].0;
+    let lpg = path.at(path.leaf()).0;
     let c = content_for(w, t, tree, key, vals, lpg)?;
     replace_node(w, tree, path, key, c)
 }
@@ -515,7 +515,7 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
     val: &[u8],
     position: &Position<'_>,
 ) -> Result<bool> {
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
     let (limit, nodemax) = (subpage_limit(w), w.limits().leaf_nodemax);
     let grown = {
@@ -528,7 +528,7 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
         let leaf = pages.get(lpg)?;
         if let Some(g) = in_place_growth(leaf, idx, sp, add, limit, nodemax) {
             touch_path(w, tree, path)?;
-            let lpg = path.e[path.leaf()].0;
+            let lpg = path.at(path.leaf()).0;
             insert_in_place(w.dirty_mut(lpg), lpg, idx, pos, val, g);
             return Ok(true);
         }
@@ -552,7 +552,7 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
     match grown {
         Ok(mut sp) => {
             touch_path(w, tree, path)?;
-            fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
+            fpage::set_pgno(&mut sp, path.at(path.leaf()).0);
             replace_node(w, tree, path, key, (sp.len() as u32, N_DUP, sp))?;
         }
         Err(vals) => rebuild(w, t, tree, path, key, &vals)?,
@@ -715,18 +715,18 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     if !exact {
         return Ok(false);
     }
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     let repr = read_repr(w, &t, lpg, idx)?;
     let remove_node = |w: &mut W, tree: &mut Tree, path: &mut Path| -> Result<()> {
-        let (lpg, idx) = path.e[path.leaf()];
+        let (lpg, idx) = path.at(path.leaf());
         write::p_remove(w.dirty_mut(lpg), idx);
         let leaf = path.leaf();
         rebalance(w, tree, path, leaf)
     };
     let Some(val) = val else {
         touch_path(w, &mut tree, &mut path)?;
-        let n = drop_values(w, &mut tree, &repr, path.e[path.leaf()].0)?;
-        tree.dec_items(n, path.e[path.leaf()].0)?;
+        let n = drop_values(w, &mut tree, &repr, path.at(path.leaf()).0)?;
+        tree.dec_items(n, path.at(path.leaf()).0)?;
         remove_node(w, &mut tree, &mut path)?;
         write::finish(w, db, tree);
         return Ok(true);
@@ -753,7 +753,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
                 tree.dec_items(1, lpg)?;
                 if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
                     touch_path(w, &mut tree, &mut path)?;
-                    let lpg = path.e[path.leaf()].0;
+                    let lpg = path.at(path.leaf()).0;
                     remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
                     write::finish(w, db, tree);
                     return Ok(true);
@@ -768,7 +768,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
                 remove_node(w, &mut tree, &mut path)?;
             } else {
                 let mut sp = shrunk;
-                fpage::set_pgno(&mut sp, path.e[path.leaf()].0);
+                fpage::set_pgno(&mut sp, path.at(path.leaf()).0);
                 replace_node(w, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
                 // A smaller node may leave the leaf underfull.
                 let leaf = path.leaf();
@@ -783,7 +783,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
             touch_path(w, &mut tree, &mut path)?;
             let old = nt;
             nested_delete(w, &t, &mut nt, val)?;
-            tree.follow_nested(&old, &nt, path.e[path.leaf()].0)?;
+            tree.follow_nested(&old, &nt, path.at(path.leaf()).0)?;
             if nt.root == P_INVALID {
                 remove_node(w, &mut tree, &mut path)?;
             } else {

@@ -53,10 +53,12 @@ pub(crate) struct ValLoc {
 }
 
 /// Root-to-leaf path: (page, index) per level; at branches the child index, at
-/// the leaf the node index.
+/// the leaf the node index (a page holds fewer than 2^16 nodes). Entries of
+/// 8 bytes: a path is made zeroed for every tree edit (256 bytes; 512 with
+/// `usize` indexes, which took 1.4% of a one-put commit's instructions).
 #[derive(Clone, Copy)]
 pub(crate) struct Path {
-    pub e: [(u32, usize); MAX_DEPTH],
+    pub e: [(u32, u32); MAX_DEPTH],
     pub len: usize,
 }
 
@@ -67,6 +69,12 @@ impl Path {
     }
     pub fn leaf(&self) -> usize {
         self.len - 1
+    }
+    /// Level `l`'s page and index.
+    #[inline]
+    pub fn at(&self, l: usize) -> (u32, usize) {
+        let (pgno, i) = self.e[l];
+        (pgno, i as usize)
     }
 }
 
@@ -170,7 +178,7 @@ fn walk_path<W: TreeWriter + ?Sized>(
             super::check_leaf_kind(page, tree, pgno)?;
         }
         let (i, exact) = pick(page, pgno)?;
-        path.e[path.len] = (pgno, i);
+        path.e[path.len] = (pgno, i as u32);
         path.len += 1;
         if page.is_leaf() {
             return Ok(exact);
@@ -218,13 +226,13 @@ fn find_path_append<W: TreeWriter + ?Sized>(w: &W, tree: &Tree, key: &[u8], cmp:
 /// Copies every page of the path on write and links the copies.
 pub(crate) fn touch_path<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
-        let old = path.e[level].0;
+        let old = path.at(level).0;
         let new = w.touch(old)?;
         if new != old {
             if level == 0 {
                 tree.root = new;
             } else {
-                let (ppg, pidx) = path.e[level - 1];
+                let (ppg, pidx) = path.at(level - 1);
                 node::set_child(w.dirty_mut(ppg), pidx, new);
             }
             path.e[level].0 = new;
@@ -252,7 +260,7 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     data: &[u8],
     rightmost: bool,
 ) -> Result<()> {
-    let pgno = path.e[level].0;
+    let pgno = path.at(level).0;
     let buf = w.dirty_mut(pgno);
     if need(buf, key, data) <= room(buf) {
         p_insert(buf, idx, key, hdr, flags, data)?;
@@ -396,14 +404,14 @@ fn link_right<W: TreeWriter + ?Sized>(
         tree.inc_branch(1, root)?;
         return Ok(());
     }
-    let (_, pidx) = path.e[level - 1];
+    let (_, pidx) = path.at(level - 1);
     insert_at(w, tree, path, level - 1, pidx + 1, sep, right, 0, &[], rightmost)
 }
 
 /// Whether the path follows the last entry of every branch.
 pub(crate) fn is_rightmost<W: TreeWriter + ?Sized>(w: &W, path: &Path) -> Result<bool> {
     for l in 0..path.leaf() {
-        let (pg, i) = path.e[l];
+        let (pg, i) = path.at(l);
         if i + 1 != (Page { buf: w.pages().get(pg)? }).num_entries() {
             return Ok(false);
         }
@@ -510,7 +518,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
         find_path(w, &tree, key, cmp, &mut path)?
     };
     let leaf = path.leaf();
-    let (lpg, idx) = path.e[leaf];
+    let (lpg, idx) = path.at(leaf);
     if cmp == Cmp::Int {
         let k0 = key_at(Page { buf: w.pages().get(lpg)? }, 0, lpg)?;
         if k0.len() != key.len() {
@@ -525,7 +533,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     }
     let rightmost = !exact && (flags.contains(PutFlags::APPEND) || is_rightmost(w, &path)?);
     touch_path(w, &mut tree, &mut path)?;
-    let lpg = path.e[leaf].0;
+    let lpg = path.at(leaf).0;
     if exact {
         let new_inline = w.limits().fits_inline(key.len(), val.len());
         // One dirty-set lookup for reading the node and, when it is
@@ -640,7 +648,7 @@ pub(crate) fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Re
     let t = w.table(db)?;
     let mut path = Path::new();
     let exact = find_path(w, &t.tree, key, t.cmp, &mut path)?;
-    let (lpg, idx) = path.e[path.leaf()];
+    let (lpg, idx) = path.at(path.leaf());
     if !exact {
         return Err(Error::Problem("reserved value vanished".into()));
     }
@@ -678,7 +686,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         return Ok(false);
     }
     if let Some(v) = val {
-        let (lpg, idx) = path.e[path.leaf()];
+        let (lpg, idx) = path.at(path.leaf());
         let pages = w.pages();
         let lp = Page { buf: pages.get(lpg)? };
         let n = node::node(lp, idx, lpg)?;
@@ -694,7 +702,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
 /// (not a multimap's), as found by a descent with nothing changed since.
 pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, path: &mut Path) -> Result<()> {
     let leaf = path.leaf();
-    let (lpg, idx) = path.e[leaf];
+    let (lpg, idx) = path.at(leaf);
     let (big, entries) = {
         let lp = Page { buf: w.pages().get(lpg)? };
         let n = node::node(lp, idx, lpg)?;
@@ -717,7 +725,7 @@ pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tre
     if let Some(b) = big {
         free_large(w, &mut tree, b)?;
     }
-    p_remove(w.dirty_mut(path.e[leaf].0), idx);
+    p_remove(w.dirty_mut(path.at(leaf).0), idx);
     rebalance(w, &mut tree, path, leaf)?;
     finish(w, db, tree);
     Ok(())
@@ -737,7 +745,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
     let ps = w.limits().page_size;
     let cap = ps - PAGEHDRSZ;
     loop {
-        let pgno = path.e[level].0;
+        let pgno = path.at(level).0;
         let (n, is_branch, fill) = {
             let b = w.dirty_ref(pgno);
             let p = Page { buf: b };
@@ -760,7 +768,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
         if !minimal && fill * 4 >= cap {
             return Ok(());
         }
-        let (ppg, pidx) = path.e[level - 1];
+        let (ppg, pidx) = path.at(level - 1);
         let pn = Page { buf: w.dirty_ref(ppg) }.num_entries();
         let sidx = if pidx + 1 < pn {
             pidx + 1
