@@ -129,12 +129,10 @@ pub(crate) struct PagePool {
     /// The most pages a transaction dirtied since the dirty set was last kept.
     dirty_pages: usize,
     /// With WRITEMAP: the claims on the map the last map page came from,
-    /// kept between transactions, and those on earlier maps that still
-    /// have pages out. (A transaction keeps one map, and gives every page
-    /// back when it ends, so a new map finds none out; the list is there
-    /// so that a page that came back late still finds its claims.)
+    /// kept between transactions. (A transaction keeps one map and gives
+    /// every page back when it ends, so claims replaced by a new map's have
+    /// none out; if one were, dropping them keeps its map mapped.)
     claims: Option<MapClaims>,
-    old_claims: Vec<MapClaims>,
 }
 
 /// Work lists of the GC, kept between transactions: each is filled and
@@ -225,46 +223,24 @@ impl PagePool {
     #[inline]
     pub(crate) fn map_page(&mut self, map: &Arc<Mmap>, off: usize, len: usize) -> Option<MapPage> {
         if !self.claims.as_ref().is_some_and(|c| Arc::ptr_eq(c.map(), map)) {
-            let new = MapClaims::new(map)?;
-            if let Some(old) = self.claims.replace(new) {
-                if old.out() > 0 {
-                    self.old_claims.push(old);
-                }
-            }
+            self.claims = Some(MapClaims::new(map)?);
         }
         self.claims.as_mut()?.page_mut(off, len)
     }
 
-    /// A map page back to the claims that handed it out.
+    /// A map page back to the claims that handed it out. (A page of
+    /// replaced claims, which cannot happen, stays claimed: see `claims`.)
     #[inline]
     fn give_back(&mut self, page: MapPage) {
-        let page = match &mut self.claims {
-            Some(c) => match c.give_back(page) {
-                Ok(()) => return,
-                Err(page) => page,
-            },
-            None => page,
-        };
-        self.give_back_old(page);
-    }
-
-    /// A map page of a map the pool no longer hands pages out of (see
-    /// `old_claims`); such claims go once all theirs are back.
-    #[cold]
-    fn give_back_old(&mut self, mut page: MapPage) {
-        for c in self.old_claims.iter_mut() {
-            match c.give_back(page) {
-                Ok(()) => break,
-                Err(p) => page = p,
-            }
+        if let Some(c) = &mut self.claims {
+            let _ = c.give_back(page);
         }
-        self.old_claims.retain(|c| c.out() > 0);
     }
 
     /// Map pages handed out and not given back (0 between transactions).
     #[cfg(test)]
     pub(crate) fn map_pages_out(&self) -> usize {
-        self.claims.iter().chain(&self.old_claims).map(|c| c.out()).sum()
+        self.claims.as_ref().map_or(0, |c| c.out())
     }
 
     /// Empties the dirty set of a finished transaction for the next one,

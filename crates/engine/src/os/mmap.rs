@@ -385,6 +385,7 @@ impl MapClaims {
     }
 
     /// Pages handed out and not given back.
+    #[cfg(test)]
     pub fn out(&self) -> usize {
         self.out
     }
@@ -412,8 +413,8 @@ impl MapClaims {
             return None;
         }
         self.out += 1;
-        // SAFETY: `off < map.len` (checked above), so the result stays inside
-        // the live mapping and is non-null.
+        // (`end <= map.len` and `len > 0`, checked above, give `off < map.len`.)
+        // SAFETY: `off < map.len`: inside the live mapping, and non-null.
         let ptr = unsafe { NonNull::new_unchecked(map.ptr.as_ptr().add(off)) };
         Some(MapPage { ptr, len })
     }

@@ -207,7 +207,7 @@ pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Db, Durability, Env, PutFlags};
+    use crate::{Db, Durability, Env, Geometry, PutFlags};
 
     /// With WRITEMAP every map page a transaction edits goes back to the
     /// map's claims when it ends (committed, aborted, after a nested abort
@@ -261,11 +261,6 @@ mod tests {
         assert_eq!(stats.entries, 3 * 5_000 + 3 * 20 + 3 * 20);
         assert!(env.page_ops().spill > 0, "the big transactions spilled");
     }
-}
-
-#[cfg(test)]
-mod retention_tests {
-    use crate::{Db, Durability, Env, Geometry, PutFlags};
 
     /// A transaction that spilled more pages than the kept lists hold
     /// leaves no table of them behind for the next one (the state stays in
