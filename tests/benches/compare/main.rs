@@ -37,7 +37,12 @@
 //! 7. integer keys: an INTEGER_KEY table (8-byte native-endian keys, 32-byte
 //!    values): N puts in key order with APPEND in one transaction, N gets in
 //!    shuffled order, one full scan;
-//! 8. small commits: min(20,000, N) write transactions of one put each (a
+//! 8. CRUD: min(20,000, N) write transactions of 2 inserts, 1 read, 1
+//!    update and 1 delete each, on the table of workloads 1-4 (inserts of
+//!    random keys in N..2N, the others of random keys in 0..N), then on the
+//!    INTEGER_KEY table (inserts after its last key, as an auto-increment
+//!    id would; the others random);
+//! 9. small commits: min(20,000, N) write transactions of one put each (a
 //!    random key, 32-byte value) into a table of their own.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
@@ -103,12 +108,17 @@ struct Workloads {
     multi_puts: Vec<(u64, u64)>,
     /// Keys of the small transactions (one put each).
     small_puts: Vec<u64>,
+    /// Keys of the CRUD transactions: two inserted, one read, one updated,
+    /// one deleted (the inserts of the integer-key CRUD are its own).
+    crud: Vec<[u64; 5]>,
 }
 
 /// Keys of the multimap workload.
 const MULTI_KEYS: u64 = 1000;
 /// Transactions of the small-commit workload (one put each).
 const SMALL_COMMITS: u64 = 20_000;
+/// Transactions of each CRUD workload.
+const CRUD_TXNS: u64 = 20_000;
 
 impl Workloads {
     fn new(n: u64) -> Self {
@@ -119,7 +129,10 @@ impl Workloads {
         rng.shuffle(&mut gets);
         let multi_puts = (0..puts).map(|_| (rng.below(MULTI_KEYS), rng.next_u64())).collect();
         let small_puts = (0..n.min(SMALL_COMMITS)).map(|_| rng.next_u64()).collect();
-        Workloads { n, random_puts, gets, multi_puts, small_puts }
+        let crud = (0..n.min(CRUD_TXNS))
+            .map(|_| [n + rng.below(n), n + rng.below(n), rng.below(n), rng.below(n), rng.below(n)])
+            .collect();
+        Workloads { n, random_puts, gets, multi_puts, small_puts, crud }
     }
 }
 
@@ -133,6 +146,9 @@ struct Times {
     int_scan: Duration,
     /// Transactions of one put each.
     small: Duration,
+    /// CRUD transactions on the plain and on the INTEGER_KEY table.
+    crud: Duration,
+    int_crud: Duration,
     put: Duration,
     multi: Duration,
     multi_del: Duration,
@@ -171,6 +187,8 @@ impl Times {
             (&mut self.get2, other.get2),
             (&mut self.scan, other.scan),
             (&mut self.small, other.small),
+            (&mut self.crud, other.crud),
+            (&mut self.int_crud, other.int_crud),
         ] {
             *a = (*a).min(b);
         }
@@ -277,6 +295,39 @@ fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let start = Instant::now();
     t.scanned += scan(&env, ints);
     t.int_scan = start.elapsed();
+
+    // CRUD transactions: `f` counts the values read as the gets do.
+    let mut f = 0;
+    t.crud = crud_phase(|| {
+        for &[a, b, get, upd, del] in &w.crud {
+            let mut txn = env.begin_rw();
+            txn.put(db, &key(a), &value(a));
+            txn.put(db, &key(b), &value(b));
+            if let Some(v) = txn.get(db, &key(get)) {
+                f += black_box(v)[0] as u64 | 1;
+            }
+            txn.put(db, &key(upd), &value(upd ^ 2));
+            txn.del(db, &key(del), None);
+            txn.commit();
+        }
+    });
+    let mut next = w.n;
+    t.int_crud = crud_phase(|| {
+        for &[_, _, get, upd, del] in &w.crud {
+            let mut txn = env.begin_rw();
+            for k in [next, next + 1] {
+                txn.put(ints, &k.to_ne_bytes(), &value(k));
+            }
+            next += 2;
+            if let Some(v) = txn.get(ints, &get.to_ne_bytes()) {
+                f += black_box(v)[0] as u64 | 1;
+            }
+            txn.put(ints, &upd.to_ne_bytes(), &value(upd ^ 2));
+            txn.del(ints, &del.to_ne_bytes(), None);
+            txn.commit();
+        }
+    });
+    t.found += f;
 
     // Small transactions: one put each, into a table of their own.
     let mut txn = env.begin_rw();
@@ -535,6 +586,10 @@ fn multi_del_phase(f: impl FnOnce()) -> Duration {
 fn small_commit_phase(f: impl FnOnce()) -> Duration {
     timed(f)
 }
+#[inline(never)]
+fn crud_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
 fn timed(f: impl FnOnce()) -> Duration {
     let start = Instant::now();
     f();
@@ -546,7 +601,7 @@ fn timed(f: impl FnOnce()) -> Duration {
 type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
 
 /// The rows, in the order printed.
-const ROWS: [Row; 11] = [
+const ROWS: [Row; 13] = [
     ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
     ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
     ("random get (shuffled)", |_, n, _| n, |t| t.get),
@@ -557,6 +612,8 @@ const ROWS: [Row; 11] = [
     ("integer keys: load (append, 1 txn)", |_, n, _| n, |t| t.int_load),
     ("integer keys: get (shuffled)", |_, n, _| n, |t| t.int_get),
     ("integer keys: scan (cursor)", |_, n, _| n, |t| t.int_scan),
+    ("CRUD (2 puts, get, update, del)", |w, _, _| w.crud.len() as u64, |t| t.crud),
+    ("integer keys: CRUD (ids appended)", |w, _, _| w.crud.len() as u64, |t| t.int_crud),
     ("small commits (1 put per txn)", |w, _, _| w.small_puts.len() as u64, |t| t.small),
 ];
 
