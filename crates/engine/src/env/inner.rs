@@ -72,10 +72,9 @@ pub(crate) struct EnvInner {
     pub file_len: AtomicU64,
     /// Named-table handle slots, and this environment's identity.
     pub dbs: crate::txn::DbRegistry,
-    /// Page buffers and lists kept between write transactions (see `pool`).
+    /// Page buffers and lists kept between write transactions (see `pool`),
+    /// and what the writer last knew of the meta slots (`writer_metas`).
     pub writer_state: Mutex<crate::txn::WriteState>,
-    /// What the writer last knew of the meta slots (`writer_metas`).
-    pub writer_metas: Mutex<Option<WriterMetas>>,
     /// Dirty pages a write transaction keeps in memory (see `spill`).
     pub dirty_limit: usize,
     /// WRITEMAP: the map is writable and write transactions edit pages in it.
@@ -301,7 +300,6 @@ impl EnvInner {
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
             writer_state: Default::default(),
-            writer_metas: Mutex::new(None),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
             in_memory_fs,
@@ -358,9 +356,9 @@ impl EnvInner {
     /// wipes, which stay invalid whatever else they hold). Decoding the three
     /// metas took 8% of a one-put commit, and copying and comparing all
     /// their bytes 5%.
-    pub(crate) fn writer_metas(&self, map: &Mmap) -> Result<(Meta, Troika, u64)> {
+    /// `known` is that record (`WriteState::metas`).
+    pub(crate) fn writer_metas(&self, known: &mut Option<WriterMetas>, map: &Mmap) -> Result<(Meta, Troika, u64)> {
         let ps = self.page_size;
-        let mut known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
         let unchanged = known.as_ref().is_some_and(|k| {
             (0..3).all(|i| {
                 META_FINGERPRINT.iter().all(|&o| {
@@ -388,8 +386,7 @@ impl EnvInner {
     /// After a commit wrote `meta` (whose bytes are `body`) into slot `i`:
     /// the writer's record of the slots follows, so the next write
     /// transaction finds them unchanged.
-    pub(crate) fn note_meta_written(&self, i: usize, meta: &Meta, body: &[u8; META_LEN]) {
-        let mut known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn note_meta_written(known: &mut Option<WriterMetas>, i: usize, meta: &Meta, body: &[u8; META_LEN]) {
         if let Some(k) = known.as_mut() {
             k.raw[i][META_OFF..].copy_from_slice(body);
             k.metas[i] = meta.clone();
@@ -479,8 +476,12 @@ impl EnvInner {
     /// (to put back should that write fail): as the writer last knew it
     /// (`writer_metas` checked it at the transaction's start, and the
     /// writer lock kept it unchanged since), else read (`meta_body`).
-    pub(crate) fn previous_meta_body(&self, map: &Mmap, i: usize) -> Result<[u8; META_LEN]> {
-        let known = self.writer_metas.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn previous_meta_body(
+        &self,
+        known: &Option<WriterMetas>,
+        map: &Mmap,
+        i: usize,
+    ) -> Result<[u8; META_LEN]> {
         match known.as_ref() {
             Some(k) => Ok(k.raw[i][META_OFF..].try_into().expect("a meta body")),
             None => self.meta_body(map, i),
@@ -809,13 +810,14 @@ mod tests {
         let inner = &env.inner;
         let ps = inner.page_size;
         let map = inner.map.read().unwrap().clone();
-        let (m, t, _) = inner.writer_metas(&map).unwrap();
+        let mut st = inner.writer_state.lock().unwrap();
+        let (m, t, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
 
         // The sign of the newest meta turned (whichever way: only the
         // detection is tested here).
         let sign = if m.is_steady() { SIGN_WEAK } else { SIGN_STEADY };
         inner.file.write_all_at(&sign.to_le_bytes(), (t.recent * ps + META_OFF + SIGN_AT) as u64).unwrap();
-        let (m2, t2, _) = inner.writer_metas(&map).unwrap();
+        let (m2, t2, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
         assert_eq!((m2.txnid(), m2.sign, t2.recent), (m.txnid(), sign, t.recent));
 
         // A newer commit in the tail slot.
@@ -823,7 +825,8 @@ mod tests {
         newer.txnid_a = m.txnid() + 1;
         newer.txnid_b = m.txnid() + 1;
         inner.file.write_all_at(&newer.body(), (t.tail * ps + META_OFF) as u64).unwrap();
-        let (m3, t3, _) = inner.writer_metas(&map).unwrap();
+        let (m3, t3, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
+        drop(st);
         assert_eq!((m3.txnid(), t3.recent), (m.txnid() + 1, t.tail));
         // And a write transaction builds on it.
         let txn = env.begin_rw_txn().unwrap();

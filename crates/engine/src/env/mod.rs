@@ -17,7 +17,7 @@ use crate::txn::{RoTxn, RwTxn};
 
 mod inner;
 
-pub(crate) use inner::{read_meta_page, EnvInner, Snapshot};
+pub(crate) use inner::{read_meta_page, EnvInner, Snapshot, WriterMetas};
 
 /// How commits reach the disk (libmdbx's sync modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -460,21 +460,24 @@ impl Env {
 
     fn rw_txn_with<'e>(&'e self, guard: crate::lck::WriterGuard<'e>) -> Result<RwTxn<'e>> {
         let env = &*self.inner;
-        let map = env.map.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let (base, t, steady_txnid) = env.writer_metas(&map)?;
+        let mut st = env.writer_state.lock().unwrap_or_else(|e| {
+            // A panic in a write transaction: its state is emptied as at
+            // the end of every transaction (its drop may not have run). Its
+            // record of the metas stays: it is checked against the map below.
+            let mut st = e.into_inner();
+            st.end(None);
+            st
+        });
+        // The metas are read under the map's read lock, without a clone of
+        // the map (`map_for` makes the one the transaction keeps).
+        let (base, t, steady_txnid) =
+            env.writer_metas(&mut st.metas, &env.map.read().unwrap_or_else(|e| e.into_inner()))?;
         let map = env.map_for(&base, t.recent)?;
         let txnid = base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
         let base_geo = base.geo;
-        let mut st = env.writer_state.lock().unwrap_or_else(|e| {
-            // A panic in a write transaction: its state is emptied as at
-            // the end of every transaction (its drop may not have run).
-            let mut st = e.into_inner();
-            st.end(None);
-            st
-        });
         st.begin(base, &env.dbs);
         Ok(RwTxn {
             env,

@@ -156,7 +156,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let in_map_unsynced =
         !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
     if !in_map_unsynced {
-        let previous = txn.env.previous_meta_body(&txn.map, txn.base_slot)?;
+        let previous = txn.env.previous_meta_body(&txn.st.metas, &txn.map, txn.base_slot)?;
         let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
@@ -171,7 +171,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             return Err(e.into());
         }
     }
-    txn.env.note_meta_written(txn.base_slot, &meta, &body);
+    crate::env::EnvInner::note_meta_written(&mut txn.st.metas, txn.base_slot, &meta, &body);
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.

@@ -424,6 +424,11 @@ pub(crate) struct WriteState {
     /// it all, as a precaution: an entry a child loaded holds for the parent
     /// too (a record changes only by an edit, which moves its table out).
     pub(crate) read_loaded: RefCell<Vec<Option<Table>>>,
+    /// What the writer last knew of the meta slots (see
+    /// `EnvInner::writer_metas`): kept here, under the lock the write
+    /// transaction holds anyway, rather than behind a mutex of its own
+    /// taken at every begin and commit.
+    pub(crate) metas: Option<crate::env::WriterMetas>,
 }
 
 impl Default for WriteState {
@@ -459,6 +464,7 @@ impl Default for WriteState {
             write_order: Vec::new(),
             committed_main: None,
             read_loaded: Default::default(),
+            metas: None,
         }
     }
 }
