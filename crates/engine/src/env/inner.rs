@@ -395,6 +395,13 @@ impl EnvInner {
         }
     }
 
+    /// Whether `map` covers the pages `meta` uses, inside the file as far
+    /// as it is known to reach: what [`EnvInner::map_for`] checks first.
+    pub(crate) fn map_covers(&self, meta: &Meta, map: &Mmap) -> bool {
+        let need = meta.geo.first_unallocated as usize * self.page_size;
+        need as u64 <= self.file_len.load(Ordering::Acquire) && map.len() >= need
+    }
+
     /// The current map, remapped if `needed_pages` are not covered.
     pub(crate) fn map_for(&self, meta: &Meta, slot: usize) -> Result<Arc<Mmap>> {
         let need = meta.geo.first_unallocated as usize * self.page_size;

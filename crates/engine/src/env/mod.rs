@@ -468,11 +468,19 @@ impl Env {
             st.end(None);
             st
         });
-        // The metas are read under the map's read lock, without a clone of
-        // the map (`map_for` makes the one the transaction keeps).
-        let (base, t, steady_txnid) =
-            env.writer_metas(&mut st.metas, &env.map.read().unwrap_or_else(|e| e.into_inner()))?;
-        let map = env.map_for(&base, t.recent)?;
+        // The metas are read under the map's read lock, and the map is the
+        // transaction's if it covers the base snapshot (else `map_for`
+        // checks the file and remaps).
+        let (base, t, steady_txnid, covering) = {
+            let current = env.map.read().unwrap_or_else(|e| e.into_inner());
+            let (base, t, steady_txnid) = env.writer_metas(&mut st.metas, &current)?;
+            let covering = env.map_covers(&base, &current).then(|| current.clone());
+            (base, t, steady_txnid, covering)
+        };
+        let map = match covering {
+            Some(map) => map,
+            None => env.map_for(&base, t.recent)?,
+        };
         let txnid = base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));

@@ -92,6 +92,9 @@ pub(crate) struct DbRegistry {
     /// Identity of the environment, unique in the process.
     pub id: u64,
     slots: std::sync::Mutex<Vec<DbSlot>>,
+    /// Slots freed so far (`forget`): a write transaction's kept tables need
+    /// no check for stale entries while it has not changed.
+    forgotten: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -105,7 +108,16 @@ struct DbSlot {
 impl DbRegistry {
     pub(crate) fn new() -> DbRegistry {
         let id = NEXT_ENV_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        DbRegistry { id, slots: std::sync::Mutex::new(vec![DbSlot::default(), DbSlot::default()]) }
+        DbRegistry {
+            id,
+            slots: std::sync::Mutex::new(vec![DbSlot::default(), DbSlot::default()]),
+            forgotten: Default::default(),
+        }
+    }
+
+    /// How many slots were freed so far.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.forgotten.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, Vec<DbSlot>> {
@@ -174,6 +186,7 @@ impl DbRegistry {
         if let Some(s) = self.slots().get_mut(dbi as usize).filter(|_| dbi >= 2) {
             s.name = None;
             s.gen = s.gen.wrapping_add(1);
+            self.forgotten.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
     }
 }
@@ -429,6 +442,9 @@ pub(crate) struct WriteState {
     /// transaction holds anyway, rather than behind a mutex of its own
     /// taken at every begin and commit.
     pub(crate) metas: Option<crate::env::WriterMetas>,
+    /// `DbRegistry::forgotten` when `tables` was last checked for stale
+    /// entries (`tables_for`).
+    pub(crate) tables_forgotten: u64,
 }
 
 impl Default for WriteState {
@@ -465,6 +481,7 @@ impl Default for WriteState {
             committed_main: None,
             read_loaded: Default::default(),
             metas: None,
+            tables_forgotten: 0,
         }
     }
 }
@@ -484,11 +501,15 @@ impl WriteState {
     /// GC and the main table of `base`. Otherwise only those two.
     fn tables_for(&mut self, base: &Meta, dbs: &DbRegistry) {
         let tables = &mut self.tables;
+        let forgotten = dbs.forgotten();
         if self.committed_main.take() != Some(base.main) {
             tables.clear();
-        } else if tables.len() > 2 {
+        } else if tables.len() > 2 && forgotten != self.tables_forgotten {
+            // A slot was freed since the tables were kept (only a write
+            // transaction frees one, under the writer lock this one holds).
             dbs.drop_stale(tables);
         }
+        self.tables_forgotten = forgotten;
         if tables.len() < 2 {
             // Room for a named table or two without growing (the first time).
             tables.reserve(4);
