@@ -20,7 +20,7 @@ use crate::flags::{DbFlags, PutFlags};
 use crate::format::node::{self, N_BIG};
 use crate::format::page::{self as fpage, flags as pflags, Page};
 use crate::format::tree::Tree;
-use crate::format::{even_ceil, put_u32, NODESIZE, PAGEHDRSZ, P_INVALID};
+use crate::format::{even_ceil, put_u32, u32_at, NODESIZE, PAGEHDRSZ, P_INVALID};
 
 /// A value to store.
 pub(crate) enum Val<'a> {
@@ -509,7 +509,21 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
         tree.items = 1;
         tree.mod_txnid = w.txnid();
         finish(w, db, tree);
-        return if reserve { loc_at(w, pg, 0) } else { Ok(ValLoc { pgno: 0, off: 0, len: 0 }) };
+        let loc = match (reserve, fl & N_BIG != 0) {
+            (false, _) => ValLoc { pgno: 0, off: 0, len: 0 },
+            (true, true) => ValLoc { pgno: u32_at(&data, 0), off: PAGEHDRSZ, len: val.len() },
+            // The only node of a new page sits at its end (`node::insert`):
+            // no lookup of the page again (the GC update reserves its record
+            // in an emptied GC tree this way at most commits).
+            (true, false) => {
+                let node = NODESIZE + even_ceil(key.len() + data.len());
+                ValLoc { pgno: pg, off: w.limits().page_size - node + NODESIZE + key.len(), len: data.len() }
+            }
+        };
+        debug_assert!(
+            !reserve || loc_at(w, pg, 0).is_ok_and(|l| (l.pgno, l.off, l.len) == (loc.pgno, loc.off, loc.len))
+        );
+        return Ok(loc);
     }
     let mut path = Path::new();
     let exact = if flags.contains(PutFlags::APPEND) {
