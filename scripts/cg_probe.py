@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Instruction counts of small commits under callgrind, for A/B work on the
+commit path (counts are exact and repeatable where times on a shared VM
+are not), and which functions moved between two recordings.
+
+    scripts/cg_probe.py run TAG [ENGINE] [MAP] [COMMITS]
+    scripts/cg_probe.py diff TAG_A TAG_B [ROWS]
+
+`run` builds the probe `tests/benches/small_commits.rs` and records it
+twice under `valgrind --tool=callgrind --toggle-collect=*commits_phase*`
+(only the timed loop counts): plain (one-put commits into a table of
+10,000 records) and after a batch (`RDBX_PROBE_OTHER=1000000
+RDBX_PROBE_RECORDS=0`: another table of 1M records updated by 100
+transactions of 1,000 puts first). ENGINE is rdbx (default), lmdb or
+libmdbx; MAP writemap (default) or pwrite; COMMITS 6000 by default. It
+prints the instructions per commit of each and keeps the recordings as
+$TMPDIR/cg.TAG.plain and $TMPDIR/cg.TAG.batch (callgrind_annotate reads
+them).
+
+`diff` lists the functions whose instructions changed most between the
+plain recordings of two tags (self costs of each function, its inlined
+code included: a change of inlining moves costs between rows; read the
+totals first).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TMP = os.environ.get("TMPDIR", tempfile.gettempdir())
+
+
+def probe_binary():
+    out = subprocess.run(
+        ["cargo", "bench", "-p", "rdbx-tests", "--bench", "small_commits", "--no-run",
+         "--message-format=json"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        m = re.search(r'"executable":"([^"]+small_commits[^"]*)"', line)
+        if m:
+            return m.group(1)
+    sys.exit("cg_probe: no small_commits executable in cargo's output")
+
+
+def record(binary, out, engine, mode, commits, env):
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+           "--toggle-collect=*commits_phase*", binary, engine, mode, str(commits), "1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if r.returncode != 0 or not m:
+        sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def run(tag, engine="rdbx", mode="writemap", commits="6000"):
+    binary = probe_binary()
+    commits = int(commits)
+    for kind, env in [("plain", {}), ("batch", {"RDBX_PROBE_OTHER": "1000000", "RDBX_PROBE_RECORDS": "0"})]:
+        total = record(binary, os.path.join(TMP, f"cg.{tag}.{kind}"), engine, mode, commits, env)
+        print(f"{tag} {engine} {mode} {kind}: {total:,} instructions, {total / commits:,.0f} a commit")
+
+
+def costs(path):
+    out = subprocess.run(["callgrind_annotate", "--auto=no", path],
+                         capture_output=True, text=True, check=True).stdout
+    d = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*?)(\s+\[.*)?$", line)
+        if m and "PROGRAM TOTALS" not in m.group(2):
+            # "file:function": code inlined into a function counts under
+            # the file it came from; sum a function's lines over files.
+            f = re.match(r"^(?:.*?\.(?:rs|c|h|S)|\?\?\?):(.*)$", m.group(2))
+            name = f.group(1) if f else m.group(2)
+            d[name] = d.get(name, 0) + int(m.group(1).replace(",", ""))
+    return d
+
+
+def diff(a, b, rows="30"):
+    ca, cb = (costs(os.path.join(TMP, f"cg.{t}.plain")) for t in (a, b))
+    keys = sorted(set(ca) | set(cb), key=lambda k: -abs(cb.get(k, 0) - ca.get(k, 0)))
+    print(f"{'change':>11} {a:>11} {b:>11}  function")
+    for k in keys[:int(rows)]:
+        print(f"{cb.get(k, 0) - ca.get(k, 0):>11,} {ca.get(k, 0):>11,} {cb.get(k, 0):>11,}  {k[:110]}")
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("run", "diff"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "run":
+        run(*sys.argv[2:6])
+    else:
+        if len(sys.argv) < 4:
+            sys.exit(__doc__)
+        diff(*sys.argv[2:5])
+
+
+if __name__ == "__main__":
+    main()
