@@ -14,6 +14,13 @@
 //! transactions that each put one random key (32-byte value) into it.
 //! `RDBX_PROBE_OTHER` first fills and updates another table, as the
 //! `compare` benchmark does before its small commits.
+//! `RDBX_PROBE_VALUE=<bytes>` makes the values that long on average (sizes
+//! from half to one and a half times it, by key and round; default: 32
+//! bytes each), and `RDBX_PROBE_KEYS=<k>` draws the keys from `0..k` (the
+//! commits update existing records; default: random 64-bit keys, so the
+//! table grows): with values of several pages, a commit frees a chunk
+//! and needs another of a different length, from the free runs the GC
+//! holds.
 //! Prints microseconds per commit and the pages in use at the end.
 //! Under callgrind, `--toggle-collect=*commits_phase*` counts only the
 //! timed loop.
@@ -38,6 +45,24 @@ const GROWTH: usize = 16 << 20;
 /// Records loaded before the timed commits (`RDBX_PROBE_RECORDS`, default 10,000).
 fn preload() -> u64 {
     std::env::var("RDBX_PROBE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000)
+}
+
+/// The keys the commits draw from (`RDBX_PROBE_KEYS`), if set: `0..k`.
+fn key_space() -> Option<u64> {
+    std::env::var("RDBX_PROBE_KEYS").ok().and_then(|v| v.parse().ok())
+}
+
+/// The average value length of the timed commits (`RDBX_PROBE_VALUE`), if set.
+fn value_len() -> Option<usize> {
+    std::env::var("RDBX_PROBE_VALUE").ok().and_then(|v| v.parse().ok())
+}
+
+/// A value for `i` of round `r`: `value(i)` by default, else from `buf`, of
+/// a length between half and one and a half times `RDBX_PROBE_VALUE`.
+fn value_of(buf: &[u8], i: u64, r: u64) -> &[u8] {
+    let avg = buf.len() / 2;
+    let h = (i ^ r.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 33;
+    &buf[..avg / 2 + (h as usize % avg.max(1))]
 }
 
 fn value(i: u64) -> [u8; 32] {
@@ -90,9 +115,15 @@ fn round<E: Engine>(write_map: bool, keys: &[u64]) -> (Duration, u64) {
     let mut txn = env.begin_rw();
     let t = txn.table(Some("small"), Kind::Plain);
     let mut rng = Rng::new(7);
-    for _ in 0..preload() {
-        let i = rng.next_u64();
-        txn.put(t, &i.to_be_bytes(), &value(i));
+    let big = value_len().map(|v| vec![0x5a_u8; 2 * v]);
+    // With a key space (`RDBX_PROBE_KEYS`), each of its keys once.
+    let space = key_space();
+    for n in 0..space.unwrap_or(preload()) {
+        let i = if space.is_some() { n } else { rng.next_u64() };
+        match &big {
+            Some(buf) => txn.put(t, &i.to_be_bytes(), value_of(buf, i, 0)),
+            None => txn.put(t, &i.to_be_bytes(), &value(i)),
+        }
     }
     txn.commit();
     let took = commits_phase(&env, t, keys);
@@ -103,10 +134,14 @@ fn round<E: Engine>(write_map: bool, keys: &[u64]) -> (Duration, u64) {
 
 #[inline(never)]
 fn commits_phase<E: Engine>(env: &E, t: E::Table, keys: &[u64]) -> Duration {
+    let big = value_len().map(|v| vec![0xa5_u8; 2 * v]);
     let start = Instant::now();
-    for &i in keys {
+    for (r, &i) in keys.iter().enumerate() {
         let mut txn = env.begin_rw();
-        txn.put(t, &black_box(i).to_be_bytes(), &value(i));
+        match &big {
+            Some(buf) => txn.put(t, &black_box(i).to_be_bytes(), value_of(buf, i, r as u64 + 1)),
+            None => txn.put(t, &black_box(i).to_be_bytes(), &value(i)),
+        }
         txn.commit();
     }
     start.elapsed()
@@ -125,7 +160,7 @@ fn main() {
     let commits: usize = arg(2, "20000").parse().expect("commits: a number");
     let rounds: usize = arg(3, "3").parse().expect("rounds: a number");
     let mut rng = Rng::new(11);
-    let keys: Vec<u64> = (0..commits).map(|_| rng.next_u64()).collect();
+    let keys: Vec<u64> = (0..commits).map(|_| rng.next_u64() % key_space().unwrap_or(u64::MAX)).collect();
     for mode in modes.split(',') {
         let write_map = match mode {
             "pwrite" => false,
