@@ -55,6 +55,10 @@ enum Workload {
     /// 64 records whose values take large pages (1.5 pages); transactions of
     /// 1..=3 overwrites.
     Large,
+    /// 200 records whose values take 2 to 12 pages, each overwrite with a
+    /// new length: a commit frees a chunk and needs one of another length
+    /// (blobs); transactions of 1..=2 overwrites.
+    Blobs,
 }
 
 struct Schedule {
@@ -103,6 +107,16 @@ fn schedule(w: Workload, ps: usize, n: usize, seed: u64) -> Schedule {
             let preload = (0..64).map(|i| Change::Put(key(i), rng.bytes(len))).collect();
             let rounds = (0..n)
                 .map(|_| (0..rng.range(1, 3)).map(|_| Change::Put(key(rng.below(64)), rng.bytes(len))).collect())
+                .collect();
+            Schedule { preload, rounds }
+        }
+        Workload::Blobs => {
+            let len = |rng: &mut Rng| ps * rng.range(1, 11) + ps / 2;
+            let preload = (0..200).map(|i| Change::Put(key(i), vec![7; len(&mut rng)])).collect();
+            let rounds = (0..n)
+                .map(|_| {
+                    (0..rng.range(1, 2)).map(|_| Change::Put(key(rng.below(200)), vec![9; len(&mut rng)])).collect()
+                })
                 .collect();
             Schedule { preload, rounds }
         }
@@ -255,6 +269,11 @@ fn steady_large_values_durable_4k() {
 #[test]
 fn steady_multimap_safe_nosync_4k() {
     compare(Workload::Multimap, 4096, Durability::SafeNoSync);
+}
+
+#[test]
+fn steady_blobs_safe_nosync_4k() {
+    compare(Workload::Blobs, 4096, Durability::SafeNoSync);
 }
 
 #[test]

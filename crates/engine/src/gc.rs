@@ -153,7 +153,7 @@ impl RunPool for RwTxn<'_> {
         alloc_tail(self, 1)
     }
     fn reclaim_more(&mut self) -> Result<bool> {
-        Ok(!self.gc_exhausted && reclaim_one(self, RUN_POOL_PER_DIRTY)?)
+        Ok(!self.gc_exhausted && reclaim_one(self, RUN_POOL_PER_DIRTY, 1)?)
     }
     fn locality_pays(&self) -> bool {
         // On tmpfs locality gains nothing, while a fresh page costs the
@@ -261,7 +261,7 @@ fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         if let Some(p) = take_reclaimed(&mut txn.st.reclaimed, n) {
             return Ok(p);
         }
-        if !(txn.saving_gc || txn.in_reclaim || txn.gc_exhausted) && reclaim_one(txn, n)? {
+        if !(txn.saving_gc || txn.in_reclaim || txn.gc_exhausted) && reclaim_one(txn, n, n)? {
             // Bound the search for a long contiguous run.
             if n > 1 && txn.st.consumed.len() > 64 {
                 break;
@@ -483,9 +483,10 @@ fn alloc_tail(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     Ok(start)
 }
 
-/// Consumes the newest GC record that no reader can still need (LIFO).
-/// Returns false when there is none.
-fn reclaim_one(txn: &mut RwTxn<'_>, need: usize) -> Result<bool> {
+/// Consumes the newest GC record that no reader can still need (LIFO):
+/// `need` pages are wanted, `run` of them contiguous (a large value's
+/// chunk; 1: single pages). Returns false when there is none.
+fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
     let detent = detent(txn);
     let gc = txn.table(Db::GC)?;
     if gc.tree.is_empty() {
@@ -506,10 +507,33 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize) -> Result<bool> {
     };
     let take = partial_take(txn, need);
     txn.in_reclaim = true;
-    let r = if pages.len() >= PARTIAL_FACTOR * take {
+    // A chunk needs a run: a record that has none of its length anywhere
+    // is consumed whole (its pages may join runs of other records' pages),
+    // rather than taken from in part again and again.
+    let partial = pages.len() >= PARTIAL_FACTOR * take && (run <= 1 || longest_run_desc(&pages) >= run);
+    let r = if partial {
         // A big record for what the transaction needs: its lowest `take`
         // pages, and the record keeps the rest (descending, `parse_pnl`).
-        let keep = pages.len() - take;
+        // For a chunk, also the lowest run of `run` pages the record holds
+        // if the lowest pages have none: else every chunk of a transaction
+        // went through record after record, taking part of each (and
+        // writing each back), without finding a run.
+        let mut keep = pages.len() - take;
+        if run > 1 && longest_run_desc(&pages[keep..]) < run {
+            // (The record has a run: `partial`. It starts in the kept part.)
+            if let Some(i) = lowest_run_desc(&pages, run) {
+                if i + run >= keep {
+                    // It reaches the taken part: take from its start.
+                    keep = i;
+                } else {
+                    // It moves to the end of the kept part, which stays
+                    // descending (as the taken part, which now begins
+                    // with it).
+                    pages[i..keep].rotate_left(run);
+                    keep -= run;
+                }
+            }
+        }
         txn.st.reclaimed.extend_desc(&pages[keep..]);
         rewrite_record(txn, key, bytes, &pages[..keep])
     } else {
@@ -522,6 +546,22 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize) -> Result<bool> {
     txn.st.gc_scratch.parsed = pages;
     r?;
     Ok(true)
+}
+
+/// The longest run of consecutive page numbers in a descending list.
+fn longest_run_desc(pages: &[u32]) -> usize {
+    let (mut best, mut cur) = (usize::from(!pages.is_empty()), 1);
+    for w in pages.windows(2) {
+        cur = if w[0] == w[1] + 1 { cur + 1 } else { 1 };
+        best = best.max(cur);
+    }
+    best
+}
+
+/// Where the lowest run of `run` consecutive page numbers starts in a
+/// descending list (its index: the run is `pages[i..i + run]`).
+fn lowest_run_desc(pages: &[u32], run: usize) -> Option<usize> {
+    (0..=pages.len().checked_sub(run)?).rev().find(|&i| pages[i] - pages[i + run - 1] == (run - 1) as u32)
 }
 
 /// The newest GC record this transaction may reclaim: the oldest snapshot a
@@ -1023,7 +1063,7 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
     let mut any = false;
     loop {
         while txn.st.reclaimed.len() < want && !txn.gc_exhausted {
-            if !reclaim_one(txn, want - txn.st.reclaimed.len())? {
+            if !reclaim_one(txn, want - txn.st.reclaimed.len(), 1)? {
                 break;
             }
             any = true;
@@ -2549,7 +2589,7 @@ mod vec_policy_tests {
 
 #[cfg(test)]
 mod reclaim_tests {
-    use super::newest_reclaimable;
+    use super::{newest_reclaimable, reclaim_one};
     use crate::btree::write::{self, Path, Val};
     use crate::flags::PutFlags;
     use crate::format::page::Page;
@@ -2806,5 +2846,86 @@ mod reclaim_tests {
 
     fn gc_now(txn: &RwTxn<'_>) -> crate::txn::View {
         txn.table(Db::GC).unwrap()
+    }
+
+    /// A write transaction whose GC holds one record, under key 1 (older
+    /// than any reader: reclaimable), listing `pages` (descending, below
+    /// 4,000: the transaction's high-water mark is raised to it; it is
+    /// never committed).
+    fn with_record<R>(pages: &[u32], f: impl FnOnce(&mut RwTxn<'_>) -> R) -> R {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().open(d.path()).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        assert!(txn.table(Db::GC).unwrap().tree.is_empty() && txn.txnid >= 2);
+        txn.geo.first_unallocated = txn.geo.first_unallocated.max(4_000);
+        let value = crate::format::pnl::encode(pages, 4 * (pages.len() + 1));
+        write::put(&mut txn, Db::GC, &1u64.to_le_bytes(), Val::Bytes(&value), PutFlags::empty(), 0).unwrap();
+        let r = f(&mut txn);
+        txn.abort();
+        r
+    }
+
+    /// 240 scattered pages (every other page from 3,000 down), below a run
+    /// of 12 at 3,500: the record is big enough to be taken from in part.
+    fn scattered_below_a_run() -> Vec<u32> {
+        let mut pages: Vec<u32> = (3_500..3_512).rev().collect();
+        pages.extend((0..240).map(|i| 3_000 - 2 * i));
+        pages
+    }
+
+    /// The record's pages the GC still lists under key 1.
+    fn left_in_record(txn: &RwTxn<'_>) -> Option<usize> {
+        let mut c = txn.cursor(Db::GC).unwrap();
+        let (_, v) = c.set_range(&1u64.to_le_bytes()).unwrap()?;
+        Some(crate::format::pnl::Pnl::new(v).unwrap().len())
+    }
+
+    /// A chunk's search takes the run a big record holds along with the
+    /// record's lowest pages: one reclaim finds it. (Taking only the
+    /// lowest pages, it went through the record part after part, writing
+    /// it back each time, and a commit updating a 20 KB value executed 2.3
+    /// times the instructions it does now.)
+    #[test]
+    fn a_chunk_takes_the_run_of_a_big_record_at_once() {
+        let pages = scattered_below_a_run();
+        with_record(&pages, |txn| {
+            assert!(reclaim_one(txn, 12, 12).unwrap());
+            assert!(txn.st.reclaimed.longest().is_some_and(|(start, len)| start == 3_500 && len == 12));
+            assert!(txn.st.consumed.is_empty(), "taken from in part");
+            let taken = txn.st.reclaimed.len();
+            assert!(taken < pages.len() / 2, "{taken} pages taken");
+            assert_eq!(left_in_record(txn), Some(pages.len() - taken));
+        });
+        // A run that reaches into the lowest pages (the 30 below it and
+        // the run's lower part would be taken) is taken whole.
+        let mut straddling: Vec<u32> = (0..240).map(|i| 3_000 - 2 * i).collect();
+        straddling.extend((200..240).rev());
+        straddling.extend((0..30).map(|i| 160 - 2 * i));
+        with_record(&straddling, |txn| {
+            assert!(reclaim_one(txn, 40, 40).unwrap());
+            assert_eq!(txn.st.reclaimed.longest(), Some((200, 40)));
+            assert_eq!(txn.st.reclaimed.len(), 70);
+            assert_eq!(left_in_record(txn), Some(240));
+        });
+        // Single pages: the lowest ones only, as before.
+        with_record(&pages, |txn| {
+            assert!(reclaim_one(txn, 1, 1).unwrap());
+            assert!(txn.st.reclaimed.longest().is_none(), "no run of 4 among the lowest pages");
+            assert!(txn.st.consumed.is_empty());
+        });
+    }
+
+    /// A big record without a run of the chunk's length is consumed whole
+    /// (its pages may join other records' into a run) rather than taken
+    /// from in part, again and again.
+    #[test]
+    fn a_record_without_the_run_is_consumed_whole() {
+        let pages = scattered_below_a_run();
+        with_record(&pages, |txn| {
+            assert!(reclaim_one(txn, 13, 13).unwrap());
+            assert_eq!(txn.st.consumed, [1]);
+            assert_eq!(txn.st.reclaimed.len(), pages.len());
+            assert_eq!(left_in_record(txn), None);
+        });
     }
 }

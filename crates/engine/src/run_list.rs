@@ -44,6 +44,9 @@ pub(crate) struct RunList {
     /// Where the last page was looked up or taken (an index into `runs`):
     /// the next look-up tries there first.
     hint: usize,
+    /// Work space of [`RunList::merge`]: two empty lists of runs with the
+    /// capacity they grew to.
+    spare: [Vec<Run>; 2],
 }
 
 impl RunList {
@@ -85,18 +88,12 @@ impl RunList {
     /// Moves every page (highest first) to the end of `out`, leaving the
     /// list empty with its capacity.
     pub(crate) fn drain_into(&mut self, out: &mut Vec<u32>) {
-        // Into slots made at once, a run at a time (extending from `iter`
-        // paid 20 instructions a page; a reclaimed GC record may list a
-        // thousand scattered pages).
-        let start = out.len();
-        out.resize(start + self.len, 0);
-        let mut rest = &mut out[start..];
+        // A run at a time, each a counted range (extending from `iter` paid
+        // 20 instructions a page; slots zeroed first and then written, as
+        // before, paid a memset of the whole list).
+        out.reserve(self.len);
         for r in &self.runs {
-            let (run, tail) = std::mem::take(&mut rest).split_at_mut(r.len as usize);
-            for (i, slot) in run.iter_mut().enumerate() {
-                *slot = r.end() - 1 - i as u32;
-            }
-            rest = tail;
+            out.extend((r.start..r.end()).rev());
         }
         self.clear();
     }
@@ -164,43 +161,12 @@ impl RunList {
     }
 
     /// [`RunList::extend_desc`] into an empty list.
+    #[inline(always)]
     fn fill_empty(&mut self, pages: &[u32]) {
         debug_assert!(self.runs.is_empty() && self.long.is_empty() && self.len == 0);
-        // A record's pages are mostly scattered (a run each): one tight
-        // loop makes the runs, a second pass indexes the long ones. (A loop
-        // that also counted and indexed as it went took 35 instructions a
-        // page.)
-        self.runs.reserve(pages.len());
-        let mut len = 0usize;
-        let mut i = 0;
-        while let Some(&top) = pages.get(i) {
-            // Sorted descending: a page equal to the lowest so far is a
-            // duplicate, one below it extends the run.
-            let mut low = top;
-            i += 1;
-            while let Some(&p) = pages.get(i) {
-                if low.wrapping_sub(p) > 1 {
-                    break;
-                }
-                low = p;
-                i += 1;
-            }
-            len += (top - low) as usize + 1;
-            self.runs.push(Run { start: low, len: top - low + 1 });
-        }
-        self.len = len;
+        self.len = runs_of_desc(pages, &mut self.runs);
         self.long.extend(self.runs.iter().filter(|r| r.len >= INDEXED));
         self.hint = 0;
-    }
-
-    /// Appends a run below the others (and to the index if long).
-    #[inline]
-    fn push_run(&mut self, r: Run) {
-        self.runs.push(r);
-        self.len += r.len as usize;
-        if r.len >= INDEXED {
-            self.long.push(r);
-        }
     }
 
     /// Adds one page; false if it was there.
@@ -241,23 +207,29 @@ impl RunList {
     }
 
     /// Merges pages sorted descending into the runs at once (a new list of
-    /// runs and a new index): for more than a few pages.
+    /// runs and a new index): for more than a few pages. The pages become
+    /// runs first, in the tight loop of [`runs_of_desc`], and the two lists
+    /// of runs are merged: a chunk's search merges whole GC records of a
+    /// thousand pages into a list of thousands, where a merge page by page
+    /// cost 30 instructions a page.
     fn merge(&mut self, pages: &[u32]) {
+        let [mut new, mut out] = std::mem::take(&mut self.spare);
+        new.clear();
+        out.clear();
+        runs_of_desc(pages, &mut new);
         let old = std::mem::take(&mut self.runs);
-        self.runs = Vec::with_capacity(old.len() + pages.len());
-        self.long.clear();
-        self.len = 0;
-        // Runs and single pages come highest end first; each joins the run
-        // being built if it touches or overlaps it, else that run is done.
-        let (mut i, mut j) = (0, 0);
+        out.reserve(old.len() + new.len());
+        // Runs come highest end first; each joins the run being built if it
+        // touches or overlaps it, else that run is done.
+        let (mut i, mut j, mut len) = (0, 0, 0usize);
         let mut cur: Option<Run> = None;
         loop {
-            let next = if i < old.len() && (j == pages.len() || old[i].end() > pages[j]) {
+            let next = if i < old.len() && (j == new.len() || old[i].end() >= new[j].end()) {
                 i += 1;
                 old[i - 1]
-            } else if j < pages.len() {
+            } else if j < new.len() {
                 j += 1;
-                Run { start: pages[j - 1], len: 1 }
+                new[j - 1]
             } else {
                 break;
             };
@@ -269,15 +241,24 @@ impl RunList {
                 }
                 _ => {
                     if let Some(done) = cur.replace(next) {
-                        self.push_run(done);
+                        len += done.len as usize;
+                        out.push(done);
                     }
                 }
             }
         }
         if let Some(done) = cur {
-            self.push_run(done);
+            len += done.len as usize;
+            out.push(done);
         }
+        self.runs = out;
+        self.len = len;
+        self.long.clear();
+        self.long.extend(self.runs.iter().filter(|r| r.len >= INDEXED));
         self.hint = 0;
+        let mut old = old;
+        old.clear();
+        self.spare = [new, old];
     }
 
     /// Removes `pgno`; whether it was there.
@@ -449,6 +430,7 @@ impl RunList {
         }
     }
 
+    #[inline]
     fn remove_run(&mut self, i: usize) {
         let old = self.runs.remove(i);
         if old.len >= INDEXED {
@@ -483,6 +465,34 @@ impl PartialEq for RunList {
     fn eq(&self, other: &RunList) -> bool {
         self.runs == other.runs
     }
+}
+
+/// Appends the maximal runs of `pages` (sorted descending; a page listed
+/// twice counts once) to `out`, highest first; returns how many pages they
+/// hold. One tight loop: a GC record's pages are mostly scattered, a run
+/// each (a loop that also counted and indexed as it went took 35
+/// instructions a page).
+#[inline]
+fn runs_of_desc(pages: &[u32], out: &mut Vec<Run>) -> usize {
+    out.reserve(pages.len());
+    let mut len = 0usize;
+    let mut i = 0;
+    while let Some(&top) = pages.get(i) {
+        // Sorted descending: a page equal to the lowest so far is a
+        // duplicate, one below it extends the run.
+        let mut low = top;
+        i += 1;
+        while let Some(&p) = pages.get(i) {
+            if low.wrapping_sub(p) > 1 {
+                break;
+            }
+            low = p;
+            i += 1;
+        }
+        len += (top - low) as usize + 1;
+        out.push(Run { start: low, len: top - low + 1 });
+    }
+    len
 }
 
 #[cfg(test)]
