@@ -92,7 +92,7 @@ impl Engine for Env {
         let b = Env::builder();
         let b = match setup {
             Setup::NoSync { write_map } => {
-                b.write_map(write_map).max_dbs(4).durability(Durability::SafeNoSync).geometry(Geometry {
+                b.write_map(write_map).max_dbs(8).durability(Durability::SafeNoSync).geometry(Geometry {
                     page_size: Some(page_size()),
                     size_upper: Some(UPPER),
                     growth_step: Some(GROWTH),
@@ -194,7 +194,7 @@ impl Engine for oracle::Env {
                 no_sub_dir: Some(false),
                 page_size: Some(page_size()),
                 geometry: oracle::Geometry { upper: Some(UPPER), growth: Some(GROWTH), ..Default::default() },
-                max_dbs: 4,
+                max_dbs: 8,
                 durability: oracle::Durability::SafeNoSync,
                 write_map,
                 ..Default::default()
@@ -283,7 +283,7 @@ impl Engine for lmdb::Env {
         // LMDB has no automatic growth: the map is the whole upper bound.
         let (map, dbs, flags) = match setup {
             Setup::NoSync { write_map } => {
-                (UPPER, 4, lmdb::MDB_NOSYNC | if write_map { lmdb::MDB_WRITEMAP } else { 0 })
+                (UPPER, 8, lmdb::MDB_NOSYNC | if write_map { lmdb::MDB_WRITEMAP } else { 0 })
             }
             Setup::Durable => (1 << 30, 2, 0),
         };

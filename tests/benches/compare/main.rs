@@ -43,7 +43,12 @@
 //!    INTEGER_KEY table (inserts after its last key, as an auto-increment
 //!    id would; the others random);
 //! 9. small commits: min(20,000, N) write transactions of one put each (a
-//!    random key, 32-byte value) into a table of their own.
+//!    random key, 32-byte value) into a table of their own;
+//! 10. blob updates: a table of 1,000 values of 6 to 46 KiB (2 to 12 pages
+//!    of 4 KiB), then min(5,000, N) write transactions each overwriting one
+//!    of them with a value of a new length (from the same random sequence
+//!    on every engine): each commit frees a chunk of large pages and needs
+//!    a run of another length from the free pages.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
@@ -111,6 +116,8 @@ struct Workloads {
     /// Keys of the CRUD transactions: two inserted, one read, one updated,
     /// one deleted (the inserts of the integer-key CRUD are its own).
     crud: Vec<[u64; 5]>,
+    /// The blob updates: (key, value length), one a transaction.
+    blobs: Vec<(u64, usize)>,
 }
 
 /// Keys of the multimap workload.
@@ -119,6 +126,17 @@ const MULTI_KEYS: u64 = 1000;
 const SMALL_COMMITS: u64 = 20_000;
 /// Transactions of each CRUD workload.
 const CRUD_TXNS: u64 = 20_000;
+/// Records of the blob table, and the transactions updating them.
+const BLOB_KEYS: u64 = 1000;
+const BLOB_TXNS: u64 = 5000;
+
+/// A blob length: 6 to 46 KiB (2 to 12 pages of 4 KiB).
+fn blob_len(rng: &mut Rng) -> usize {
+    4096 * (1 + rng.below(11) as usize) + 2048
+}
+
+/// The bytes blobs are cut from.
+static BLOB: [u8; 4096 * 12] = [0x5a; 4096 * 12];
 
 impl Workloads {
     fn new(n: u64) -> Self {
@@ -132,7 +150,8 @@ impl Workloads {
         let crud = (0..n.min(CRUD_TXNS))
             .map(|_| [n + rng.below(n), n + rng.below(n), rng.below(n), rng.below(n), rng.below(n)])
             .collect();
-        Workloads { n, random_puts, gets, multi_puts, small_puts, crud }
+        let blobs = (0..n.min(BLOB_TXNS)).map(|_| (rng.below(BLOB_KEYS), blob_len(&mut rng))).collect();
+        Workloads { n, random_puts, gets, multi_puts, small_puts, crud, blobs }
     }
 }
 
@@ -146,6 +165,8 @@ struct Times {
     int_scan: Duration,
     /// Transactions of one put each.
     small: Duration,
+    /// Transactions updating one blob each.
+    blobs: Duration,
     /// CRUD transactions on the plain and on the INTEGER_KEY table.
     crud: Duration,
     int_crud: Duration,
@@ -187,6 +208,7 @@ impl Times {
             (&mut self.get2, other.get2),
             (&mut self.scan, other.scan),
             (&mut self.small, other.small),
+            (&mut self.blobs, other.blobs),
             (&mut self.crud, other.crud),
             (&mut self.int_crud, other.int_crud),
         ] {
@@ -340,6 +362,26 @@ fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
             txn.commit();
         }
     });
+
+    // Blob updates: values of 2 to 12 pages, each written with a new
+    // length (a commit frees a chunk and needs another of another length).
+    let mut txn = env.begin_rw();
+    let blobs = txn.table(Some("blobs"), Kind::Plain);
+    let mut rng = Rng::new(5);
+    for i in 0..BLOB_KEYS {
+        txn.put(blobs, &key(i), &BLOB[..blob_len(&mut rng)]);
+    }
+    txn.commit();
+    t.blobs = blob_phase(|| {
+        for &(i, len) in &w.blobs {
+            let mut txn = env.begin_rw();
+            txn.put(blobs, &key(i), &BLOB[..len]);
+            txn.commit();
+        }
+    });
+    let txn = env.begin_ro();
+    t.found += (0..BLOB_KEYS).map(|i| txn.get(blobs, &key(i)).map_or(0, |v| v.len() as u64)).sum::<u64>();
+    drop(txn);
     env.close();
     t
 }
@@ -587,6 +629,10 @@ fn small_commit_phase(f: impl FnOnce()) -> Duration {
     timed(f)
 }
 #[inline(never)]
+fn blob_phase(f: impl FnOnce()) -> Duration {
+    timed(f)
+}
+#[inline(never)]
 fn crud_phase(f: impl FnOnce()) -> Duration {
     timed(f)
 }
@@ -605,7 +651,7 @@ fn timed(f: impl FnOnce()) -> Duration {
 type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
 
 /// The rows, in the order printed.
-const ROWS: [Row; 13] = [
+const ROWS: [Row; 14] = [
     ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
     ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
     ("random get (shuffled)", |_, n, _| n, |t| t.get),
@@ -619,6 +665,7 @@ const ROWS: [Row; 13] = [
     ("CRUD (2 puts, get, update, del)", |w, _, _| w.crud.len() as u64, |t| t.crud),
     ("integer keys: CRUD (ids appended)", |w, _, _| w.crud.len() as u64, |t| t.int_crud),
     ("small commits (1 put per txn)", |w, _, _| w.small_puts.len() as u64, |t| t.small),
+    ("blob updates (6-46 KiB, 1 per txn)", |w, _, _| w.blobs.len() as u64, |t| t.blobs),
 ];
 
 /// A row's name for `RDBX_BENCH_EACH` lines: "random put (txns of 1000)"
