@@ -45,10 +45,10 @@
 //! 9. small commits: min(20,000, N) write transactions of one put each (a
 //!    random key, 32-byte value) into a table of their own;
 //! 10. blob updates: a table of 1,000 values of 6 to 46 KiB (2 to 12 pages
-//!    of 4 KiB), then min(5,000, N) write transactions each overwriting one
-//!    of them with a value of a new length (from the same random sequence
-//!    on every engine): each commit frees a chunk of large pages and needs
-//!    a run of another length from the free pages.
+//!     of 4 KiB), then min(5,000, N) write transactions each overwriting one
+//!     of them with a value of a new length (from the same random sequence
+//!     on every engine): each commit frees a chunk of large pages and needs
+//!     a run of another length from the free pages.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
