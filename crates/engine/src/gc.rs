@@ -515,9 +515,10 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
         // A big record for what the transaction needs: its lowest `take`
         // pages, and the record keeps the rest (descending, `parse_pnl`).
         // For a chunk, also the lowest run of `run` pages the record holds
-        // if the lowest pages have none: else every chunk of a transaction
-        // went through record after record, taking part of each (and
-        // writing each back), without finding a run.
+        // if the lowest pages have none: else a chunk took the lowest pages
+        // of the same record again and again (rewriting it each time) until
+        // the record was small enough to be consumed whole. The kept part
+        // is never empty: it had 3 times `take`, more than `run` pages.
         let mut keep = pages.len() - take;
         if run > 1 && longest_run_desc(&pages[keep..]) < run {
             // (The record has a run: `partial`. It starts in the kept part.)
