@@ -98,9 +98,12 @@ impl RunList {
         self.clear();
     }
 
-    /// Runs it has room for without growing.
+    /// Runs it has room for without growing: the most any of its buffers
+    /// holds (the runs, and the merge's work space, which may keep a
+    /// larger buffer than the runs after a merge), so that a caller
+    /// dropping an oversized list drops all of its memory.
     pub(crate) fn capacity(&self) -> usize {
-        self.runs.capacity()
+        self.spare.iter().map(Vec::capacity).fold(self.runs.capacity(), usize::max)
     }
 
     /// Empties the list; it keeps its capacity.
@@ -528,6 +531,23 @@ pub(crate) mod tests {
         let low = list[i + n - 1];
         list.drain(i..i + n);
         Some(low)
+    }
+
+    /// A merge may leave the runs in a small buffer and the big one they
+    /// came from in its work space: the capacity reports the big one, so a
+    /// write transaction's end drops an oversized list whole.
+    #[test]
+    fn capacity_counts_the_merge_work_space() {
+        let scattered = |from: u32, n: u32| (0..n).rev().map(|i| from + 2 * i).collect::<Vec<u32>>();
+        let mut l = RunList::from_desc(&scattered(10, 5_000));
+        let big = l.capacity();
+        assert!(big >= 5_000);
+        l.clear();
+        l.extend_desc(&scattered(20_001, 20));
+        l.extend_desc(&scattered(30_001, 20));
+        assert_eq!(l.len(), 40);
+        assert!(l.runs.capacity() < big, "the merge moved the runs to a smaller buffer");
+        assert!(l.capacity() >= big, "capacity {} after a merge, the big buffer {big}", l.capacity());
     }
 
     #[test]
