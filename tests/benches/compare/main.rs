@@ -609,37 +609,20 @@ fn crud<E: Engine>(dir: &Path, txns: u64) -> (Duration, Option<(u64, u64)>) {
     (took, io)
 }
 
-/// The timed write phases, each its own function so that a profiler can
-/// single one out (`valgrind --tool=callgrind --toggle-collect='*multi_del_phase*'`,
-/// or a `perf report --parent` filter).
-#[inline(never)]
-fn random_put_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
+/// Defines the timed write phases, each its own function so that a
+/// profiler can single one out (`valgrind --tool=callgrind
+/// --toggle-collect='*multi_del_phase*'`, or a `perf report --parent`
+/// filter).
+macro_rules! phases {
+    ($($name:ident),* $(,)?) => {$(
+        #[inline(never)]
+        fn $name(f: impl FnOnce()) -> Duration {
+            timed(f)
+        }
+    )*};
 }
-#[inline(never)]
-fn multi_put_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
-#[inline(never)]
-fn multi_del_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
-#[inline(never)]
-fn small_commit_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
-#[inline(never)]
-fn blob_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
-#[inline(never)]
-fn crud_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
-#[inline(never)]
-fn int_crud_phase(f: impl FnOnce()) -> Duration {
-    timed(f)
-}
+phases!(random_put_phase, multi_put_phase, multi_del_phase, small_commit_phase, blob_phase, crud_phase, int_crud_phase);
+
 fn timed(f: impl FnOnce()) -> Duration {
     let start = Instant::now();
     f();
