@@ -59,6 +59,7 @@ pub(crate) mod io;
 mod iter;
 pub(crate) mod lck;
 pub(crate) mod os;
+mod page_map;
 mod pool;
 mod radix;
 mod readers;

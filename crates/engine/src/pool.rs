@@ -12,7 +12,6 @@
 //! gives it back, with its own dirty buffers, when it ends (writers are
 //! serialized, so the pool is never shared).
 
-use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ impl Hasher for PgnoHasher {
 
 /// Dirty pages of a write transaction, by page number. A large chunk is one
 /// buffer of `n * page_size` bytes under its head page.
-pub(crate) type Dirty = HashMap<u32, crate::pool::PageBuf, BuildHasherDefault<PgnoHasher>>;
+pub(crate) type Dirty = crate::page_map::PageMap<PageBuf>;
 
 /// A set of page numbers.
 pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
@@ -206,6 +205,7 @@ impl PagePool {
 
     /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
     /// has room; drops it otherwise (large-value chunks are not pooled).
+    #[inline]
     pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {
         match buf.into() {
             PageBuf::Heap(buf) => {
@@ -266,6 +266,7 @@ impl PagePool {
         } else if dirty.capacity() > DIRTY_SET_SLACK * need {
             dirty.shrink_to(need);
         }
+        dirty.shed_blocks();
     }
 
     /// Notes that a transaction dirtied `n` pages (see [`Self::keep_dirty_set`]).

@@ -121,13 +121,17 @@ impl HandedBits {
     }
 
     /// Clears the bits of granules `first..first + n` (claimed before).
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, first: usize, n: usize) {
         if n == 1 {
             let (w, bit) = self.word(first);
             *w &= !bit;
             return;
         }
+        self.release_run(first, n);
+    }
+
+    fn release_run(&mut self, first: usize, n: usize) {
         for g in first..first + n {
             let (w, bit) = self.word(g);
             *w &= !bit;
@@ -312,6 +316,7 @@ impl Mmap {
     /// lock): the range is inside the file, and no `&[u8]` borrows it (the
     /// meta pages are refused by [`Mmap::bytes`], see
     /// [`Mmap::shield_prefix`], and never handed out by [`MapClaims::page_mut`]).
+    #[inline]
     pub fn write_ordered(&self, off: usize, bytes: &[u8], last: usize) -> bool {
         let Some(end) = off.checked_add(bytes.len()) else { return false };
         let aligned = [off, bytes.len(), last].iter().all(|x| x.is_multiple_of(4));

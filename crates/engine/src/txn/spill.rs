@@ -144,8 +144,19 @@ fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
 
 /// Takes a spilled page back into memory at the same page number; false if
 /// `pgno` is not spilled.
+/// (Inline: the test that nothing is spilled, on every page a transaction
+/// touches or frees; the rest out of line.)
+#[inline(always)]
 pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
-    if txn.st.spilled.is_empty() || !txn.st.spilled.contains(&pgno) {
+    if txn.st.spilled.is_empty() {
+        return Ok(false);
+    }
+    unspill_if_spilled(txn, pgno)
+}
+
+#[inline(never)]
+fn unspill_if_spilled(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
+    if !txn.st.spilled.contains(&pgno) {
         return Ok(false);
     }
     // With WRITEMAP the page is edited where it is, unless a child is open:
@@ -169,7 +180,13 @@ pub(crate) fn unspill(txn: &mut RwTxn<'_>, pgno: u32) -> Result<bool> {
 /// Takes the chunk of `n` pages at `pgno` out of the spilled set (it is being
 /// unspilled or freed), remembering it in the innermost child so an abort
 /// can put it back.
+#[inline(always)]
 pub(crate) fn forget_spilled(txn: &mut RwTxn<'_>, pgno: u32, n: usize) -> bool {
+    !txn.st.spilled.is_empty() && forget_if_spilled(txn, pgno, n)
+}
+
+#[inline(never)]
+fn forget_if_spilled(txn: &mut RwTxn<'_>, pgno: u32, n: usize) -> bool {
     if !txn.st.spilled.remove(&pgno) {
         return false;
     }
