@@ -32,6 +32,7 @@ impl RwTxn<'_> {
         self.dirty_replace(pgno, buf);
     }
     /// Replaces the buffer of a dirty page.
+    #[inline]
     pub(crate) fn dirty_replace(&mut self, pgno: u32, buf: impl Into<PageBuf>) {
         let buf = buf.into();
         self.note_undo(pgno);
@@ -87,6 +88,7 @@ impl RwTxn<'_> {
     /// allocated, to be edited in place in the map. `None` without WRITEMAP,
     /// outside the file or the map, and where an open parent transaction
     /// still relies on the pages' file contents (see `spill`).
+    #[inline]
     pub(crate) fn map_page(&mut self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
         if !self.env.writemap {
             return None;
