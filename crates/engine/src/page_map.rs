@@ -10,7 +10,8 @@
 //! Memory: the table of blocks has a pointer per 256 pages of the file (1
 //! MiB for a file of 512 GiB); a block (1 KiB) exists for each range of 256
 //! pages the transaction dirtied, at most 1 KiB per dirty page (a quarter
-//! of the page itself). An emptied map keeps its blocks where they are, so
+//! of a 4 KiB page; with the smallest pages, 256 bytes, dirty pages each
+//! in a range of their own would take four times their size). An emptied map keeps its blocks where they are, so
 //! steady small transactions, which dirty the same ranges, allocate nothing;
 //! when more than [`KEEP_BLOCKS`] are in place ([`PageMap::shed_blocks`],
 //! at the end of each transaction) they go to a pool of that many, which
