@@ -510,7 +510,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
     // A chunk needs a run: a record that has none of its length anywhere
     // is consumed whole (its pages may join runs of other records' pages),
     // rather than taken from in part again and again.
-    let partial = pages.len() >= PARTIAL_FACTOR * take && (run <= 1 || longest_run_desc(&pages) >= run);
+    let partial = pages.len() >= PARTIAL_FACTOR * take && (run <= 1 || has_run_desc(&pages, run));
     let r = if partial {
         // A big record for what the transaction needs: its lowest `take`
         // pages, and the record keeps the rest (descending, `parse_pnl`).
@@ -520,7 +520,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
         // the record was small enough to be consumed whole. The kept part
         // is never empty: it had 3 times `take`, more than `run` pages.
         let mut keep = pages.len() - take;
-        if run > 1 && longest_run_desc(&pages[keep..]) < run {
+        if run > 1 && !has_run_desc(&pages[keep..], run) {
             // (The record has a run: `partial`. It starts in the kept part.)
             if let Some(i) = lowest_run_desc(&pages, run) {
                 if i + run >= keep {
@@ -549,20 +549,47 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
     Ok(true)
 }
 
-/// The longest run of consecutive page numbers in a descending list.
-fn longest_run_desc(pages: &[u32]) -> usize {
-    let (mut best, mut cur) = (usize::from(!pages.is_empty()), 1);
-    for w in pages.windows(2) {
-        cur = if w[0] == w[1] + 1 { cur + 1 } else { 1 };
-        best = best.max(cur);
+/// Whether a list of distinct page numbers sorted descending holds a run
+/// of `run` consecutive ones: some `pages[i] - pages[i + run - 1]` is
+/// `run - 1` (it is never less). The differences are independent of each
+/// other, so the test runs over blocks of [`RUN_BLOCK`] with no branch in
+/// a block (the compiler vectorises it): a chunk's search tests every
+/// record it reclaims, hundreds of pages each, where a running count of
+/// the current run cost 4 instructions a page.
+fn has_run_desc(pages: &[u32], run: usize) -> bool {
+    if run <= 1 {
+        return run == 0 || !pages.is_empty();
     }
-    best
+    let Some(starts) = pages.len().checked_sub(run - 1) else { return false };
+    let span = (run - 1) as u32;
+    let (high, low) = (&pages[..starts], &pages[run - 1..]);
+    high.chunks(RUN_BLOCK).zip(low.chunks(RUN_BLOCK)).any(|(h, l)| block_has_span(h, l, span))
+}
+
+/// Pages compared per block by [`has_run_desc`] and [`lowest_run_desc`].
+const RUN_BLOCK: usize = 32;
+
+/// Whether some `high[i] - low[i]` is `span` (in one branch-free pass).
+#[inline(always)]
+fn block_has_span(high: &[u32], low: &[u32], span: u32) -> bool {
+    high.iter().zip(low).fold(false, |any, (&h, &l)| any | (h.wrapping_sub(l) == span))
 }
 
 /// Where the lowest run of `run` consecutive page numbers starts in a
-/// descending list (its index: the run is `pages[i..i + run]`).
+/// descending list (its index: the run is `pages[i..i + run]`): the last
+/// block with one found as [`has_run_desc`] does, then searched in it.
 fn lowest_run_desc(pages: &[u32], run: usize) -> Option<usize> {
-    (0..=pages.len().checked_sub(run)?).rev().find(|&i| pages[i] - pages[i + run - 1] == (run - 1) as u32)
+    let starts = pages.len().checked_sub(run.checked_sub(1)?)?;
+    let span = (run - 1) as u32;
+    let mut end = starts;
+    while end > 0 {
+        let begin = end.saturating_sub(RUN_BLOCK);
+        if block_has_span(&pages[begin..end], &pages[begin + run - 1..end + run - 1], span) {
+            return (begin..end).rev().find(|&i| pages[i].wrapping_sub(pages[i + run - 1]) == span);
+        }
+        end = begin;
+    }
+    None
 }
 
 /// The newest GC record this transaction may reclaim: the oldest snapshot a
@@ -2139,6 +2166,68 @@ mod locality_tests {
         assert!(take_page(&mut list, 13));
         assert!(take_page(&mut list, 7));
         assert_eq!(list, vec![12]);
+    }
+}
+
+/// The run tests of a chunk's search against their definitions.
+#[cfg(test)]
+mod run_search_tests {
+    use proptest::prelude::*;
+
+    use super::{has_run_desc, lowest_run_desc};
+
+    /// The longest run of consecutive pages in a descending list, counted.
+    fn longest(pages: &[u32]) -> usize {
+        let (mut best, mut cur) = (usize::from(!pages.is_empty()), 1);
+        for w in pages.windows(2) {
+            cur = if w[0] == w[1] + 1 { cur + 1 } else { 1 };
+            best = best.max(cur);
+        }
+        best
+    }
+
+    /// The lowest run of `run` pages, by trying every start.
+    fn lowest(pages: &[u32], run: usize) -> Option<usize> {
+        (0..pages.len())
+            .rev()
+            .find(|&i| i + run <= pages.len() && (0..run).all(|j| pages[i + j] == pages[i] - j as u32))
+    }
+
+    /// Distinct pages sorted descending, in runs of random lengths and gaps.
+    fn desc_pages() -> impl Strategy<Value = Vec<u32>> {
+        prop::collection::vec((1u32..10, 1u32..4), 0..40).prop_map(|segs| {
+            let mut v = Vec::new();
+            let mut p = 1u32 << 20;
+            for (len, gap) in segs {
+                for _ in 0..len {
+                    v.push(p);
+                    p -= 1;
+                }
+                p -= gap;
+            }
+            v
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn agree_with_their_definitions(pages in desc_pages(), run in 1usize..10) {
+            prop_assert_eq!(has_run_desc(&pages, run), longest(&pages) >= run);
+            prop_assert_eq!(lowest_run_desc(&pages, run), lowest(&pages, run));
+        }
+    }
+
+    #[test]
+    fn edges() {
+        assert!(has_run_desc(&[], 0));
+        assert!(!has_run_desc(&[], 1) && !has_run_desc(&[], 2));
+        assert!(has_run_desc(&[7], 1) && !has_run_desc(&[7], 2));
+        assert_eq!(lowest_run_desc(&[], 1), None);
+        assert_eq!(lowest_run_desc(&[9, 8, 5], 2), Some(0));
+        // A run that ends exactly at the end of a block of the search.
+        let pages: Vec<u32> = (1..=100u32).rev().map(|p| p * 3).chain([1, 0]).collect();
+        assert_eq!(lowest_run_desc(&pages, 2), Some(100));
+        assert!(has_run_desc(&pages, 2) && !has_run_desc(&pages, 3));
     }
 }
 

@@ -52,6 +52,7 @@ pub(crate) fn sort_desc(pages: &mut Vec<u32>) {
 /// `pages` then holds both, descending. Linear, in place from the back (the
 /// commit folds a few reclaimed pages into its retired ones; sorting both
 /// again cost 25 instructions a page).
+#[inline(never)]
 pub(crate) fn merge_desc(pages: &mut Vec<u32>, add: &[u32]) {
     debug_assert!(pages.is_sorted_by(|a, b| a >= b) && add.is_sorted_by(|a, b| a >= b));
     let mut i = pages.len();
