@@ -61,8 +61,8 @@ fn take_reclaimed(list: &mut RunList, n: usize) -> Option<u32> {
 pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     // With WRITEMAP on tmpfs no page is ever written by a call: where a
     // page lies costs nothing, so no commit-locality policy.
-    let local = n == 1 && !txn.saving_gc && !txn.in_reclaim && !(txn.env.writemap && txn.env.in_memory_fs);
-    let found = if local { next_in_run(txn)? } else { None };
+    let no_page_writes = txn.env.writemap && txn.env.in_memory_fs;
+    let found = if n == 1 && !txn.saving_gc && !txn.in_reclaim && !no_page_writes { next_in_run(txn)? } else { None };
     let p = match found {
         Some(p) => p,
         None => alloc_any(txn, n)?,
