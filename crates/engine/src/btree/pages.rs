@@ -22,6 +22,16 @@ pub(crate) struct Pages<'t> {
     pub front: u64,
 }
 
+/// Whether `pgno` is an allocated page below `valid` (not a meta):
+/// what [`Pages::get_clean`] checks before the map.
+#[inline(always)]
+pub(crate) fn check_allocated(pgno: u32, valid: u32) -> Result<()> {
+    if pgno >= valid || pgno < crate::format::NUM_METAS {
+        return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
+    }
+    Ok(())
+}
+
 impl<'t> Pages<'t> {
     /// One page.
     #[inline(always)]
@@ -38,9 +48,7 @@ impl<'t> Pages<'t> {
     /// copied on write): [`Pages::get`] without the dirty-set lookup.
     #[inline(always)]
     pub fn get_clean(&self, pgno: u32) -> Result<&'t [u8]> {
-        if pgno >= self.valid || pgno < crate::format::NUM_METAS {
-            return Err(Error::corrupted(pgno, "page number outside the allocated pages"));
-        }
+        check_allocated(pgno, self.valid)?;
         self.map
             .bytes(pgno as usize * self.ps, self.ps)
             .ok_or_else(|| Error::corrupted(pgno, "page outside the memory map"))

@@ -160,8 +160,9 @@ pub(crate) fn touch(txn: &mut RwTxn<'_>, pgno: u32) -> Result<u32> {
     }
     // From here `pgno` is a snapshot page: `get_clean` skips the dirty set.
     if txn.env.writemap {
-        // Check the source before taking a page for its copy.
-        txn.pages().get_clean(pgno)?;
+        // Check the source before taking a page for its copy (the check
+        // of `get_clean` below; the map covers the allocated pages).
+        crate::btree::pages::check_allocated(pgno, txn.geo.first_unallocated)?;
         let new = alloc(txn, 1)?;
         let mut buf = match txn.map_page(new, 1) {
             Some(mut m) => {
