@@ -7,8 +7,9 @@
 //! a push; a removal moves the last entry into the hole (its slot is fixed
 //! up), so iteration is in insertion order until something is removed.
 //!
-//! Memory: the table of blocks has a pointer per 256 pages of the file (1
-//! MiB for a file of 512 GiB); a block (1 KiB) exists for each range of 256
+//! Memory: the table of blocks has a pointer per 256 pages of the file (4
+//! MiB for a file of 512 GiB at 4 KiB pages; it reaches the highest page
+//! a transaction dirtied and is kept); a block (1 KiB) exists for each range of 256
 //! pages the transaction dirtied, at most 1 KiB per dirty page (a quarter
 //! of a 4 KiB page; with the smallest pages, 256 bytes, dirty pages each
 //! in a range of their own would take four times their size). An emptied map keeps its blocks where they are, so

@@ -247,10 +247,13 @@ impl PagePool {
     /// which gets a new one if its table is over [`DIRTY_SET_KEEP`] entries.
     ///
     /// A table much larger than the last transaction needed (a bulk load
-    /// followed by small transactions) is shrunk to that need: its entries
-    /// are spread over all of it, so every lookup of a small transaction
-    /// would touch another cache line of a table bigger than the CPU's L2
-    /// cache (16K slots, 512 KiB, after the benchmark's 1M-record load).
+    /// followed by small transactions) is shrunk to that need, so a bulk
+    /// transaction's memory is not kept for the small ones after it (the
+    /// rule dates from the hash table, whose scattered entries also cost
+    /// small transactions cache misses; `PageMap` packs its entries, and
+    /// its index blocks are bounded by [`PageMap::shed_blocks`]).
+    ///
+    /// [`PageMap::shed_blocks`]: crate::page_map::PageMap::shed_blocks
     pub(crate) fn keep_dirty_set(&mut self, dirty: &mut Dirty) {
         if !dirty.is_empty() {
             // Only after a panic in a transaction: its map pages go back.
