@@ -46,12 +46,14 @@ fn take_run(list: &mut Vec<u32>, n: usize) -> Option<u32> {
     None
 }
 
-/// [`take_run`] on the reclaimed pages (the same pages).
+/// `n` contiguous pages from the reclaimed pages: the lowest page for one,
+/// else the lowest pages of the run that fits them best
+/// ([`RunList::take_fit`]).
 fn take_reclaimed(list: &mut RunList, n: usize) -> Option<u32> {
     if n == 1 {
         list.pop_lowest()
     } else {
-        list.take_top(n)
+        list.take_fit(n)
     }
 }
 
@@ -179,6 +181,12 @@ impl RunPool for RwTxn<'_> {
 /// and the caller takes the lowest free page, reclaiming or growing as
 /// before. The file never grows for the sake of locality: it grows only
 /// when no free page is left, as before.
+///
+/// Where locality does not pay, a transaction of fewer than
+/// [`GATHER_MIN_DIRTY`] pages starts no run: its few single pages would
+/// cut into the runs large values need (pwrite on tmpfs, values of 3 to 8
+/// pages rewritten at random: 6,788 pages in use after 3,000 commits
+/// starting at the longest run, 6,618 not).
 fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
     let want = p.run_next();
     let (loose, reclaimed) = p.free_lists();
@@ -192,7 +200,8 @@ fn next_in_run<P: RunPool + ?Sized>(p: &mut P) -> Result<Option<u32>> {
             return p.take_tail().map(Some);
         }
     }
-    if !short {
+    if !short || (!p.locality_pays() && p.dirty_pages() < GATHER_MIN_DIRTY) {
+        // (A long list: the lowest page, as before.)
         return Ok(None);
     }
     let (loose, reclaimed) = p.free_lists();
@@ -2020,7 +2029,7 @@ mod tests {
                 commit(&mut w, last);
                 check(&w);
             }
-            assert!(w.next == next, "page size {ps}: the file grew from {next} to {} pages", w.next);
+            assert!(w.next <= next, "page size {ps}: the file grew from {next} to {} pages", w.next);
         }
     }
 }
@@ -2047,6 +2056,8 @@ mod locality_tests {
         /// Records `reclaim_more` hands out, last first.
         gc: Vec<Vec<u32>>,
         reclaims: usize,
+        /// Writes cost the same wherever the pages lie (tmpfs).
+        free_writes: bool,
     }
 
     impl RunPool for Pool {
@@ -2076,6 +2087,9 @@ mod locality_tests {
             self.reclaimed.extend(rec);
             Ok(true)
         }
+        fn locality_pays(&self) -> bool {
+            !self.free_writes
+        }
     }
 
     /// Reclaimed pages listed descending.
@@ -2100,6 +2114,25 @@ mod locality_tests {
                 pg
             })
             .collect()
+    }
+
+    #[test]
+    fn small_transactions_leave_runs_alone_where_writes_cost_the_same() {
+        // Free: 40..=45 (a run of 6), 20, 10. Where locality gains nothing,
+        // a small transaction's single pages take the lowest free pages and
+        // leave the run to a large value's chunk; a larger transaction, or
+        // one where locality pays, starts at the run.
+        let pool = |free_writes, dirty| Pool {
+            reclaimed: runs(&[45, 44, 43, 42, 41, 40, 20, 10]),
+            first_unallocated: 100,
+            now: 100,
+            dirty,
+            free_writes,
+            ..Default::default()
+        };
+        assert_eq!(alloc_n(&mut pool(true, 0), 2), vec![10, 20]);
+        assert_eq!(alloc_n(&mut pool(true, GATHER_MIN_DIRTY), 2), vec![40, 41]);
+        assert_eq!(alloc_n(&mut pool(false, 0), 2), vec![40, 41]);
     }
 
     #[test]
@@ -2292,7 +2325,7 @@ mod vec_policy_tests {
         RUN_POOL_PER_DIRTY,
     };
     use crate::error::Result;
-    use crate::run_list::tests::longest_in_vec;
+    use crate::run_list::tests::{longest_in_vec, take_fit_in_vec};
     use crate::run_list::RunList;
 
     /// `RunPool` with the reclaimed pages as a plain list.
@@ -2382,7 +2415,11 @@ mod vec_policy_tests {
             vec_next_in_run(s).unwrap()
         }
         fn take(&mut self, n: usize) -> Option<u32> {
-            take_run(self, n)
+            if n == 1 {
+                take_run(self, n)
+            } else {
+                take_fit_in_vec(self, n)
+            }
         }
         fn add(&mut self, pages: Vec<u32>) {
             self.extend(pages);

@@ -163,7 +163,7 @@ impl MemWriter {
         if let Some(p) = take_run(&mut self.loose, n) {
             return p;
         }
-        if let Some(p) = self.reclaimed.take_top(n) {
+        if let Some(p) = self.reclaimed.take_fit(n) {
             return p;
         }
         let p = self.next;
