@@ -44,9 +44,9 @@ pub(crate) struct RunList {
     /// Where the last page was looked up or taken (an index into `runs`):
     /// the next look-up tries there first.
     hint: usize,
-    /// Work space of [`RunList::merge`]: two empty lists of runs with the
-    /// capacity they grew to.
-    spare: [Vec<Run>; 2],
+    /// Work space of [`RunList::merge`]: an empty list of runs with the
+    /// capacity it grew to.
+    spare: Vec<Run>,
 }
 
 impl RunList {
@@ -103,7 +103,7 @@ impl RunList {
     /// larger buffer than the runs after a merge), so that a caller
     /// dropping an oversized list drops all of its memory.
     pub(crate) fn capacity(&self) -> usize {
-        self.spare.iter().map(Vec::capacity).fold(self.runs.capacity(), usize::max)
+        self.spare.capacity().max(self.runs.capacity())
     }
 
     /// Empties the list; it keeps its capacity.
@@ -210,58 +210,75 @@ impl RunList {
     }
 
     /// Merges pages sorted descending into the runs at once (a new list of
-    /// runs and a new index): for more than a few pages. The pages become
-    /// runs first, in the tight loop of [`runs_of_desc`], and the two lists
-    /// of runs are merged: a chunk's search merges whole GC records of a
-    /// thousand pages into a list of thousands, where a merge page by page
-    /// cost 30 instructions a page.
+    /// runs and a new index): for more than a few pages. One pass over the
+    /// pages and the old runs, highest first, each page joining the run
+    /// being built or starting the next: a chunk's search merges whole GC
+    /// records of a thousand pages into a list of thousands, where a merge
+    /// page by page cost 30 instructions a page, and building the pages'
+    /// runs first and then merging two lists of runs about 20.
     fn merge(&mut self, pages: &[u32]) {
-        let [mut new, mut out] = std::mem::take(&mut self.spare);
-        new.clear();
+        let mut out = std::mem::take(&mut self.spare);
         out.clear();
-        runs_of_desc(pages, &mut new);
         let old = std::mem::take(&mut self.runs);
-        out.reserve(old.len() + new.len());
-        // Runs come highest end first; each joins the run being built if it
-        // touches or overlaps it, else that run is done.
-        let (mut i, mut j, mut len) = (0, 0, 0usize);
-        let mut cur: Option<Run> = None;
-        loop {
-            let next = if i < old.len() && (j == new.len() || old[i].end() >= new[j].end()) {
+        out.reserve(old.len() + pages.len());
+        self.long.clear();
+        let mut len = 0usize;
+        // The run being built: `start..end`, or none yet (`end == 0`: a run
+        // ends after its first page, so never at 0).
+        let mut cur = (0u32, 0u32);
+        // The next old run and where it ends (0 when there is none: every
+        // page ends above that).
+        let mut i = 0;
+        let mut old_end = old.first().map_or(0, |r| r.end());
+        for &p in pages {
+            // The old runs ending above the page come first.
+            while old_end > p {
+                let r = old[i];
+                self.absorb(&mut out, &mut cur, &mut len, r.start, old_end);
                 i += 1;
-                old[i - 1]
-            } else if j < new.len() {
-                j += 1;
-                new[j - 1]
-            } else {
-                break;
-            };
-            match &mut cur {
-                Some(c) if next.end() >= c.start => {
-                    let end = c.end();
-                    c.start = c.start.min(next.start);
-                    c.len = end - c.start;
-                }
-                _ => {
-                    if let Some(done) = cur.replace(next) {
-                        len += done.len as usize;
-                        out.push(done);
-                    }
-                }
+                old_end = old.get(i).map_or(0, |r| r.end());
             }
+            self.absorb(&mut out, &mut cur, &mut len, p, p + 1);
         }
-        if let Some(done) = cur {
-            len += done.len as usize;
-            out.push(done);
+        for r in &old[i..] {
+            self.absorb(&mut out, &mut cur, &mut len, r.start, r.end());
+        }
+        if cur.1 != 0 {
+            len += self.push_run(&mut out, Run { start: cur.0, len: cur.1 - cur.0 });
         }
         self.runs = out;
         self.len = len;
-        self.long.clear();
-        self.long.extend(self.runs.iter().filter(|r| r.len >= INDEXED));
         self.hint = 0;
         let mut old = old;
         old.clear();
-        self.spare = [new, old];
+        self.spare = old;
+    }
+
+    /// [`RunList::merge`]: pages `s..e`, the highest left to merge, join
+    /// the run being built (`cur`) if they touch or overlap it (a page
+    /// listed twice counts once), else that run is done and they start the
+    /// next.
+    #[inline(always)]
+    fn absorb(&mut self, out: &mut Vec<Run>, cur: &mut (u32, u32), len: &mut usize, s: u32, e: u32) {
+        if e >= cur.0 && cur.1 != 0 {
+            cur.0 = cur.0.min(s);
+        } else {
+            if cur.1 != 0 {
+                *len += self.push_run(out, Run { start: cur.0, len: cur.1 - cur.0 });
+            }
+            *cur = (s, e);
+        }
+    }
+
+    /// Appends run `r` to `out` (the lowest so far), indexing it if long;
+    /// its length.
+    #[inline(always)]
+    fn push_run(&mut self, out: &mut Vec<Run>, r: Run) -> usize {
+        if r.len >= INDEXED {
+            self.long.push(r);
+        }
+        out.push(r);
+        r.len as usize
     }
 
     /// Removes `pgno`; whether it was there.
