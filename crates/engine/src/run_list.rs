@@ -89,11 +89,18 @@ impl RunList {
     /// list empty with its capacity.
     pub(crate) fn drain_into(&mut self, out: &mut Vec<u32>) {
         // A run at a time, each a counted range (extending from `iter` paid
-        // 20 instructions a page; slots zeroed first and then written, as
-        // before, paid a memset of the whole list).
+        // 20 instructions a page; slots zeroed first and then written paid
+        // a memset of the whole list and more), and a run of one page, the
+        // usual kind in a GC record, pushed (a range's extend sets up a
+        // loop: after a 1M-record batch the blob probe's commits drained
+        // about a thousand instructions less each).
         out.reserve(self.len);
         for r in &self.runs {
-            out.extend((r.start..r.end()).rev());
+            if r.len == 1 {
+                out.push(r.start);
+            } else {
+                out.extend((r.start..r.end()).rev());
+            }
         }
         self.clear();
     }
