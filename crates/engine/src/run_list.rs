@@ -3,11 +3,11 @@
 //!
 //! It answers what the page allocator asks (`gc::alloc`) without walking or
 //! moving the pages one by one: the lowest page, the lowest pages of the
-//! run that fits `n` pages best, whether a page is free (a binary search over runs, or
-//! none at all when the page is next to where the last one was taken), and
-//! the longest run (lowest on ties) from a small index of the runs of
-//! [`INDEXED`] pages or more. Taking the lowest page of a run, as
-//! the commit-locality policy does page after page, changes that run in
+//! run that fits `n` pages best, whether a page is free (a binary search
+//! over runs, or none at all when the page is next to where the last one
+//! was taken), and the longest run (lowest on ties) from a small index of
+//! the runs of [`INDEXED`] pages or more. Taking the lowest page of a run,
+//! as the commit-locality policy does page after page, changes that run in
 //! place. The order of the pages is the descending order of the page lists
 //! it replaced: the runs are kept highest first, and [`RunList::to_vec`]
 //! lists the pages descending.
@@ -598,10 +598,10 @@ pub(crate) mod tests {
                 _ => runs.push((i, 1)),
             }
         }
-        let (at, len) = runs.into_iter().filter(|&(_, len)| len >= n).min_by_key(|&(_, len)| len)?;
+        let (at, _) = runs.into_iter().filter(|&(_, len)| len >= n).min_by_key(|&(_, len)| len)?;
         let low = list[at];
-        // The run is list[at + 1 - len..=at], highest first: its lowest n.
-        let _ = len;
+        // The run ends at `at` (its lowest page, the list descending): its
+        // lowest n pages.
         list.drain(at + 1 - n..=at);
         Some(low)
     }
