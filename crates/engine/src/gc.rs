@@ -637,7 +637,7 @@ fn partial_take(txn: &RwTxn<'_>, need: usize) -> usize {
 /// Rewrites GC record `key` (`bytes` long) to list only `pages`, in place
 /// (same size: the record's tail is zeros).
 fn rewrite_record(txn: &mut RwTxn<'_>, key: u64, bytes: usize, pages: &[u32]) -> Result<()> {
-    let loc = write::put(txn, Db::GC, &key.to_le_bytes(), Val::Reserve(bytes), PutFlags::RESERVE, 0)?;
+    let loc = write::put(txn, Db::GC, &key.to_le_bytes(), Val::Filled(bytes), PutFlags::RESERVE, 0)?;
     if loc.len != bytes || 4 * (pages.len() + 1) > bytes {
         return Err(Error::Problem("a rewritten GC record changed size".into()));
     }
@@ -917,7 +917,7 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         }
         for &(k, bytes, _) in plan.iter() {
             if edits_now(k) && !layout.iter().any(|p| p.0 == k && p.1 == bytes) {
-                let loc = write::put(w, gc, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::RESERVE, 0)?;
+                let loc = write::put(w, gc, &k.to_le_bytes(), Val::Filled(bytes), PutFlags::RESERVE, 0)?;
                 last_put = Some((k, loc));
             }
         }
@@ -1389,7 +1389,7 @@ mod tests {
             let rest = pages.len() - PARTIAL_TAKE;
             w.reclaimed.extend(pages.split_off(rest));
             let bytes = record_sizes(w)[&k];
-            let loc = write::put(w, 0, &k.to_le_bytes(), Val::Reserve(bytes), PutFlags::RESERVE, 0)?;
+            let loc = write::put(w, 0, &k.to_le_bytes(), Val::Filled(bytes), PutFlags::RESERVE, 0)?;
             let buf = w.dirty_mut_full(loc.pgno);
             crate::format::pnl::encode_into(&pages, &mut buf[loc.off..loc.off + loc.len]);
             return Ok(true);
