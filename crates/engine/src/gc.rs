@@ -286,7 +286,7 @@ fn alloc_any(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
         if !synced
             && !txn.saving_gc
             && !txn.in_reclaim
-            && txn.steady_txnid < txn.st.base.txnid()
+            && txn.st.steady_txnid < txn.st.base.txnid()
             && sync_would_help(txn, n)?
         {
             force_steady(txn)?;
@@ -324,7 +324,7 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
     let limit = txn.txnid - 1;
     let straggler = match txn.detent {
         Some(d) => d,
-        None => lck.oldest_reader(txn.steady_txnid).min(limit),
+        None => lck.oldest_reader(txn.st.steady_txnid).min(limit),
     };
     if straggler >= txn.st.base.txnid() {
         return Ok(false);
@@ -334,8 +334,8 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
     let mut notify_end = false;
     loop {
         lck.force_refresh();
-        let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
-        if oldest == txn.steady_txnid || oldest > straggler {
+        let oldest = lck.oldest_reader(txn.st.steady_txnid).min(limit);
+        if oldest == txn.st.steady_txnid || oldest > straggler {
             break;
         }
         lck.sweep_dead_readers()?;
@@ -373,7 +373,7 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
     if notify_end {
         if let Some(cb) = &callback {
             lck.force_refresh();
-            let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+            let oldest = lck.oldest_reader(txn.st.steady_txnid).min(limit);
             let _ = cb(&SlowReader {
                 pid: 0,
                 tid: 0,
@@ -385,7 +385,7 @@ fn kick_laggards(txn: &mut RwTxn<'_>) -> Result<bool> {
         }
     }
     lck.force_refresh();
-    let oldest = lck.oldest_reader(txn.steady_txnid).min(limit);
+    let oldest = lck.oldest_reader(txn.st.steady_txnid).min(limit);
     if oldest > straggler {
         txn.detent = None;
         txn.gc_exhausted = false;
@@ -424,7 +424,7 @@ fn sweep_if_pinned(txn: &mut RwTxn<'_>) -> Result<bool> {
 /// tmpfs, where a sync is free (at least `n`, always).
 fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let readers = txn.env.lck.oldest_live_reader().unwrap_or(u64::MAX).min(txn.txnid - 1);
-    if readers <= txn.steady_txnid {
+    if readers <= txn.st.steady_txnid {
         return Ok(false);
     }
     let tail_grows = txn.geo.first_unallocated as u64 + n as u64 > txn.geo.now as u64;
@@ -435,7 +435,7 @@ fn sync_would_help(txn: &mut RwTxn<'_>, n: usize) -> Result<bool> {
     let want = half_step.max(n).max(1);
     let mut held = 0usize;
     let mut c = txn.cursor(Db::GC)?;
-    let mut rec = c.set_range(&(txn.steady_txnid + 1).to_le_bytes())?;
+    let mut rec = c.set_range(&(txn.st.steady_txnid + 1).to_le_bytes())?;
     while let Some((k, v)) = rec {
         let Some(pnl) = Pnl::new(v) else { break };
         if k.len() != 8 || u64::from_le_bytes(k.try_into().expect("8 bytes")) > readers {
@@ -456,11 +456,11 @@ fn force_steady(txn: &mut RwTxn<'_>) -> Result<()> {
     env.sync_data()?;
     let mut m = txn.st.base.clone();
     m.sign = SIGN_STEADY;
-    env.write_at(&[&m.body()], (txn.recent_slot * env.page_size + META_OFF) as u64)?;
+    env.write_at(&[&m.body()], (txn.st.recent_slot * env.page_size + META_OFF) as u64)?;
     env.sync_data()?;
     env.lck.after_commit(m.txnid(), true, true);
     txn.st.base = m;
-    txn.steady_txnid = txn.st.base.txnid();
+    txn.st.steady_txnid = txn.st.base.txnid();
     txn.detent = None;
     txn.gc_exhausted = false;
     Ok(())
@@ -611,7 +611,7 @@ fn detent(txn: &mut RwTxn<'_>) -> u64 {
     match txn.detent {
         Some(d) => d,
         None => {
-            let d = txn.env.lck.oldest_reader(txn.steady_txnid).min(txn.txnid - 1);
+            let d = txn.env.lck.oldest_reader(txn.st.steady_txnid).min(txn.txnid - 1);
             txn.detent = Some(d);
             d
         }
@@ -810,7 +810,7 @@ impl GcWriter for RwTxn<'_> {
 pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
     let saved = write_gc(txn)?;
-    txn.retired_count = txn.retired_count.saturating_add(saved.retired as u64);
+    txn.st.retired_count = txn.st.retired_count.saturating_add(saved.retired as u64);
     Ok(saved.last_key)
 }
 
@@ -1155,7 +1155,7 @@ fn top_up(txn: &mut RwTxn<'_>, want: usize) -> Result<bool> {
         // In a lazy mode the last steady commit may be what holds records
         // back: make it steady (once) rather than take the tail.
         if txn.st.reclaimed.len() < want
-            && txn.steady_txnid < txn.st.base.txnid()
+            && txn.st.steady_txnid < txn.st.base.txnid()
             && sync_would_help(txn, want - txn.st.reclaimed.len())?
         {
             force_steady(txn)?;

@@ -260,7 +260,7 @@ fn nested_insert<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val
     touch_path(w, nt, &mut path)?;
     let (leaf, idx) = (path.leaf(), path.at(path.leaf()).1);
     nt.inc_items(1, path.at(leaf).0)?;
-    insert_at(w, nt, &path, leaf, idx, val, 0, 0, &[], rightmost)?;
+    insert_at(w, nt, &path, leaf, idx, val, 0, 0, &[], Some(rightmost))?;
     nt.mod_txnid = w.txnid();
     Ok(true)
 }
@@ -329,7 +329,7 @@ fn replace_node<W: TreeWriter + ?Sized>(
 ) -> Result<()> {
     let (lpg, idx) = path.at(path.leaf());
     write::p_remove(w.dirty_mut(lpg), idx);
-    insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, false)
+    insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, Some(false))
 }
 
 /// Frees a key's values (its nested tree pages); returns how many values it had.
@@ -395,7 +395,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         let lpg = path.at(path.leaf()).0;
         tree.inc_items(1, lpg)?;
         let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
-        insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, rightmost)?;
+        insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, Some(rightmost))?;
         return done(w, db, tree, &t, val);
     }
     if flags.contains(PutFlags::NO_OVERWRITE) {

@@ -253,6 +253,9 @@ fn room(buf: &[u8]) -> usize {
 }
 
 /// Inserts a node at `idx` of the page at `level`, splitting as needed.
+/// `rightmost`: whether the insert is at the right edge of the tree (the
+/// split policy for sequential inserts), `None` if not known yet: then
+/// read from `path` only if a page splits (most inserts split nothing).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     w: &mut W,
@@ -264,7 +267,7 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     hdr: u32,
     flags: u8,
     data: &[u8],
-    rightmost: bool,
+    rightmost: Option<bool>,
 ) -> Result<()> {
     let pgno = path.at(level).0;
     let buf = w.dirty_mut(pgno);
@@ -272,6 +275,12 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
         p_insert(buf, idx, key, hdr, flags, data)?;
         return Ok(());
     }
+    // (The path's pages, copied or not, have the entries they had.)
+    let rightmost = match rightmost {
+        Some(r) => r,
+        None => is_rightmost(w, path)?,
+    };
+    let buf = w.dirty_mut(pgno);
     let page = Page { buf };
     let is_branch = page.is_branch();
     let dupfix_k = page.is_dupfix().then(|| page.dupfix_ksize() as usize);
@@ -411,7 +420,7 @@ fn link_right<W: TreeWriter + ?Sized>(
         return Ok(());
     }
     let (_, pidx) = path.at(level - 1);
-    insert_at(w, tree, path, level - 1, pidx + 1, sep, right, 0, &[], rightmost)
+    insert_at(w, tree, path, level - 1, pidx + 1, sep, right, 0, &[], Some(rightmost))
 }
 
 /// Whether the path follows the last entry of every branch.
@@ -551,7 +560,13 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     if !exact && flags.contains(PutFlags::CURRENT) {
         return Err(Error::NotFound);
     }
-    let rightmost = !exact && (flags.contains(PutFlags::APPEND) || is_rightmost(w, &path)?);
+    let rightmost = if exact {
+        Some(false)
+    } else if flags.contains(PutFlags::APPEND) {
+        Some(true)
+    } else {
+        None
+    };
     touch_path(w, &mut tree, &mut path)?;
     let lpg = path.at(leaf).0;
     if exact {
@@ -884,7 +899,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
         p_remove(w.dirty_mut(ppg), ridx);
         let mut ppath = *path;
         ppath.len = level;
-        return insert_at(w, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], false);
+        return insert_at(w, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], Some(false));
     }
 }
 

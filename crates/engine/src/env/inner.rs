@@ -357,7 +357,11 @@ impl EnvInner {
     /// metas took 8% of a one-put commit, and copying and comparing all
     /// their bytes 5%.
     /// `known` is that record (`WriteState::metas`).
-    pub(crate) fn writer_metas(&self, known: &mut Option<WriterMetas>, map: &Mmap) -> Result<(Meta, Troika, u64)> {
+    pub(crate) fn writer_metas<'k>(
+        &self,
+        known: &'k mut Option<WriterMetas>,
+        map: &Mmap,
+    ) -> Result<(&'k Meta, Troika, u64)> {
         let ps = self.page_size;
         let unchanged = known.as_ref().is_some_and(|k| {
             (0..3).all(|i| {
@@ -380,7 +384,7 @@ impl EnvInner {
         }
         let k = known.as_ref().expect("filled above");
         let t = k.troika;
-        Ok((k.metas[t.recent].clone(), t, durable_steady_txnid(&k.metas, t, &self.lck)))
+        Ok((&k.metas[t.recent], t, durable_steady_txnid(&k.metas, t, &self.lck)))
     }
 
     /// After a commit wrote `meta` (whose bytes are `body`) into slot `i`:
@@ -818,13 +822,13 @@ mod tests {
         let ps = inner.page_size;
         let map = inner.map.read().unwrap().clone();
         let mut st = inner.writer_state.lock().unwrap();
-        let (m, t, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
+        let (m, t) = inner.writer_metas(&mut st.metas, &map).map(|(m, t, _)| (m.clone(), t)).unwrap();
 
         // The sign of the newest meta turned (whichever way: only the
         // detection is tested here).
         let sign = if m.is_steady() { SIGN_WEAK } else { SIGN_STEADY };
         inner.file.write_all_at(&sign.to_le_bytes(), (t.recent * ps + META_OFF + SIGN_AT) as u64).unwrap();
-        let (m2, t2, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
+        let (m2, t2) = inner.writer_metas(&mut st.metas, &map).map(|(m, t, _)| (m.clone(), t)).unwrap();
         assert_eq!((m2.txnid(), m2.sign, t2.recent), (m.txnid(), sign, t.recent));
 
         // A newer commit in the tail slot.
@@ -832,7 +836,7 @@ mod tests {
         newer.txnid_a = m.txnid() + 1;
         newer.txnid_b = m.txnid() + 1;
         inner.file.write_all_at(&newer.body(), (t.tail * ps + META_OFF) as u64).unwrap();
-        let (m3, t3, _) = inner.writer_metas(&mut st.metas, &map).unwrap();
+        let (m3, t3) = inner.writer_metas(&mut st.metas, &map).map(|(m, t, _)| (m.clone(), t)).unwrap();
         drop(st);
         assert_eq!((m3.txnid(), t3.recent), (m.txnid() + 1, t.tail));
         // And a write transaction builds on it.

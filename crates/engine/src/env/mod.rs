@@ -471,31 +471,36 @@ impl Env {
         // The metas are read under the map's read lock, and the map is the
         // transaction's if it covers the base snapshot (else `map_for`
         // checks the file and remaps).
-        let (base, t, steady_txnid, covering) = {
+        // The base meta is copied once, from the writer's record of the
+        // slots into the state (a meta is 224 bytes: each move is a copy).
+        let (t, steady_txnid, covering) = {
             let current = env.map.read().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *st;
             let (base, t, steady_txnid) = env.writer_metas(&mut st.metas, &current)?;
-            let covering = env.map_covers(&base, &current).then(|| current.clone());
-            (base, t, steady_txnid, covering)
+            st.base.clone_from(base);
+            let covering = env.map_covers(&st.base, &current).then(|| current.clone());
+            (t, steady_txnid, covering)
         };
         let map = match covering {
             Some(map) => map,
-            None => env.map_for(&base, t.recent)?,
+            None => env.map_for(&st.base, t.recent)?,
         };
-        let txnid = base.txnid() + 1;
+        let txnid = st.base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
         }
-        let base_geo = base.geo;
-        st.begin(base, &env.dbs);
+        let base_geo = st.base.geo;
+        st.begin(&env.dbs);
+        st.base_slot = t.tail;
+        st.recent_slot = t.recent;
+        st.steady_txnid = steady_txnid;
+        st.retired_count = 0;
         Ok(RwTxn {
             env,
             st,
             _guard: guard,
             map,
             geo: plausible_growth(base_geo, env.page_size),
-            steady_txnid,
-            base_slot: t.tail,
-            recent_slot: t.recent,
             txnid,
             dirty_extra: 0,
             run_next: 0,
@@ -506,7 +511,6 @@ impl Env {
             no_spare: false,
             readers_swept: false,
             saving_gc: false,
-            retired_count: 0,
             poisoned: false,
         })
     }

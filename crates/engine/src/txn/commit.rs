@@ -34,7 +34,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // A statistics counter that a damaged (or very old) meta may carry near
     // its limit: it wraps, exactly as libmdbx's unsigned arithmetic does, so
     // both write the same meta (and a debug build does not panic).
-    meta.pages_retired = txn.st.base.pages_retired.wrapping_add(txn.retired_count);
+    meta.pages_retired = txn.st.base.pages_retired.wrapping_add(txn.st.retired_count);
     meta.bootid = crate::bootid::boot_id();
     meta.txnid_a = meta_txnid;
     meta.txnid_b = meta_txnid;
@@ -151,13 +151,13 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // writes it in place in the map, as libmdbx does (no system call); with
     // no sync after it (none is needed on tmpfs), that cannot fail, and the
     // previous contents are not needed (else the writer's copy of them).
-    let slot_off = (txn.base_slot * ps + META_OFF) as u64;
+    let slot_off = (txn.st.base_slot * ps + META_OFF) as u64;
     let body = meta.body();
     let in_map_unsynced =
-        !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
+        !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &body);
     if !in_map_unsynced {
-        let previous = txn.env.previous_meta_body(&txn.st.metas, &txn.map, txn.base_slot)?;
-        let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &body);
+        let previous = txn.env.previous_meta_body(&txn.st.metas, &txn.map, txn.st.base_slot)?;
+        let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
         } else {
@@ -165,13 +165,14 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
         };
         if let Err(e) = meta_written {
-            if !(in_map && txn.env.write_meta_in_map(&txn.map, txn.base_slot, &previous)) {
+            if !(in_map && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &previous)) {
                 let _ = txn.env.write_at(&[&previous], slot_off);
             }
             return Err(e.into());
         }
     }
-    crate::env::EnvInner::note_meta_written(&mut txn.st.metas, txn.base_slot, &meta, &body);
+    let slot = txn.st.base_slot;
+    crate::env::EnvInner::note_meta_written(&mut txn.st.metas, slot, &meta, &body);
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.

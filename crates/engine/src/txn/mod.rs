@@ -364,10 +364,6 @@ pub struct RwTxn<'env> {
     pub(crate) st: std::sync::MutexGuard<'env, WriteState>,
     pub(crate) _guard: WriterGuard<'env>,
     pub(crate) map: Arc<Mmap>,
-    pub(crate) base_slot: usize,
-    /// Meta slot of the base meta.
-    pub(crate) recent_slot: usize,
-    pub(crate) steady_txnid: u64,
     pub(crate) txnid: u64,
     pub(crate) geo: MetaGeo,
     /// Pages beyond the first of the large chunks in `dirty` (so that
@@ -386,7 +382,6 @@ pub struct RwTxn<'env> {
     pub(crate) no_spare: bool,
     /// Dead readers were swept in this transaction (see `gc::alloc`).
     pub(crate) readers_swept: bool,
-    pub(crate) retired_count: u64,
     pub(crate) poisoned: bool,
 }
 
@@ -402,6 +397,15 @@ pub struct RwTxn<'env> {
 pub(crate) struct WriteState {
     /// The meta this transaction started from.
     pub(crate) base: Meta,
+    /// The meta slot the commit writes (the troika's tail).
+    pub(crate) base_slot: usize,
+    /// The meta slot of the base meta.
+    pub(crate) recent_slot: usize,
+    /// The txnid of the last steady commit (a lazy mode may reuse no page
+    /// it still needs).
+    pub(crate) steady_txnid: u64,
+    /// Pages this transaction retired to the GC (the meta's counter).
+    pub(crate) retired_count: u64,
     pub(crate) tables: Vec<Option<Table>>,
     pub(crate) dirty: Dirty,
     /// Dirty pages (heads of chunks) written to the data file early to bound
@@ -465,6 +469,10 @@ impl Default for WriteState {
                 bootid: [0; 16],
                 dxbid: [0; 16],
             },
+            base_slot: 0,
+            recent_slot: 0,
+            steady_txnid: 0,
+            retired_count: 0,
             tables: Vec::new(),
             dirty: Default::default(),
             spilled: Default::default(),
@@ -487,22 +495,24 @@ impl Default for WriteState {
 }
 
 impl WriteState {
-    /// Sets the state up for a write transaction starting from `base`.
-    pub(crate) fn begin(&mut self, base: Meta, dbs: &DbRegistry) {
-        self.canary = base.canary;
-        self.tables_for(&base, dbs);
-        self.base = base;
+    /// Sets the state up for a write transaction starting from `self.base`
+    /// (set by the caller).
+    pub(crate) fn begin(&mut self, dbs: &DbRegistry) {
+        self.canary = self.base.canary;
+        let (gc, main) = (self.base.gc, self.base.main);
+        self.tables_for(gc, main, dbs);
     }
 
-    /// The table list for a write transaction on `base`: the kept named
-    /// tables if they are current (the main tree they were committed in is
-    /// `base`'s: no other commit changed a table record since, so a one-put
-    /// commit into a named table does not look the table up again), and the
-    /// GC and the main table of `base`. Otherwise only those two.
-    fn tables_for(&mut self, base: &Meta, dbs: &DbRegistry) {
+    /// The table list for a write transaction on the base snapshot (its GC
+    /// and main trees): the kept named tables if they are current (the main
+    /// tree they were committed in is the base's: no other commit changed a
+    /// table record since, so a one-put commit into a named table does not
+    /// look the table up again), and the GC and the main table. Otherwise
+    /// only those two.
+    fn tables_for(&mut self, gc: Tree, main: Tree, dbs: &DbRegistry) {
         let tables = &mut self.tables;
         let forgotten = dbs.forgotten();
-        if self.committed_main.take() != Some(base.main) {
+        if self.committed_main.take() != Some(main) {
             tables.clear();
         } else if tables.len() > 2 && forgotten != self.tables_forgotten {
             // A slot was freed since the tables were kept (only a write
@@ -515,8 +525,8 @@ impl WriteState {
             tables.reserve(4);
             tables.resize(2, None);
         }
-        tables[0] = Some(Table::new(base.gc, None));
-        tables[1] = Some(Table::new(base.main, None));
+        tables[0] = Some(Table::new(gc, None));
+        tables[1] = Some(Table::new(main, None));
     }
 
     /// Empties the state at the end of a transaction, for the next one:
@@ -565,8 +575,9 @@ impl WriteState {
 }
 
 // A transaction is moved out of `begin_rw_txn`'s result and into `commit`:
-// its bulk belongs in `WriteState`, not here.
-const _: () = assert!(std::mem::size_of::<RwTxn<'static>>() <= 192);
+// its bulk belongs in `WriteState`, not here. At 128 bytes or less the
+// compiler moves it with a few vector stores instead of a `memcpy` call.
+const _: () = assert!(std::mem::size_of::<RwTxn<'static>>() <= 128);
 
 impl Drop for RwTxn<'_> {
     /// Gives the dirty buffers to the pool and leaves the state emptied for
@@ -1046,25 +1057,35 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The table state of `db`, loaded into this transaction on first use
-    /// (taken from `read_loaded` if a read loaded it).
+    /// (taken from `read_loaded` if a read loaded it). Inline: every tree
+    /// edit ends here (`set_tree`), half a dozen times a one-put commit, and
+    /// the table is loaded but for the first.
+    #[inline]
     fn loaded_table(&mut self, db: Db) -> Result<&mut Table> {
         db.check_env(self.env)?;
         let i = db.dbi as usize;
-        if self.st.tables.get(i).is_some_and(|t| t.as_ref().is_some_and(|t| t.gen != db.gen)) {
-            return Err(Error::BadDbi);
-        }
-        if self.st.tables.get(i).is_none_or(|t| t.is_none()) {
-            let read = self.st.read_loaded.get_mut().get_mut(i).and_then(Option::take).filter(|t| t.gen == db.gen);
-            let t = match read {
-                Some(t) => t,
-                None => self.load_table(db)?,
-            };
-            if self.st.tables.len() <= i {
-                self.st.tables.resize(i + 1, None);
-            }
-            self.st.tables[i] = Some(t);
+        match self.st.tables.get(i) {
+            Some(Some(t)) if t.gen == db.gen => {}
+            Some(Some(_)) => return Err(Error::BadDbi),
+            _ => self.load_into_tables(db)?,
         }
         Ok(self.st.tables[i].as_mut().expect("loaded above"))
+    }
+
+    /// [`RwTxn::loaded_table`] of a table not in `tables` yet.
+    #[inline(never)]
+    fn load_into_tables(&mut self, db: Db) -> Result<()> {
+        let i = db.dbi as usize;
+        let read = self.st.read_loaded.get_mut().get_mut(i).and_then(Option::take).filter(|t| t.gen == db.gen);
+        let t = match read {
+            Some(t) => t,
+            None => self.load_table(db)?,
+        };
+        if self.st.tables.len() <= i {
+            self.st.tables.resize(i + 1, None);
+        }
+        self.st.tables[i] = Some(t);
+        Ok(())
     }
 
     /// The APPEND hint of a table (see `Table::append_leaf`).

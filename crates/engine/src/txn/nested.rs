@@ -57,7 +57,7 @@ impl<'env> RwTxn<'env> {
             consumed_len: self.st.consumed.len(),
             detent: self.detent,
             gc_exhausted: self.gc_exhausted,
-            retired_count: self.retired_count,
+            retired_count: self.st.retired_count,
             canary: self.st.canary,
         };
         self.st.frames.push(Frame {
@@ -113,7 +113,7 @@ impl<'env> RwTxn<'env> {
         self.st.consumed.truncate(s.consumed_len);
         self.detent = s.detent;
         self.gc_exhausted = s.gc_exhausted;
-        self.retired_count = s.retired_count;
+        self.st.retired_count = s.retired_count;
         self.st.canary = s.canary;
         self.poisoned = false;
     }
