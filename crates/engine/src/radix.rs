@@ -44,16 +44,28 @@ pub(crate) fn sort_by_key<T: Copy + Default>(v: &mut Vec<T>, key: impl Fn(T) -> 
 }
 
 /// Sorts page numbers in descending order (the order of the GC's lists).
+/// (The test for a list with nothing to sort is inline: the GC update
+/// sorts its loose pages, usually none, each commit.)
+#[inline]
 pub(crate) fn sort_desc(pages: &mut Vec<u32>) {
-    sort_by_key(pages, |p| !p);
+    if pages.len() > 1 {
+        sort_by_key(pages, |p| !p);
+    }
 }
 
 /// Merges `add`, in descending order, into `pages`, in descending order:
 /// `pages` then holds both, descending. Linear, in place from the back (the
 /// commit folds a few reclaimed pages into its retired ones; sorting both
 /// again cost 25 instructions a page).
-#[inline(never)]
+#[inline]
 pub(crate) fn merge_desc(pages: &mut Vec<u32>, add: &[u32]) {
+    if !add.is_empty() {
+        merge_desc_some(pages, add);
+    }
+}
+
+#[inline(never)]
+fn merge_desc_some(pages: &mut Vec<u32>, add: &[u32]) {
     debug_assert!(pages.is_sorted_by(|a, b| a >= b) && add.is_sorted_by(|a, b| a >= b));
     let mut i = pages.len();
     pages.extend_from_slice(add);

@@ -138,8 +138,20 @@ impl RunList {
     }
 
     /// Adds pages sorted descending; pages already in the list are kept
-    /// once. Returns how many were already there.
+    /// once. Returns how many were already there. (The test for nothing to
+    /// add is inline: the GC update passes its loose pages, usually none,
+    /// twice a commit.)
+    #[inline]
     pub(crate) fn extend_desc(&mut self, pages: &[u32]) -> usize {
+        if pages.is_empty() {
+            return 0;
+        }
+        self.extend_desc_some(pages)
+    }
+
+    /// [`RunList::extend_desc`] of at least one page.
+    #[inline(never)]
+    fn extend_desc_some(&mut self, pages: &[u32]) -> usize {
         debug_assert!(pages.is_sorted_by(|a, b| a >= b), "pages not sorted descending");
         let before = self.len;
         if self.runs.is_empty() {
