@@ -902,6 +902,17 @@ impl LockFile {
             oldest = steady_txnid;
             oldest_retired = steady_retired.unwrap_or(prev_retired);
             for i in 0..n {
+                // A slot that is neither older than the oldest so far nor
+                // stale is passed over on its txnid alone (as libmdbx's scan
+                // reads only the txnid); a candidate's txnid and retired
+                // count are read as a consistent pair below. (A reader that
+                // registers meanwhile raises the refresh flag: another pass.)
+                if sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire) == 0 || {
+                    let t = sh.slot_u64(i, SLOT_TXNID).load(Ordering::SeqCst);
+                    t >= oldest && t >= prev
+                } {
+                    continue;
+                }
                 let (pid, retired, txnid) = loop {
                     let pid = sh.slot_u32(i, SLOT_PID).load(Ordering::Acquire);
                     if pid == 0 {
