@@ -205,7 +205,7 @@ impl PagePool {
 
     /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
     /// has room; drops it otherwise (large-value chunks are not pooled).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {
         match buf.into() {
             PageBuf::Heap(buf) => {
