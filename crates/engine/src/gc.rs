@@ -60,6 +60,7 @@ fn take_reclaimed(list: &mut RunList, n: usize) -> Option<u32> {
 /// Allocates `n` contiguous page numbers. Single pages continue the run the
 /// previous allocation started where they can (see [`next_in_run`]), so a
 /// commit writes a few long extents rather than many scattered pages.
+#[inline]
 pub(crate) fn alloc(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
     // With WRITEMAP on tmpfs no page is ever written by a call: where a
     // page lies costs nothing, so no commit-locality policy.

@@ -512,7 +512,8 @@ impl WriteState {
     fn tables_for(&mut self, gc: Tree, main: Tree, dbs: &DbRegistry) {
         let tables = &mut self.tables;
         let forgotten = dbs.forgotten();
-        if self.committed_main.take() != Some(main) {
+        let kept = self.committed_main.take() == Some(main);
+        if !kept {
             tables.clear();
         } else if tables.len() > 2 && forgotten != self.tables_forgotten {
             // A slot was freed since the tables were kept (only a write
@@ -520,6 +521,16 @@ impl WriteState {
             dbs.drop_stale(tables);
         }
         self.tables_forgotten = forgotten;
+        if kept {
+            if let [Some(g), Some(m), ..] = &mut tables[..] {
+                // As the last commit left them (`end`): the main table's
+                // tree is `main`; the GC's differs at most in the meta's
+                // `dupfix_size`.
+                debug_assert!(m.tree == main && !m.dirty && m.name.is_none());
+                g.tree = gc;
+                return;
+            }
+        }
         if tables.len() < 2 {
             // Room for a named table or two without growing (the first time).
             tables.reserve(4);
