@@ -47,6 +47,18 @@ use crate::os::ofd::{self, LockMode, WHOLE_FILE_LEN};
 // ---------------------------------------------------------------------------
 // Counters
 
+/// The system calls [`LockFile::count_call`] counts: their counters'
+/// indexes in [`PageOps`] order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageCall {
+    /// A write of the data file (`wops`).
+    Write = 7,
+    /// An `msync` (`msync`).
+    Msync = 8,
+    /// An `fsync`/`fdatasync` (`fsync`).
+    Fsync = 9,
+}
+
 /// Page-operation counters of the environment (libmdbx's `pgop_stat`), kept
 /// in the lock file and shared by every process that has the environment
 /// open, rdbx and libmdbx alike, since the lock file was created
@@ -1109,6 +1121,16 @@ impl LockFile {
         }
     }
 
+    /// Counts one system call in the page-operation counters: one atomic
+    /// add (`add_page_ops` of a `PageOps` with one field set walked all
+    /// twelve, at every write call).
+    #[inline]
+    pub fn count_call(&self, call: PageCall) {
+        if let Some(sh) = &self.shared {
+            sh.u64(OFF_PGOPS + 8 * call as usize).fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// `unsynced_pages` of the lock region.
     pub fn unsynced_pages(&self) -> u64 {
         self.shared.as_ref().map_or(0, |sh| sh.u64(sh.layout.unsynced_pages).load(Ordering::Relaxed))
@@ -1552,4 +1574,22 @@ pub(crate) struct ReaderInfo {
     pub txnid: Option<u64>,
     pub pages_used: u32,
     pub pages_retired: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PageCall, PageOps};
+
+    /// `count_call` adds to the counter of the `PageOps` field it names.
+    #[test]
+    fn page_calls_name_their_counters() {
+        let index = |set: fn(&mut PageOps)| {
+            let mut ops = PageOps::default();
+            set(&mut ops);
+            ops.to_array().iter().position(|&v| v == 1)
+        };
+        assert_eq!(index(|o| o.wops = 1), Some(PageCall::Write as usize));
+        assert_eq!(index(|o| o.msync = 1), Some(PageCall::Msync as usize));
+        assert_eq!(index(|o| o.fsync = 1), Some(PageCall::Fsync as usize));
+    }
 }

@@ -746,13 +746,13 @@ impl EnvInner {
 
     /// One write of the data file, counted in the page-operation counters.
     pub(crate) fn write_at(&self, bufs: &[&[u8]], off: u64) -> std::io::Result<()> {
-        self.lck.add_page_ops(&crate::lck::PageOps { wops: 1, ..Default::default() });
+        self.lck.count_call(crate::lck::PageCall::Write);
         self.io.write_at(bufs, off)
     }
 
     /// One write-through write (durable when it returns; no separate sync).
     pub(crate) fn write_at_durable(&self, bufs: &[&[u8]], off: u64) -> std::io::Result<()> {
-        self.lck.add_page_ops(&crate::lck::PageOps { wops: 1, ..Default::default() });
+        self.lck.count_call(crate::lck::PageCall::Write);
         self.io.write_at_durable(bufs, off)
     }
 
@@ -761,7 +761,7 @@ impl EnvInner {
     /// written with `pwrite`), as libmdbx syncs in that mode.
     pub(crate) fn sync_data(&self) -> std::io::Result<()> {
         if self.writemap {
-            self.lck.add_page_ops(&crate::lck::PageOps { msync: 1, ..Default::default() });
+            self.lck.count_call(crate::lck::PageCall::Msync);
             let map = self.map.read().unwrap_or_else(|e| e.into_inner()).clone();
             let len = self.file_len.load(Ordering::Acquire) as usize;
             // On tmpfs or ramfs an msync only walks the mappings (the
@@ -775,7 +775,7 @@ impl EnvInner {
             }
             // A short map (see `open`) does not cover all of the file.
         }
-        self.lck.add_page_ops(&crate::lck::PageOps { fsync: 1, ..Default::default() });
+        self.lck.count_call(crate::lck::PageCall::Fsync);
         self.io.sync_data()
     }
 }
