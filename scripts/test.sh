@@ -8,7 +8,8 @@
 #      libmdbx 0.13 oracle (tests/oracle013, outside the workspace) built;
 #   4. cargo test --workspace --release --no-fail-fast (release: the interop
 #      tests are heavy; every test binary runs even after a failure), then
-#      the damaged-file suites again with overflow checks (profile `damage`);
+#      the damaged-file suites again with overflow checks (profile `damage`),
+#      and the engine's unit tests in a debug build (debug-only cross-checks);
 #   5. scripts/fuzz.sh: every fuzz target, repeatably (fixed seed, 2000 runs);
 # and prints a final "summary: N passed, N failed, N skipped" line.
 set -euo pipefail
@@ -42,6 +43,13 @@ cargo test --profile damage -p rdbx --no-fail-fast \
     --test corruption --test corruption_multimap --test check_agrees 2>&1 | tee -a "$log"
 damage_status=${PIPESTATUS[0]}
 [ "$status" = 0 ] && status=$damage_status
+# The engine's unit tests once more in a debug build: some shortcuts of the
+# commit path are cross-checked against the general computation only there
+# (`debug_assert`s, e.g. the GC update's settled rounds against a replan).
+echo "== cargo test -p rdbx --lib (debug build: debug-only cross-checks)"
+cargo test -p rdbx --lib --no-fail-fast 2>&1 | tee -a "$log"
+debug_status=${PIPESTATUS[0]}
+[ "$status" = 0 ] && status=$debug_status
 set -e
 
 # A short, time-boxed run of every fuzz target (installs cargo-fuzz when it is
