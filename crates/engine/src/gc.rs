@@ -955,21 +955,16 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         // (their lengths are the other inputs) would be planned the same
         // again: settled without a checking round. The usual small commit's
         // update is such a round when its record's put took its leaf from
-        // the file's tail.
-        if quiet_before.is_some_and(|b| b == list_lens(w)) {
-            #[cfg(debug_assertions)]
-            assert_eq!(replan(w, t, spare, Caps { page: page_cap, inline: inline_cap }, fold, layout), *layout);
-            stable = true;
-            break;
-        }
-        // Settled too: a round that wrote only the own record, one kept
-        // inline, and left no reclaimed or loose pages. The next plan would
+        // the file's tail. Settled too (`settled_own_inline`): a round that
+        // wrote only the own record, one kept inline, and left no reclaimed or loose pages. The next plan would
         // be that record holding the retired pages, at the size it has if
         // they fit (a record never shrinks). Every other one-put commit
         // ends so: it folds the one leftover reclaimed page into its
         // record, whose put then takes that page for the GC's new leaf (a
         // checking round cost about 200 instructions).
-        if quiet_before.is_some() && settled_own_inline(w.lists(), t, inline_cap, layout) {
+        if quiet_before.is_some_and(|b| b == list_lens(w))
+            || (quiet_before.is_some() && settled_own_inline(w.lists(), t, inline_cap, layout))
+        {
             #[cfg(debug_assertions)]
             assert_eq!(replan(w, t, spare, Caps { page: page_cap, inline: inline_cap }, fold, layout), *layout);
             stable = true;
