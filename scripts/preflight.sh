@@ -16,8 +16,11 @@
 #              machine already ships). Debian package: libclang-dev.
 #   cc         a C compiler and libc headers: libmdbx is built from source.
 #   rustfmt, clippy  the rustup components test.sh runs.
-# Nothing else: the tests spawn only binaries of this workspace (no tmux,
-# strace or python3); the pty tests open their pseudo-terminal themselves.
+#   strace     optional: one lock-race test (tests/open_race.rs) runs its
+#              closer under strace and is skipped without it; installed when
+#              apt-get can, never a failure.
+# Nothing else: the tests spawn only binaries of this workspace (no tmux or
+# python3); the pty tests open their pseudo-terminal themselves.
 set -uo pipefail
 
 # --- detectors -------------------------------------------------------------
@@ -143,4 +146,12 @@ if [ ${#missing[@]} != 0 ]; then
     done
     exit 1
 fi
-echo "preflight: ok (libclang: $(find_libclang); cc: $(command -v cc); rustfmt, clippy)"
+# Optional: strace widens a lock-file race for one test
+# (crates/engine/tests/open_race.rs, openers_meet_a_slow_last_closer), which
+# is skipped without it.
+if [ "$mode" = install ] && ! command -v strace >/dev/null 2>&1; then
+    echo "preflight: optional strace missing: running 'apt-get install strace'"
+    apt_install strace || echo "preflight: strace not installed; one open_race.rs test will be skipped"
+fi
+strace_note="strace: $(command -v strace || echo 'none, one test skipped')"
+echo "preflight: ok (libclang: $(find_libclang); cc: $(command -v cc); rustfmt, clippy; $strace_note)"

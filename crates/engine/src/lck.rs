@@ -1323,10 +1323,17 @@ impl Drop for LockFile {
             } else {
                 drop(region);
             }
+            // The data file first, then the lock file (libmdbx's order): an
+            // opener waits on the lock file, and once it gets it the data file
+            // must be free, or it takes the data file's whole-file lock for
+            // another process's and fails with `Busy` instead of waiting
+            // (tests/open_race.rs, `processes_only_opening_and_closing`).
+            let _ = ofd::unlock(&self.dxb, 0, WHOLE_FILE_LEN);
             let _ = ofd::unlock(&file, 0, WHOLE_FILE_LEN);
             drop(file);
+        } else {
+            let _ = ofd::unlock(&self.dxb, 0, WHOLE_FILE_LEN);
         }
-        let _ = ofd::unlock(&self.dxb, 0, WHOLE_FILE_LEN);
     }
 }
 
