@@ -275,6 +275,18 @@ fn check_fstat(dxb: &File, lck: &File) -> Result<bool> {
 /// The seize (docs/lock-format.md, "File locks"): returns whether we are exclusive.
 fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
     let mut rounds = 0u32;
+    // Holding READ on lock byte 0 of a lock file found too short (destroyed
+    // by its last user, or not created yet): let go, wait a little, start
+    // over.
+    let again = |rounds: &mut u32| -> Result<()> {
+        ofd::unlock(lck, 0, 1)?;
+        *rounds += 1;
+        if *rounds > 1000 {
+            return Err(Error::Busy("the lock file stays too short while in use (seize gave up)".into()));
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100 * u64::from((*rounds).min(50))));
+        Ok(())
+    };
     loop {
         // 1. Try to become the exclusive opener.
         let mut have_lck_write = ofd::try_lock(lck, LockMode::Write, 0, 1)?;
@@ -285,12 +297,7 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
             ofd::lock_wait(lck, LockMode::Read, 0, 1)?;
             if check_fstat(dxb, lck)? {
                 // Got READ right after a destroy (or during a creation): retry.
-                ofd::unlock(lck, 0, 1)?;
-                rounds += 1;
-                if rounds > 1000 {
-                    return Err(Error::Busy("the lock file stays too short while in use (seize gave up)".into()));
-                }
-                std::thread::sleep(std::time::Duration::from_micros(100 * u64::from(rounds.min(50))));
+                again(&mut rounds)?;
                 continue;
             }
             have_lck_write = ofd::try_lock(lck, LockMode::Write, 0, 1)?;
@@ -302,6 +309,17 @@ fn seize(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32) -> Result<bool> {
             // Fallback to lck-shared: convert byte 0 to READ (atomic on our OFD).
             if !ofd::try_lock(lck, LockMode::Read, 0, 1)? {
                 return Err(Error::Problem("cannot downgrade the lock-file lock".into()));
+            }
+            // The data file is locked whole by someone: a process in
+            // exclusive or lock-less mode, or the last user of a lock file
+            // it has just destroyed and not yet let go of the data file. The
+            // second leaves the lock file too short: start over, as libmdbx
+            // does, rather than fail with `Busy` (rdbx's own close lets go
+            // of the data file first, an older one or another program may
+            // not).
+            if check_fstat(dxb, lck)? {
+                again(&mut rounds)?;
+                continue;
             }
         }
         // Shared: lock against processes in lock-less/exclusive mode.
@@ -1585,7 +1603,50 @@ pub(crate) struct ReaderInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::{PageCall, PageOps};
+    use std::fs::{File, OpenOptions};
+    use std::time::Duration;
+
+    use super::{seize, PageCall, PageOps, MIN_DXB_SIZE, MIN_HEADER_SIZE, SLOT_SIZE};
+    use crate::error::Error;
+    use crate::os::ofd::{self, LockMode, WHOLE_FILE_LEN};
+
+    /// Two descriptors of `name` in `dir` (two open file descriptions, so
+    /// their OFD locks conflict as two processes' do), the file `len` long.
+    fn two_opens(dir: &std::path::Path, name: &str, len: u64) -> (File, File) {
+        let open =
+            || OpenOptions::new().read(true).write(true).create(true).truncate(false).open(dir.join(name)).unwrap();
+        let (a, b) = (open(), open());
+        a.set_len(len).unwrap();
+        (a, b)
+    }
+
+    /// The last user of a database destroys the lock file (truncates it)
+    /// and then lets go of both files. An opener that gets the lock file
+    /// while the data file is still locked whole waits for it, as libmdbx's
+    /// seize does, and becomes the exclusive opener; it failed with `Busy`.
+    /// A data file locked whole beside a lock file in use (a process in
+    /// exclusive or lock-less mode) still gives `Busy` at once.
+    #[test]
+    fn seize_waits_for_a_closer_that_still_holds_the_data_file() {
+        let d = tempfile::tempdir().unwrap();
+        let (dxb_closer, dxb) = two_opens(d.path(), "dxb", MIN_DXB_SIZE);
+        let (_, lck) = two_opens(d.path(), "lck", 0);
+        assert!(ofd::try_lock(&dxb_closer, LockMode::Write, 0, WHOLE_FILE_LEN).unwrap());
+        let opener = std::thread::spawn(move || {
+            let r = seize(&lck, &dxb, LockMode::Write, 4242);
+            (r, lck, dxb)
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        ofd::unlock(&dxb_closer, 0, WHOLE_FILE_LEN).unwrap();
+        let (r, lck, dxb) = opener.join().unwrap();
+        assert!(r.expect("the opener waits for the closer"), "and then opens exclusively");
+        drop((lck, dxb));
+
+        let (dxb_exclusive, dxb) = two_opens(d.path(), "dxb2", MIN_DXB_SIZE);
+        let (_, lck) = two_opens(d.path(), "lck2", (MIN_HEADER_SIZE + SLOT_SIZE) as u64);
+        assert!(ofd::try_lock(&dxb_exclusive, LockMode::Write, 0, WHOLE_FILE_LEN).unwrap());
+        assert!(matches!(seize(&lck, &dxb, LockMode::Write, 4242), Err(Error::Busy(_))));
+    }
 
     /// `count_call` adds to the counter of the `PageOps` field it names.
     #[test]

@@ -14,6 +14,10 @@
 //!                                       the same u64 (LE), never decreasing between snapshots;
 //!                                       stops once that u64 reaches UNTIL (or fails after SECS,
 //!                                       default 120)
+//! mdbx-oracle openclose PATH TAG ROUNDS [--safe-nosync]
+//!                                       ROUNDS times: open, put "TAG-<round>" = "v" into
+//!                                       the main table, commit, close (the lock-file
+//!                                       hand-over under processes racing to open and close)
 //! mdbx-oracle write PATH SCRIPT [opts]  apply an ops script (see rdbx_tests::ops); SCRIPT "-" = stdin
 //!     opts: --page-size N  --no-sub-dir  --max-dbs N  --safe-nosync
 //!           --geometry LOWER,NOW,UPPER,GROWTH,SHRINK (bytes, "-" = default)
@@ -27,7 +31,7 @@ use rdbx_tests::{golden, ops, oracle};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | park PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--sync-bytes N] [--geometry L,N,U,G,S]"
+        "usage: mdbx-oracle dump PATH [--print] | stat PATH | info PATH | park PATH | chk PATH [-v] | snapcheck PATH TABLE COUNT UNTIL [SECS] | openclose PATH TAG ROUNDS [--safe-nosync] | write PATH SCRIPT [--page-size N] [--no-sub-dir] [--max-dbs N] [--safe-nosync] [--sync-bytes N] [--geometry L,N,U,G,S]"
     );
     ExitCode::from(2)
 }
@@ -120,6 +124,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             Ok(if s.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         "snapcheck" => snapcheck(path, rest),
+        "openclose" => openclose(path, rest),
         "write" => {
             let Some(script) = rest.first() else {
                 return Ok(usage());
@@ -177,6 +182,27 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         }
         _ => Ok(usage()),
     }
+}
+
+fn openclose(path: &str, rest: &[String]) -> Result<ExitCode, String> {
+    let (Some(tag), Some(rounds)) = (rest.first(), rest.get(1)) else {
+        return Ok(usage());
+    };
+    let rounds: u32 = rounds.parse().map_err(|e| format!("{rounds}: {e}"))?;
+    let mut opts = oracle::EnvOptions::default();
+    if rest.iter().skip(2).any(|a| a == "--safe-nosync") {
+        opts.durability = oracle::Durability::SafeNoSync;
+    }
+    for i in 0..rounds {
+        let env = oracle::Env::open(path, &opts).map_err(|e| format!("{tag}: open #{i}: {e}"))?;
+        let mut txn = env.begin_rw().map_err(|e| format!("{tag}: begin #{i}: {e}"))?;
+        let main = txn.open_table(None).map_err(|e| format!("{tag}: table #{i}: {e}"))?;
+        txn.put(main, format!("{tag}-{i:05}").as_bytes(), b"v", 0).map_err(|e| format!("{tag}: put #{i}: {e}"))?;
+        txn.commit().map_err(|e| format!("{tag}: commit #{i}: {e}"))?;
+        env.close().map_err(|e| format!("{tag}: close #{i}: {e}"))?;
+    }
+    println!("ok rounds={rounds}");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn snapcheck(path: &str, rest: &[String]) -> Result<ExitCode, String> {
