@@ -1363,7 +1363,7 @@ impl Drop for LockFile {
             // opener waits on the lock file, and once it gets it the data file
             // must be free, or it takes the data file's whole-file lock for
             // another process's and fails with `Busy` instead of waiting
-            // (tests/open_race.rs, `processes_only_opening_and_closing`).
+            // (tests/open_race.rs, `openers_meet_a_slow_last_closer`).
             let _ = ofd::unlock(&self.dxb, 0, WHOLE_FILE_LEN);
             let _ = ofd::unlock(&file, 0, WHOLE_FILE_LEN);
             drop(file);

@@ -75,8 +75,11 @@ fn processes_opening_and_closing_at_once_no_meta_sync() {
 /// in CI). The window is two system calls wide; strace widens it: every
 /// `fcntl` of the closer returns 3 ms late, and the other openers spend 5 ms
 /// closed before each open, so the closer is often the last user. Before
-/// the fix openers failed at their first or second open; skipped without
-/// strace.
+/// the fix openers failed at their first or second open. Two changes mend
+/// it, each alone enough here: the close lets go of the data file first,
+/// and the seize starts over when it meets the data file held beside a
+/// destroyed lock file (`lck.rs`'s unit tests check that one alone).
+/// Skipped without strace.
 #[test]
 fn openers_meet_a_slow_last_closer() {
     let traced = Command::new("strace").args(["-o", "/dev/null", "true"]).output();
