@@ -325,10 +325,11 @@ fn seize_with(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32, held_whole_r
             // (rdbx's own close lets go of the data file first; an older
             // one, or another program, may not). The second leaves the lock
             // file too short: start over, as libmdbx does, rather than fail
-            // with `Busy`. So may the first (it does not use the lock file,
-            // which its last user left empty): libmdbx would start over
-            // until it closes; rdbx gives up after about 0.1 s with the
-            // `Busy` below.
+            // with `Busy`. So may the first when it runs lock-less (a reader
+            // that could not open the lock file, beside one its last user
+            // left empty; libmdbx's exclusive mode keeps the lock file in
+            // use, so its size tells): libmdbx would start over until it
+            // closes; rdbx gives up after about 0.1 s with the `Busy` below.
             if check_fstat(dxb, lck)? && held_whole < held_whole_retries {
                 held_whole += 1;
                 again(&mut rounds)?;
@@ -346,7 +347,7 @@ fn seize_with(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32, held_whole_r
 
 /// How many times `seize` starts over when the data file is locked whole
 /// beside a destroyed lock file: a closing last user lets go within a few
-/// system calls; a process in exclusive mode does not (about 0.1 s of waits).
+/// system calls; a lock-less process does not (about 0.1 s of waits).
 const HELD_WHOLE_RETRIES: u32 = 40;
 
 /// The layout named by the magic of an unused lock file (`None`: empty, too
@@ -1660,9 +1661,9 @@ mod tests {
     }
 
     /// A data file locked whole by a process in exclusive or lock-less mode
-    /// gives `Busy`, naming it: at once beside a lock file in use, after a
-    /// few retries beside an empty one (libmdbx's exclusive mode does not
-    /// open it, and its last user emptied it).
+    /// gives `Busy`, naming it: at once beside a lock file in use (exclusive
+    /// mode), after a few retries beside an empty one (a lock-less reader,
+    /// which could not open the lock file its last user emptied).
     #[test]
     fn seize_reports_an_exclusive_user() {
         let d = tempfile::tempdir().unwrap();
