@@ -109,30 +109,19 @@ fn race(mode: &str, racers: &[Racer]) {
     OracleCli::new(env!("CARGO_BIN_EXE_mdbx-oracle")).chk(d.path()).expect("libmdbx's check");
 }
 
+/// Two rdbx and two libmdbx processes, `RDBX_OPEN_RACE_ROUNDS` opens each.
+fn race_two_and_two(mode: &str) {
+    let n = rounds();
+    let racer = |tag, libmdbx| Racer { tag, libmdbx, rounds: n };
+    race(mode, &[racer("r0", false), racer("m0", true), racer("r1", false), racer("m1", true)]);
+}
+
 #[test]
 fn rdbx_and_libmdbx_processes_opening_and_closing_at_once() {
-    let n = rounds();
-    race(
-        "durable",
-        &[
-            Racer { tag: "r0", libmdbx: false, rounds: n },
-            Racer { tag: "m0", libmdbx: true, rounds: n },
-            Racer { tag: "r1", libmdbx: false, rounds: n },
-            Racer { tag: "m1", libmdbx: true, rounds: n },
-        ],
-    );
+    race_two_and_two("durable");
 }
 
 #[test]
 fn rdbx_and_libmdbx_processes_opening_and_closing_at_once_safe_no_sync() {
-    let n = rounds();
-    race(
-        "safe",
-        &[
-            Racer { tag: "r0", libmdbx: false, rounds: n },
-            Racer { tag: "m0", libmdbx: true, rounds: n },
-            Racer { tag: "r1", libmdbx: false, rounds: n },
-            Racer { tag: "m1", libmdbx: true, rounds: n },
-        ],
-    );
+    race_two_and_two("safe");
 }
