@@ -330,20 +330,29 @@ fn seize_with(lck: &File, dxb: &File, dxb_mode: LockMode, pid: u32, held_whole_r
             // left empty; libmdbx's exclusive mode keeps the lock file in
             // use, so its size tells): libmdbx would start over until it
             // closes; rdbx gives up after about 0.1 s with the `Busy` below.
-            if check_fstat(dxb, lck)? && held_whole < held_whole_retries {
-                held_whole += 1;
-                again(&mut rounds)?;
-                continue;
+            if check_fstat(dxb, lck)? {
+                if held_whole < held_whole_retries {
+                    held_whole += 1;
+                    again(&mut rounds)?;
+                    continue;
+                }
+                // (Never joined as shared: the lock file is too short.)
+                let _ = ofd::unlock(lck, 0, 1);
+                return Err(Error::Busy(BUSY_EXCLUSIVE.into()));
             }
         }
         // Shared: lock against processes in lock-less/exclusive mode.
         if !ofd::try_lock(dxb, dxb_mode, u64::from(pid), 1)? {
             let _ = ofd::unlock(lck, 0, 1);
-            return Err(Error::Busy("the database is used exclusively by another process".into()));
+            return Err(Error::Busy(BUSY_EXCLUSIVE.into()));
         }
         return Ok(false);
     }
 }
+
+/// What `seize` reports when the data file stays locked whole by another
+/// process (exclusive or lock-less mode).
+const BUSY_EXCLUSIVE: &str = "the database is used exclusively by another process";
 
 /// How many times `seize` starts over when the data file is locked whole
 /// beside a destroyed lock file: a closing last user lets go within a few
