@@ -956,9 +956,10 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         // again: settled without a checking round. The usual small commit's
         // update is such a round when its record's put took its leaf from
         // the file's tail. Settled too (`settled_own_inline`): a round that
-        // wrote only the own record, one kept inline, and left no reclaimed or loose pages. The next plan would
-        // be that record holding the retired pages, at the size it has if
-        // they fit (a record never shrinks). Every other one-put commit
+        // wrote only the own record, one kept inline, and left no reclaimed
+        // or loose pages. The next plan would be that record holding the
+        // retired pages, at the size it has if they fit (a record never
+        // shrinks). Every other one-put commit
         // ends so: it folds the one leftover reclaimed page into its
         // record, whose put then takes that page for the GC's new leaf (a
         // checking round cost about 200 instructions).
