@@ -705,6 +705,9 @@ pub(crate) mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Extend(Vec<u32>),
+        /// Stretches of consecutive pages (start, length), as GC records
+        /// often hold: a merge joins them to each other and to the runs.
+        ExtendRuns(Vec<(u32, u32)>),
         Take(u32),
         PopLowest,
         TakeFit(usize),
@@ -717,6 +720,7 @@ pub(crate) mod tests {
         prop_oneof![
             3 => prop::collection::vec(3u32..400, 0..40).prop_map(Op::Extend),
             1 => prop::collection::vec(3u32..400, 0..4).prop_map(Op::Extend),
+            2 => prop::collection::vec((3u32..400, 1u32..12), 1..8).prop_map(Op::ExtendRuns),
             4 => (3u32..400).prop_map(Op::Take),
             2 => Just(Op::PopLowest),
             1 => (1usize..8).prop_map(Op::TakeFit),
@@ -741,6 +745,12 @@ pub(crate) mod tests {
                         let fresh = pages.iter().collect::<BTreeSet<_>>().len();
                         let dups = v.len() + fresh - set.len();
                         prop_assert_eq!(l.extend(pages.clone()), dups + pages.len() - fresh);
+                        v = set.into_iter().rev().collect();
+                    }
+                    Op::ExtendRuns(runs) => {
+                        let pages: Vec<u32> = runs.iter().flat_map(|&(s, n)| s..(s + n).min(400)).collect();
+                        let set: BTreeSet<u32> = v.iter().copied().chain(pages.iter().copied()).collect();
+                        prop_assert_eq!(l.extend(pages.clone()), v.len() + pages.len() - set.len());
                         v = set.into_iter().rev().collect();
                     }
                     Op::Take(p) => {
