@@ -794,6 +794,14 @@ impl GcWriter for RwTxn<'_> {
         self.no_spare = true;
     }
     fn top_up(&mut self, want: usize) -> Result<bool> {
+        // The usual small commit consumed the GC's only record: nothing to
+        // reclaim and no loose page to add (`top_up`'s own first test,
+        // without the call).
+        if self.st.loose.is_empty()
+            && self.st.tables.first().is_some_and(|g| g.as_ref().is_some_and(|g| g.tree.is_empty()))
+        {
+            return Ok(false);
+        }
         top_up(self, want)
     }
     fn may_fold(&mut self) -> bool {

@@ -87,7 +87,16 @@ impl RunList {
 
     /// Moves every page (highest first) to the end of `out`, leaving the
     /// list empty with its capacity.
+    #[inline]
     pub(crate) fn drain_into(&mut self, out: &mut Vec<u32>) {
+        // (Inline for the usual small commit's empty list.)
+        if self.len != 0 {
+            self.drain_into_some(out);
+        }
+    }
+
+    /// [`RunList::drain_into`] of a list that is not empty.
+    fn drain_into_some(&mut self, out: &mut Vec<u32>) {
         // A run at a time, each a counted range (extending from `iter` paid
         // 20 instructions a page; slots zeroed first and then written paid
         // a memset of the whole list and more), and a run of one page, the
@@ -402,10 +411,17 @@ impl RunList {
     }
 
     /// Removes the `k` highest pages, which [`RunList::touching`] counted.
+    /// (The test for none is inline: every commit's GC update asks, and
+    /// usually there are none.)
+    #[inline]
     pub(crate) fn drain_top(&mut self, k: usize) {
-        if k == 0 {
-            return;
+        if k != 0 {
+            self.drain_top_some(k);
         }
+    }
+
+    /// [`RunList::drain_top`] of at least one page.
+    fn drain_top_some(&mut self, k: usize) {
         let r = self.runs[0];
         assert!(k <= r.len as usize, "drain_top: {k} pages from a run of {}", r.len);
         if k == r.len as usize {
