@@ -549,6 +549,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
             }
         }
         txn.st.reclaimed.extend_desc(&pages[keep..]);
+        txn.st.partly_taken.push((key, bytes));
         rewrite_record(txn, key, bytes, &pages[..keep])
     } else {
         // A page already at hand would be listed twice by the GC: kept once.
@@ -763,6 +764,12 @@ pub(crate) trait GcWriter: TreeWriter {
     /// Whether reclaimed pages left over may go into the transaction's own
     /// record rather than back under the consumed keys (see [`fold_pages`]).
     fn may_fold(&mut self) -> bool;
+    /// Whether the update keeps the reclaimed pages it puts into the own
+    /// records while [`GcWriter::may_fold`] is false (see
+    /// `return_leftovers`): where it took pages from records in part.
+    fn keeps_folded(&self) -> bool {
+        false
+    }
 }
 
 impl GcWriter for RwTxn<'_> {
@@ -812,6 +819,9 @@ impl GcWriter for RwTxn<'_> {
         // as the detent and does not fold).
         detent(self) + 1 >= self.txnid
     }
+    fn keeps_folded(&self) -> bool {
+        !self.st.partly_taken.is_empty()
+    }
 }
 
 /// Writes this transaction's GC records and returns the txnid the new meta
@@ -819,8 +829,107 @@ impl GcWriter for RwTxn<'_> {
 pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
     let saved = write_gc(txn)?;
+    if !txn.st.gc_scratch.folded.is_empty() {
+        return_leftovers(txn)?;
+    }
     txn.st.retired_count = txn.st.retired_count.saturating_add(saved.retired as u64);
     Ok(saved.last_key)
+}
+
+/// After the GC update: moves the reclaimed pages it put into the own record
+/// while a reader older than the base snapshot pins that record back into
+/// the records this transaction took pages from in part, as far as they have
+/// room (in place: a record keeps its size, and the pages taken out left
+/// room). The update puts reclaimed pages it cannot write back under a
+/// consumed key into the own record (`plan_gc`'s `over`), and a partial take
+/// consumes no record: so the pages a small commit took from a big record
+/// and did not use (about twice its dirty pages and 16 more) were free pages
+/// that reader pinned, lost to every writer while it lasted; the file grew
+/// by them instead (the stress runner found it with a libmdbx writer, whose
+/// GC records are big). Without an older reader the next transaction
+/// reclaims the own record, and the update keeps no pages for this. Only
+/// values are rewritten, in pages this transaction already holds dirty:
+/// nothing is allocated or freed (checked).
+fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
+    let mut moved = std::mem::take(&mut txn.st.gc_scratch.folded);
+    let own: Vec<(u64, usize)> =
+        txn.st.gc_scratch.layout.iter().filter(|p| p.0 >= txn.txnid).map(|p| (p.0, p.1)).collect();
+    let mut taken = std::mem::take(&mut txn.st.partly_taken);
+    taken.sort_unstable();
+    taken.dedup_by_key(|t| t.0);
+    let lists = |t: &RwTxn<'_>| (t.st.retired.len(), t.st.loose.len(), t.st.reclaimed.len(), t.geo.first_unallocated);
+    let before = lists(txn);
+    let mut placed: Vec<u32> = Vec::new();
+    let r = (|| -> Result<()> {
+        // One own record (a bigger update splits it: left alone).
+        let [(t, own_bytes)] = own[..] else { return Ok(()) };
+        let mut pages = Vec::new();
+        for &(key, bytes) in &taken {
+            if moved.is_empty() {
+                break;
+            }
+            // Consumed whole later on: its pages went back under its key.
+            if txn.st.consumed.contains(&key) {
+                continue;
+            }
+            // Dirty since the partial take rewrote it; if not (spilled since),
+            // the pages stay where they are.
+            let Ok(loc) = write::locate(txn, Db::GC, &key.to_le_bytes()) else { continue };
+            if loc.len != bytes {
+                return Err(Error::Problem("a GC record taken from in part changed size".into()));
+            }
+            read_record(txn, loc, &mut pages)?;
+            let n = (bytes / 4 - 1).saturating_sub(pages.len()).min(moved.len());
+            if n == 0 {
+                continue;
+            }
+            let back = moved.split_off(moved.len() - n);
+            let want = pages.len() + n;
+            crate::radix::merge_desc(&mut pages, &back);
+            pages.dedup();
+            if pages.len() != want {
+                return Err(Error::Problem("a page taken from a GC record was still listed there".into()));
+            }
+            rewrite_record(txn, key, bytes, &pages)?;
+            placed.extend_from_slice(&back);
+        }
+        if placed.is_empty() {
+            return Ok(());
+        }
+        // The own record without them.
+        let loc = write::locate(txn, Db::GC, &t.to_le_bytes())?;
+        read_record(txn, loc, &mut pages)?;
+        crate::radix::sort_desc(&mut placed);
+        let want = pages.len() - placed.len().min(pages.len());
+        let mut out = placed.iter().peekable();
+        pages.retain(|p| {
+            let moved_out = out.peek() == Some(&p);
+            if moved_out {
+                out.next();
+            }
+            !moved_out
+        });
+        if out.next().is_some() || pages.len() != want {
+            return Err(Error::Problem("pages moved out of the own GC record were not there".into()));
+        }
+        rewrite_record(txn, t, own_bytes, &pages)
+    })();
+    taken.clear();
+    txn.st.partly_taken = taken;
+    moved.clear();
+    txn.st.gc_scratch.folded = moved;
+    r?;
+    if lists(txn) != before {
+        return Err(Error::Problem("returning GC leftovers allocated or freed pages".into()));
+    }
+    Ok(())
+}
+
+/// The pages of the GC record whose value is at `loc` (a dirty page).
+fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Result<()> {
+    out.clear();
+    let root = txn.table(Db::GC)?.tree.root;
+    parse_pnl(&txn.dirty_ref(loc.pgno)[loc.off..loc.off + loc.len], txn.geo.first_unallocated, root, out)
 }
 
 /// Writes the GC records of the transaction; returns the last key used
@@ -862,7 +971,9 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
     }
     // Decided once, so the layout does not flap between two ways (plan_gc
     // folds only into room the own records have anyway).
-    let fold = if w.may_fold() { fold_pages(w) } else { 0 };
+    let may_fold = w.may_fold();
+    let fold = if may_fold { fold_pages(w) } else { 0 };
+    let keep_folded = !may_fold && w.keeps_folded();
     let limits = w.limits();
     let ps = limits.page_size;
     // Pages per one-page record, and per record kept inline in a GC leaf.
@@ -993,6 +1104,10 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         // with the retired ones: as many as the final plan gave them.
         let own: usize = s.layout.iter().filter(|p| p.0 >= t).map(|p| p.2).sum();
         let folded = own.saturating_sub(n_retired).min(reclaimed.len());
+        s.folded.clear();
+        if keep_folded {
+            s.folded.extend_from_slice(&reclaimed[reclaimed.len() - folded..]);
+        }
         crate::radix::sort_desc(l.retired);
         crate::radix::merge_desc(l.retired, &reclaimed[reclaimed.len() - folded..]);
         reclaimed.truncate(reclaimed.len() - folded);

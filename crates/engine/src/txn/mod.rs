@@ -419,6 +419,10 @@ pub(crate) struct WriteState {
     pub(crate) reclaimed: crate::run_list::RunList,
     /// Keys of the GC records consumed by this transaction.
     pub(crate) consumed: Vec<u64>,
+    /// GC records this transaction took pages from in part: (key, reserved
+    /// bytes). Their keys are no reader's: the commit may put pages it took
+    /// and did not use back into them (`gc::return_leftovers`).
+    pub(crate) partly_taken: Vec<(u64, usize)>,
     pub(crate) canary: [u64; 4],
     /// Open nested transactions, innermost last.
     pub(crate) frames: Vec<Frame>,
@@ -480,6 +484,7 @@ impl Default for WriteState {
             loose: Vec::new(),
             reclaimed: Default::default(),
             consumed: Vec::new(),
+            partly_taken: Vec::new(),
             canary: [0; 4],
             frames: Vec::new(),
             pool: Default::default(),
@@ -555,6 +560,7 @@ impl WriteState {
         empty_kept(&mut self.retired);
         empty_kept(&mut self.loose);
         empty_kept(&mut self.consumed);
+        empty_kept(&mut self.partly_taken);
         if self.reclaimed.capacity() > crate::pool::LIST_KEEP {
             self.reclaimed = Default::default();
         }

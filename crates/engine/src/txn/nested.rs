@@ -32,6 +32,7 @@ struct Saved {
     loose: Vec<u32>,
     reclaimed: crate::run_list::RunList,
     consumed_len: usize,
+    partly_taken_len: usize,
     detent: Option<u64>,
     gc_exhausted: bool,
     retired_count: u64,
@@ -55,6 +56,7 @@ impl<'env> RwTxn<'env> {
             loose: self.st.loose.clone(),
             reclaimed: self.st.reclaimed.clone(),
             consumed_len: self.st.consumed.len(),
+            partly_taken_len: self.st.partly_taken.len(),
             detent: self.detent,
             gc_exhausted: self.gc_exhausted,
             retired_count: self.st.retired_count,
@@ -111,6 +113,7 @@ impl<'env> RwTxn<'env> {
         self.st.loose = s.loose;
         self.st.reclaimed = s.reclaimed;
         self.st.consumed.truncate(s.consumed_len);
+        self.st.partly_taken.truncate(s.partly_taken_len);
         self.detent = s.detent;
         self.gc_exhausted = s.gc_exhausted;
         self.st.retired_count = s.retired_count;
