@@ -770,6 +770,8 @@ pub(crate) trait GcWriter: TreeWriter {
     fn keeps_folded(&self) -> bool {
         false
     }
+    /// Keeps those pages (when [`GcWriter::keeps_folded`]).
+    fn keep_folded(&mut self, _pages: &[u32]) {}
 }
 
 impl GcWriter for RwTxn<'_> {
@@ -822,6 +824,10 @@ impl GcWriter for RwTxn<'_> {
     fn keeps_folded(&self) -> bool {
         !self.st.partly_taken.is_empty()
     }
+    fn keep_folded(&mut self, pages: &[u32]) {
+        self.st.folded.clear();
+        self.st.folded.extend_from_slice(pages);
+    }
 }
 
 /// Writes this transaction's GC records and returns the txnid the new meta
@@ -829,7 +835,7 @@ impl GcWriter for RwTxn<'_> {
 pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
     let saved = write_gc(txn)?;
-    if !txn.st.gc_scratch.folded.is_empty() {
+    if !txn.st.folded.is_empty() {
         return_leftovers(txn)?;
     }
     txn.st.retired_count = txn.st.retired_count.saturating_add(saved.retired as u64);
@@ -851,7 +857,7 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
 /// values are rewritten, in pages this transaction already holds dirty:
 /// nothing is allocated or freed (checked).
 fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
-    let mut moved = std::mem::take(&mut txn.st.gc_scratch.folded);
+    let mut moved = std::mem::take(&mut txn.st.folded);
     let own: Vec<(u64, usize)> =
         txn.st.gc_scratch.layout.iter().filter(|p| p.0 >= txn.txnid).map(|p| (p.0, p.1)).collect();
     let mut taken = std::mem::take(&mut txn.st.partly_taken);
@@ -917,7 +923,7 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
     taken.clear();
     txn.st.partly_taken = taken;
     moved.clear();
-    txn.st.gc_scratch.folded = moved;
+    txn.st.folded = moved;
     r?;
     if lists(txn) != before {
         return Err(Error::Problem("returning GC leftovers allocated or freed pages".into()));
@@ -1096,7 +1102,7 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
     }
     let reclaimed = &mut s.pages;
     reclaimed.clear();
-    let (retired, n_retired) = {
+    let (retired, n_retired, folded) = {
         let l = w.lists();
         let n_retired = l.retired.len();
         l.reclaimed.drain_into(reclaimed);
@@ -1104,20 +1110,19 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
         // with the retired ones: as many as the final plan gave them.
         let own: usize = s.layout.iter().filter(|p| p.0 >= t).map(|p| p.2).sum();
         let folded = own.saturating_sub(n_retired).min(reclaimed.len());
-        s.folded.clear();
-        if keep_folded {
-            s.folded.extend_from_slice(&reclaimed[reclaimed.len() - folded..]);
-        }
         crate::radix::sort_desc(l.retired);
         crate::radix::merge_desc(l.retired, &reclaimed[reclaimed.len() - folded..]);
-        reclaimed.truncate(reclaimed.len() - folded);
         let n = l.retired.len();
         l.retired.dedup();
         if l.retired.len() != n {
             return Err(Error::Problem("a page was retired twice".into()));
         }
-        (std::mem::take(l.retired), n_retired)
+        (std::mem::take(l.retired), n_retired, folded)
     };
+    if keep_folded {
+        w.keep_folded(&reclaimed[reclaimed.len() - folded..]);
+    }
+    reclaimed.truncate(reclaimed.len() - folded);
     // Fill the records: the largest page numbers go to the largest keys.
     let layout = &mut s.layout;
     layout.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));

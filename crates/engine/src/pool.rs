@@ -148,10 +148,6 @@ pub(crate) struct GcScratch {
     pub(crate) pages: Vec<u32>,
     /// The pages of a record being reclaimed (`gc::reclaim_one`).
     pub(crate) parsed: Vec<u32>,
-    /// Reclaimed pages the update put into the own records while a reader
-    /// older than the base snapshot pins them, when the transaction took
-    /// pages from GC records in part (`gc::return_leftovers`).
-    pub(crate) folded: Vec<u32>,
 }
 
 /// Lists longer than this are not kept (a bulk transaction's).
@@ -165,7 +161,6 @@ impl GcScratch {
         empty_kept(&mut self.spare);
         empty_kept(&mut self.pages);
         empty_kept(&mut self.parsed);
-        empty_kept(&mut self.folded);
     }
 }
 

@@ -423,6 +423,10 @@ pub(crate) struct WriteState {
     /// bytes). Their keys are no reader's: the commit may put pages it took
     /// and did not use back into them (`gc::return_leftovers`).
     pub(crate) partly_taken: Vec<(u64, usize)>,
+    /// Reclaimed pages the GC update put into the own record while a reader
+    /// older than the base snapshot pins it, kept when `partly_taken` is not
+    /// empty (`gc::return_leftovers`).
+    pub(crate) folded: Vec<u32>,
     pub(crate) canary: [u64; 4],
     /// Open nested transactions, innermost last.
     pub(crate) frames: Vec<Frame>,
@@ -485,6 +489,7 @@ impl Default for WriteState {
             reclaimed: Default::default(),
             consumed: Vec::new(),
             partly_taken: Vec::new(),
+            folded: Vec::new(),
             canary: [0; 4],
             frames: Vec::new(),
             pool: Default::default(),
@@ -561,6 +566,7 @@ impl WriteState {
         empty_kept(&mut self.loose);
         empty_kept(&mut self.consumed);
         empty_kept(&mut self.partly_taken);
+        empty_kept(&mut self.folded);
         if self.reclaimed.capacity() > crate::pool::LIST_KEEP {
             self.reclaimed = Default::default();
         }
