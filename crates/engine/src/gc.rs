@@ -858,8 +858,14 @@ pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
 /// nothing is allocated or freed (checked).
 fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
     let mut moved = std::mem::take(&mut txn.st.folded);
-    let own: Vec<(u64, usize)> =
-        txn.st.gc_scratch.layout.iter().filter(|p| p.0 >= txn.txnid).map(|p| (p.0, p.1)).collect();
+    // One own record (a bigger update splits it: left alone).
+    let own = {
+        let mut own = txn.st.gc_scratch.layout.iter().filter(|p| p.0 >= txn.txnid);
+        match (own.next(), own.next()) {
+            (Some(&(t, bytes, _)), None) => Some((t, bytes)),
+            _ => None,
+        }
+    };
     let mut taken = std::mem::take(&mut txn.st.partly_taken);
     taken.sort_unstable();
     taken.dedup_by_key(|t| t.0);
@@ -867,8 +873,7 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
     let before = lists(txn);
     let mut placed: Vec<u32> = Vec::new();
     let r = (|| -> Result<()> {
-        // One own record (a bigger update splits it: left alone).
-        let [(t, own_bytes)] = own[..] else { return Ok(()) };
+        let Some((t, own_bytes)) = own else { return Ok(()) };
         let mut pages = Vec::new();
         for &(key, bytes) in &taken {
             if moved.is_empty() {
@@ -885,7 +890,7 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
                 return Err(Error::Problem("a GC record taken from in part changed size".into()));
             }
             read_record(txn, loc, &mut pages)?;
-            let n = (bytes / 4 - 1).saturating_sub(pages.len()).min(moved.len());
+            let n = (bytes / 4).saturating_sub(1 + pages.len()).min(moved.len());
             if n == 0 {
                 continue;
             }
@@ -931,11 +936,14 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The pages of the GC record whose value is at `loc` (a dirty page).
+/// The pages of the GC record whose value is at `loc` (in a dirty page, or
+/// a dirty chunk of several pages: libmdbx writes records that long).
 fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Result<()> {
     out.clear();
     let root = txn.table(Db::GC)?.tree.root;
-    parse_pnl(&txn.dirty_ref(loc.pgno)[loc.off..loc.off + loc.len], txn.geo.first_unallocated, root, out)
+    let v = txn.st.dirty.get(&loc.pgno).and_then(|b| b.get(loc.off..loc.off + loc.len));
+    let v = v.ok_or_else(|| Error::Problem("a GC record to rewrite is not in a dirty page".into()))?;
+    parse_pnl(v, txn.geo.first_unallocated, root, out)
 }
 
 /// Writes the GC records of the transaction; returns the last key used
