@@ -676,11 +676,11 @@ fn newest_reclaimable(
         if !txn.st.consumed.contains(&key) {
             let v = crate::btree::node_value(&p, &n, lpg, page.txnid())?;
             parse_pnl(v, txn.geo.first_unallocated, root, pages)?;
-            path.e[leaf].1 = i as u32;
+            path.set_idx(leaf, i);
             return Ok(Some((key, v.len())));
         }
     }
-    if !exact && idx == 0 && path.e[..leaf].iter().all(|e| e.1 == 0) {
+    if !exact && idx == 0 && path.idxs()[..leaf].iter().all(|&i| i == 0) {
         // Every key of the tree is newer than `detent`.
         return Ok(None);
     }
@@ -1263,7 +1263,7 @@ fn clean_path_pages<W: GcWriter + ?Sized>(w: &W, key: u64) -> Result<usize> {
     }
     let mut path = write::Path::new();
     write::find_path(w, &v.tree, &key.to_le_bytes(), v.cmp, &mut path)?;
-    Ok(path.e[..path.len].iter().filter(|e| !w.page_is_dirty(e.0)).count())
+    Ok(path.pgnos().iter().filter(|&&p| !w.page_is_dirty(p)).count())
 }
 
 /// The keys of the GC records this transaction consumed, newest first, into
