@@ -278,9 +278,11 @@ fn search(page: Page<'_>, lo: usize, hi: usize, key: &[u8], cmp: Cmp, pgno: u32)
                 Err(_) if k.len() < 8 => 0,
                 Err(_) => u64::MAX,
             };
+            // A key outside the page's range guesses its end: ids appended
+            // (and the branches above them) are settled by one probe.
             let guess = |first: &[u8], last: &[u8]| {
                 let (a, b) = (rank(first), rank(last));
-                (a < want && want < b).then(|| (want - a) as f64 / (b - a) as f64)
+                (a < b).then(|| (want.clamp(a, b) - a) as f64 / (b - a) as f64)
             };
             interpolate(page, lo, hi, pgno, guess, order)
         }
