@@ -584,6 +584,11 @@ mod tests {
             let int_keys: Keys = keys.iter().map(|k| k.to_le_bytes().to_vec()).collect();
             let int_probes: Keys = probe_nums.iter().map(|k| k.to_le_bytes().to_vec()).collect();
             agree(&int_keys, &int_probes, Cmp::Int)?;
+            // 4-byte INTEGER_KEY: the numbers' low halves (distinct, sorted).
+            let low: std::collections::BTreeSet<u32> = keys.iter().map(|&k| k as u32).collect();
+            let int4_keys: Keys = low.iter().map(|k| k.to_le_bytes().to_vec()).collect();
+            let int4_probes: Keys = probe_nums.iter().map(|&k| (k as u32).to_le_bytes().to_vec()).collect();
+            agree(&int4_keys, &int4_probes, Cmp::Int)?;
             // Byte keys: a shared prefix, then the number big-endian, cut
             // to `cut` bytes at most (distinct keys may then collide: keep
             // the set).
