@@ -883,11 +883,16 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
             if txn.st.consumed.contains(&key) {
                 continue;
             }
-            // Dirty since the partial take rewrote it; if not (spilled since),
-            // the pages stay where they are.
+            // Dirty since the partial take rewrote it, or written out since
+            // (spilled): a page comes back into memory with the rewrite, a
+            // large chunk would be copied to a new one, so the pages stay
+            // where they are then.
             let Ok(loc) = write::locate(txn, Db::GC, &key.to_le_bytes()) else { continue };
             if loc.len != bytes {
                 return Err(Error::Problem("a GC record taken from in part changed size".into()));
+            }
+            if !txn.page_is_dirty(loc.pgno) && is_large(txn, loc.pgno)? {
+                continue;
             }
             read_record(txn, loc, &mut pages)?;
             let n = (bytes / 4).saturating_sub(1 + pages.len()).min(moved.len());
@@ -936,14 +941,24 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The pages of the GC record whose value is at `loc` (in a dirty page, or
-/// a dirty chunk of several pages: libmdbx writes records that long).
+/// The pages of the GC record whose value is at `loc`: in a dirty page, a
+/// dirty chunk of several pages (libmdbx writes records that long), or a
+/// page spilled since it was rewritten (read through the map).
 fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Result<()> {
     out.clear();
     let root = txn.table(Db::GC)?.tree.root;
-    let v = txn.st.dirty.get(&loc.pgno).and_then(|b| b.get(loc.off..loc.off + loc.len));
-    let v = v.ok_or_else(|| Error::Problem("a GC record to rewrite is not in a dirty page".into()))?;
+    let v = match txn.st.dirty.get(&loc.pgno) {
+        Some(b) => b.get(loc.off..loc.off + loc.len),
+        None => txn.pages().get(loc.pgno)?.get(loc.off..loc.off + loc.len),
+    };
+    let v = v.ok_or_else(|| Error::corrupted(loc.pgno, "GC record overruns its page"))?;
     parse_pnl(v, txn.geo.first_unallocated, root, out)
+}
+
+/// Whether page `pgno` heads a large chunk.
+fn is_large(txn: &RwTxn<'_>, pgno: u32) -> Result<bool> {
+    let page = crate::format::page::Page { buf: txn.pages().get(pgno)? };
+    Ok(page.flags() & crate::format::page::flags::LARGE != 0)
 }
 
 /// Writes the GC records of the transaction; returns the last key used
@@ -3293,14 +3308,24 @@ mod multi_page_record_tests {
         out
     }
 
-    #[test]
-    fn a_partial_take_from_a_record_of_several_pages_under_a_reader() {
+    /// An environment of 4 KiB pages (with a dirty-page budget of
+    /// `dirty_limit`, if given) whose GC is one record of several pages:
+    /// its key and length, and the pages it lists. With `inline`, that many
+    /// of the pages go to a record kept in its leaf, under a newer key.
+    fn with_a_big_record(
+        dirty_limit: Option<usize>,
+        inline: Option<usize>,
+    ) -> (tempfile::TempDir, Env, u64, usize, Vec<u32>) {
         let d = tempfile::tempdir().unwrap();
-        let env = Env::builder()
-            .durability(Durability::SafeNoSync)
-            .geometry(Geometry { size_upper: Some(1 << 30), page_size: Some(4096), ..Default::default() })
-            .open(d.path())
-            .unwrap();
+        let mut b = Env::builder().durability(Durability::SafeNoSync).geometry(Geometry {
+            size_upper: Some(1 << 30),
+            page_size: Some(4096),
+            ..Default::default()
+        });
+        if let Some(l) = dirty_limit {
+            b = b.dirty_page_limit(l);
+        }
+        let env = b.open(d.path()).unwrap();
         let value = [7u8; 100];
         let mut txn = env.begin_rw_txn().unwrap();
         for i in 0..100_000u32 {
@@ -3334,15 +3359,25 @@ mod multi_page_record_tests {
         for &(k, _) in &before {
             write::del(&mut txn, Db::GC, &k.to_le_bytes(), None).unwrap();
         }
+        if let Some(n) = inline {
+            let small = crate::format::pnl::encode(&all[..n], 0);
+            write::put(&mut txn, Db::GC, &before[1].0.to_le_bytes(), Val::Bytes(&small), PutFlags::empty(), 0).unwrap();
+            all.drain(..n);
+        }
         let merged = crate::format::pnl::encode(&all, 0);
         write::put(&mut txn, Db::GC, &before[0].0.to_le_bytes(), Val::Bytes(&merged), PutFlags::empty(), 0).unwrap();
         txn.in_reclaim = false;
         txn.commit().unwrap();
         let (key, len) = records(&env)[0];
         assert_eq!(key, before[0].0);
-        assert!(len > 2 * 4096, "the merged record is {len} bytes: not a chunk of 3 pages");
+        assert!(len > 4096, "the merged record is {len} bytes: not a chunk of several pages");
         assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
+        (d, env, key, len, all)
+    }
 
+    #[test]
+    fn a_partial_take_from_a_record_of_several_pages_under_a_reader() {
+        let (_d, env, key, len, all) = with_a_big_record(None, None);
         // A reader from now on; small commits after it take from the big
         // record in part (once they consumed the merge's own record).
         let reader = env.begin_ro_txn().unwrap();
@@ -3370,5 +3405,30 @@ mod multi_page_record_tests {
         assert!(pinned <= retired + 24, "the reader pins {pinned} pages of the GC, {retired} retired since it began");
         drop(reader);
         assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
+    }
+
+    /// A bigger transaction takes from the record in part under a reader
+    /// and spills pages (a small dirty-page budget), the record's chunk
+    /// among them: its commit must still succeed, the leftovers staying
+    /// where they are if the chunk is no longer in memory.
+    /// (The record in a large chunk, then one in its leaf: a spilled leaf
+    /// comes back into memory with the rewrite.)
+    #[test]
+    fn a_partial_take_then_a_spill_under_a_reader() {
+        for inline in [None, Some(300)] {
+            let (_d, env, _, _, _) = with_a_big_record(Some(16), inline);
+            let reader = env.begin_ro_txn().unwrap();
+            for round in 0..200u32 {
+                let mut txn = env.begin_rw_txn().unwrap();
+                for n in 0..20u32 {
+                    let k = 80_000 + (n * 499 + round * 7919) % 20_000;
+                    txn.put(Db::MAIN, &k.to_be_bytes(), &[round as u8; 100], PutFlags::empty()).unwrap();
+                }
+                txn.commit().unwrap_or_else(|e| panic!("{inline:?}, round {round}: {e}"));
+            }
+            drop(reader);
+            assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
+            assert!(env.page_ops().spill > 0, "{inline:?}: nothing was spilled");
+        }
     }
 }
