@@ -40,6 +40,9 @@ pub struct ActorArgs {
     /// none)
     #[arg(long = "write-map", default_value_t = false, action = clap::ArgAction::Set)]
     pub write_map: bool,
+    /// Dirty-page budget (pages; default: from the RAM)
+    #[arg(long = "dirty-limit")]
+    pub dirty_limit: Option<usize>,
     #[arg(long)]
     pub seed: u64,
     /// The op log
@@ -186,14 +189,14 @@ pub fn run(args: ActorArgs) -> i32 {
     EXIT_DONE
 }
 
-fn open_env(path: &Path, mode: Mode, write_map: bool) -> R<Env> {
-    Env::builder()
-        .max_dbs(64)
-        .max_readers(126)
-        .durability(mode.durability())
-        .write_map(write_map)
-        .open(path)
-        .map_err(|e| Stop::Error(format!("open {}: {e}", path.display())))
+fn open_env(path: &Path, mode: Mode, write_map: bool, dirty_limit: Option<usize>) -> R<Env> {
+    let b = Env::builder().max_dbs(64).max_readers(126).durability(mode.durability()).write_map(write_map);
+    match dirty_limit {
+        Some(n) => b.dirty_page_limit(n),
+        None => b,
+    }
+    .open(path)
+    .map_err(|e| Stop::Error(format!("open {}: {e}", path.display())))
 }
 
 impl Actor {
@@ -201,7 +204,7 @@ impl Actor {
         let kind = Kind::parse(&args.table_kind).ok_or_else(|| Stop::Error(format!("bad kind {}", args.table_kind)))?;
         let role = Role::parse(&args.role).ok_or_else(|| Stop::Error(format!("bad role {}", args.role)))?;
         let mode = Mode::parse(&args.durability).ok_or_else(|| Stop::Error(format!("bad mode {}", args.durability)))?;
-        let env = open_env(&args.db, mode, args.write_map)?;
+        let env = open_env(&args.db, mode, args.write_map, args.dirty_limit)?;
         // A restarted actor first checks its table against its log (and
         // settles a commit it may have died in).
         let v = verify::resolve_and_verify(&env, &args.table, kind.dup(), &args.log, false)
@@ -590,7 +593,7 @@ impl Actor {
         let c = self.rng.below(10);
         if c == 0 {
             self.env = None;
-            let env = open_env(&self.args.db, self.mode, self.args.write_map)?;
+            let env = open_env(&self.args.db, self.mode, self.args.write_map, self.args.dirty_limit)?;
             let t = env.begin_ro_txn()?;
             (self.db, self.gen_db) = (t.open_db(Some(&self.args.table))?, t.open_db(Some(GEN_TABLE))?);
             drop(t);

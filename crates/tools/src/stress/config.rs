@@ -176,6 +176,9 @@ pub struct ProbeConfig {
     /// Every process of the probe opens the database with WRITEMAP (they
     /// must agree: the lock file records it).
     pub write_map: bool,
+    /// The rdbx actors' dirty-page budget, when small (their transactions
+    /// then spill pages; `None`: the default, from the RAM).
+    pub dirty_limit: Option<usize>,
     pub size_lower: usize,
     pub size_upper: usize,
     pub growth_step: usize,
@@ -198,6 +201,10 @@ pub fn sample(space: &Space, seed: u64, k: u64) -> ProbeConfig {
     // Drawn apart, so that the rest of a seed's probes stay what they were
     // before WRITEMAP probes existed (`--maps pwrite` repeats them).
     let write_map = *Rng::new(pseed ^ 0x5752_4954_454d_4150).pick(&space.maps);
+    // Drawn apart as well: half the probes spill (a transaction past the
+    // budget writes dirty pages out and takes them back when it changes
+    // them again).
+    let dirty_limit = *Rng::new(pseed ^ 0x4449_5254_594c_494d).pick(&[None, None, Some(16), Some(64), Some(256)]);
     let upper_cap = (space.upto_mb as usize) << 20;
     // A small upper bound (the hill actors run into it), growth and shrink steps.
     let size_upper = *r.pick(&[upper_cap, upper_cap / 2, upper_cap / 4]);
@@ -251,6 +258,7 @@ pub fn sample(space: &Space, seed: u64, k: u64) -> ProbeConfig {
         page_size,
         mode,
         write_map,
+        dirty_limit,
         size_lower,
         size_upper,
         growth_step,

@@ -493,6 +493,9 @@ impl ProbeCtx<'_> {
             .arg("--log")
             .arg(self.log_path(p))
             .args(["--role", p.role.name(), "--duration-ms", &left.to_string()]);
+        if let (false, Some(n)) = (p.foreign, self.cfg.dirty_limit) {
+            cmd.args(["--dirty-limit", &n.to_string()]);
+        }
         if !p.foreign && self.s.plant.as_deref() == Some("drop-ack") && p.role != Role::Reader {
             cmd.args(["--plant", "drop-ack"]);
         }
@@ -655,7 +658,12 @@ fn run_probe(
     let mut rep = ProbeReport {
         probe: cfg.probe,
         page_size: cfg.page_size,
-        mode: format!("{}{}", cfg.mode.name(), if cfg.write_map { "+writemap" } else { "" }),
+        mode: format!(
+            "{}{}{}",
+            cfg.mode.name(),
+            if cfg.write_map { "+writemap" } else { "" },
+            cfg.dirty_limit.map(|n| format!("+spill{n}")).unwrap_or_default()
+        ),
         geometry: format!(
             "lower {} upper {} growth {} shrink {}",
             cfg.size_lower, cfg.size_upper, cfg.growth_step, cfg.shrink_threshold
