@@ -201,7 +201,7 @@ pub fn sample(space: &Space, seed: u64, k: u64) -> ProbeConfig {
     // Drawn apart, so that the rest of a seed's probes stay what they were
     // before WRITEMAP probes existed (`--maps pwrite` repeats them).
     let write_map = *Rng::new(pseed ^ 0x5752_4954_454d_4150).pick(&space.maps);
-    // Drawn apart as well: half the probes spill (a transaction past the
+    // Drawn apart as well: three probes in five spill (a transaction past the
     // budget writes dirty pages out and takes them back when it changes
     // them again).
     let dirty_limit = *Rng::new(pseed ^ 0x4449_5254_594c_494d).pick(&[None, None, Some(16), Some(64), Some(256)]);
