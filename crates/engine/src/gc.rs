@@ -891,7 +891,9 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
             if loc.len != bytes {
                 return Err(Error::Problem("a GC record taken from in part changed size".into()));
             }
-            if !txn.page_is_dirty(loc.pgno) && is_large(txn, loc.pgno)? {
+            let in_spilled_chunk = !txn.page_is_dirty(loc.pgno)
+                && (crate::format::page::Page { buf: txn.pages().get(loc.pgno)? }).is_large();
+            if in_spilled_chunk {
                 continue;
             }
             read_record(txn, loc, &mut pages)?;
@@ -953,12 +955,6 @@ fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Resul
     };
     let v = v.ok_or_else(|| Error::corrupted(loc.pgno, "GC record overruns its page"))?;
     parse_pnl(v, txn.geo.first_unallocated, root, out)
-}
-
-/// Whether page `pgno` heads a large chunk.
-fn is_large(txn: &RwTxn<'_>, pgno: u32) -> Result<bool> {
-    let page = crate::format::page::Page { buf: txn.pages().get(pgno)? };
-    Ok(page.flags() & crate::format::page::flags::LARGE != 0)
 }
 
 /// Writes the GC records of the transaction; returns the last key used

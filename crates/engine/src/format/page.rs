@@ -129,6 +129,11 @@ impl<'a> Page<'a> {
     pub fn is_dupfix(&self) -> bool {
         self.flags() & flags::DUPFIX != 0
     }
+    /// Whether this page heads a large chunk (a value too big for a leaf).
+    #[inline]
+    pub fn is_large(&self) -> bool {
+        self.flags() & flags::LARGE != 0
+    }
     /// Whether this is a sub-page (the value of an N_DUP node).
     #[inline]
     pub fn is_subpage(&self) -> bool {
