@@ -887,7 +887,7 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
             // (spilled): a page comes back into memory with the rewrite, a
             // large chunk would be copied to a new one, so the pages stay
             // where they are then.
-            let Ok(loc) = write::locate(txn, Db::GC, &key.to_le_bytes()) else { continue };
+            let Some(loc) = write::find_value(txn, Db::GC, &key.to_le_bytes())? else { continue };
             if loc.len != bytes {
                 return Err(Error::Problem("a GC record taken from in part changed size".into()));
             }
@@ -951,7 +951,11 @@ fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Resul
     let root = txn.table(Db::GC)?.tree.root;
     let v = match txn.st.dirty.get(&loc.pgno) {
         Some(b) => b.get(loc.off..loc.off + loc.len),
-        None => txn.pages().get(loc.pgno)?.get(loc.off..loc.off + loc.len),
+        None => {
+            #[cfg(test)]
+            multi_page_record_tests::SPILLED_READS.with(|n| n.set(n.get() + 1));
+            txn.pages().get(loc.pgno)?.get(loc.off..loc.off + loc.len)
+        }
     };
     let v = v.ok_or_else(|| Error::corrupted(loc.pgno, "GC record overruns its page"))?;
     parse_pnl(v, txn.geo.first_unallocated, root, out)
@@ -3291,6 +3295,17 @@ mod multi_page_record_tests {
     use crate::txn::Db;
     use crate::{Durability, Env, Geometry};
 
+    thread_local! {
+        /// GC records `read_record` read from a page that was not dirty
+        /// (spilled since the partial take rewrote it), in this thread.
+        pub(super) static SPILLED_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The key of the `i`th large value (after the 100,000 small ones).
+    fn blob_key(i: u32) -> [u8; 4] {
+        (1_000_000 + i).to_be_bytes()
+    }
+
     /// The GC's records: key and value length.
     fn records(env: &Env) -> Vec<(u64, usize)> {
         let txn = env.begin_ro_txn().unwrap();
@@ -3312,6 +3327,19 @@ mod multi_page_record_tests {
         dirty_limit: Option<usize>,
         inline: Option<usize>,
     ) -> (tempfile::TempDir, Env, u64, usize, Vec<u32>) {
+        with_a_big_record_and(dirty_limit, inline, 0, 0)
+    }
+
+    /// [`with_a_big_record`], the table also holding `blobs` values of two
+    /// pages (`blob_key`), and the merging transaction deleting the
+    /// `retire` small values from 80,000 (its own record, newer than the
+    /// merged ones, then lists the pages that freed).
+    fn with_a_big_record_and(
+        dirty_limit: Option<usize>,
+        inline: Option<usize>,
+        blobs: u32,
+        retire: u32,
+    ) -> (tempfile::TempDir, Env, u64, usize, Vec<u32>) {
         let d = tempfile::tempdir().unwrap();
         let mut b = Env::builder().durability(Durability::SafeNoSync).geometry(Geometry {
             size_upper: Some(1 << 30),
@@ -3327,6 +3355,9 @@ mod multi_page_record_tests {
         for i in 0..100_000u32 {
             txn.put(Db::MAIN, &i.to_be_bytes(), &value, PutFlags::APPEND).unwrap();
         }
+        for i in 0..blobs {
+            txn.put(Db::MAIN, &blob_key(i), &[9u8; 6000], PutFlags::APPEND).unwrap();
+        }
         txn.commit().unwrap();
         let mut txn = env.begin_rw_txn().unwrap();
         for i in 0..80_000u32 {
@@ -3341,6 +3372,9 @@ mod multi_page_record_tests {
         // (As in a reclaim: no reclaim, steady point or sweep may change
         // the GC tree in the middle of these edits of it.)
         txn.gc_exhausted = true;
+        for i in 80_000..80_000 + retire {
+            txn.del(Db::MAIN, &i.to_be_bytes(), None).unwrap();
+        }
         txn.in_reclaim = true;
         let mut all = Vec::new();
         {
@@ -3426,5 +3460,65 @@ mod multi_page_record_tests {
             assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
             assert!(env.page_ops().spill > 0, "{inline:?}: nothing was spilled");
         }
+    }
+
+    /// The record a commit took from in part sits in a leaf that was
+    /// spilled after the take and that the GC update does not touch again
+    /// (own records pinned by a reader lie between it and the update's
+    /// leaf): the leftovers' return reads it through the map and puts the
+    /// pages back there, none left in the own record that reader pins.
+    #[test]
+    fn a_partial_take_from_a_spilled_leaf_under_a_reader() {
+        let read_pages = |env: &Env, key: u64| -> Vec<u32> {
+            let rtxn = env.begin_ro_txn().unwrap();
+            let v = rtxn.get(Db::GC, &key.to_le_bytes()).unwrap().unwrap_or_default().to_vec();
+            crate::format::pnl::Pnl::new(&v).unwrap().iter().collect()
+        };
+        let (_d, env, _, _, _) = with_a_big_record_and(None, Some(400), 400, 10_000);
+        let reader = env.begin_ro_txn().unwrap();
+        // Commits that each retire about 100 pages (50 values of two
+        // pages): their records, kept while the reader lives, fill GC
+        // leaves to the right of the older ones.
+        for round in 0..8u32 {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for i in round * 50..(round + 1) * 50 {
+                txn.del(Db::MAIN, &blob_key(i), None).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let before: Vec<(u64, Vec<u32>)> = records(&env).iter().map(|r| (r.0, read_pages(&env, r.0))).collect();
+        let mut txn = env.begin_rw_txn().unwrap();
+        for n in 0..20u32 {
+            txn.put(Db::MAIN, &(90_000 + n * 499).to_be_bytes(), &[1; 100], PutFlags::empty()).unwrap();
+        }
+        let taken = &txn.st.partly_taken;
+        assert!(
+            !taken.is_empty() && taken.iter().all(|t| t.0 == taken[0].0) && txn.st.consumed.is_empty(),
+            "not one record taken from in part, and none consumed: {taken:?}, {:?}",
+            txn.st.consumed
+        );
+        let key = taken[0].0;
+        let leaf = |txn: &crate::RwTxn<'_>, key: u64| {
+            write::find_value(txn, Db::GC, &key.to_le_bytes()).unwrap().unwrap().pgno
+        };
+        let taken_leaf = leaf(&txn, key);
+        let newest_leaf = leaf(&txn, before.last().unwrap().0);
+        assert_ne!(taken_leaf, newest_leaf, "the record taken from is in the GC's last leaf");
+        txn.spill_all().unwrap();
+        assert!(!txn.page_is_dirty(taken_leaf), "the leaf of the record taken from was not spilled");
+        let txnid = txn.txnid;
+        SPILLED_READS.with(|n| n.set(0));
+        txn.commit().unwrap();
+        assert!(SPILLED_READS.with(|n| n.get()) > 0, "the record was not read from its spilled leaf");
+        // Every page of the record it did not use went back to it.
+        let original = &before.iter().find(|r| r.0 == key).unwrap().1;
+        let own = read_pages(&env, txnid);
+        assert!(!own.is_empty(), "no own record");
+        let parked: Vec<u32> = own.iter().copied().filter(|p| original.contains(p)).collect();
+        assert!(parked.is_empty(), "the own record keeps {} pages of record {key}: {parked:?}", parked.len());
+        let now = read_pages(&env, key);
+        assert!(now.len() < original.len(), "record {key} lists all its {} pages still", now.len());
+        drop(reader);
+        assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
     }
 }

@@ -719,13 +719,29 @@ pub(crate) fn locate<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Re
     loc_at(w, lpg, idx)
 }
 
+/// Where the value of `key` lives now (`None`: no such key), in a dirty
+/// page or not: a page the transaction spilled is read through the map.
+pub(crate) fn find_value<W: TreeWriter + ?Sized>(w: &W, db: W::Db, key: &[u8]) -> Result<Option<ValLoc>> {
+    let t = w.table(db)?;
+    let mut path = Path::new();
+    if !find_path(w, &t.tree, key, t.cmp, &mut path)? {
+        return Ok(None);
+    }
+    let (lpg, idx) = path.at(path.leaf());
+    loc_in(w.pages().get(lpg)?, lpg, idx).map(Some)
+}
+
 /// Where the value of entry `idx` of leaf `lpg` lives; the leaf must be
 /// dirty (as a put leaves it).
 fn loc_at<W: TreeWriter + ?Sized>(w: &W, lpg: u32, idx: usize) -> Result<ValLoc> {
     if !w.page_is_dirty(lpg) {
         return Err(Error::Problem("reserved value vanished".into()));
     }
-    let buf = w.dirty_ref(lpg);
+    loc_in(w.dirty_ref(lpg), lpg, idx)
+}
+
+/// Where the value of entry `idx` of leaf `lpg` (in `buf`) lives.
+fn loc_in(buf: &[u8], lpg: u32, idx: usize) -> Result<ValLoc> {
     let n = node::node(Page { buf }, idx, lpg)?;
     if n.flags & N_BIG != 0 {
         return Ok(ValLoc { pgno: n.big_pgno(), off: PAGEHDRSZ, len: n.dsize as usize });

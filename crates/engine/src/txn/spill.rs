@@ -70,6 +70,13 @@ impl RwTxn<'_> {
         spill(self, target)
     }
 
+    /// Spills every dirty page it may (tests: to have a given page written
+    /// out between two operations).
+    #[cfg(test)]
+    pub(crate) fn spill_all(&mut self) -> Result<()> {
+        spill(self, 0)
+    }
+
     /// Whether the page may be written out now (see the module doc on
     /// nested transactions).
     fn spillable(&self, pgno: u32, n: usize) -> bool {
