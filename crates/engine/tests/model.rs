@@ -2,6 +2,9 @@
 //! applied both to rdbx and to a `BTreeMap` model per table, and the two are
 //! compared after every commit (full contents in both directions, `entries`,
 //! large-page accounting, table list, geometry invariants) and on every read.
+//! Up to three read transactions stay open across later commits and are
+//! checked against the snapshot they began on when they end (page reuse
+//! must leave every page they see alone).
 //!
 //! Run: `cargo test --release -p rdbx --test model`.
 //! More cases: `RDBX_PROPTEST_CASES=500 cargo test --release -p rdbx --test model`
@@ -15,7 +18,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
-use rdbx::{Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, ReadTxn, RwTxn};
+use rdbx::{Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, ReadTxn, RoTxn, RwTxn};
 
 // ---------------------------------------------------------------------------
 // Tables and key orders
@@ -241,6 +244,15 @@ enum Op {
     Commit,
     Abort,
     Reopen,
+    /// A read transaction on the last commit, kept open (with the model as
+    /// it was) while later transactions commit, until `CloseReader`, a
+    /// reopen or the end: the pages it sees must stay as they were while
+    /// the writers reuse free pages around it.
+    OpenReader,
+    /// Checks one of the readers open (all of its snapshot) and ends it.
+    CloseReader {
+        idx: Index,
+    },
 }
 
 fn key_gen() -> impl Strategy<Value = KeyGen> {
@@ -312,6 +324,8 @@ fn op(ps: usize) -> impl Strategy<Value = Op> {
         8 => Just(Op::Commit),
         2 => Just(Op::Abort),
         2 => Just(Op::Reopen),
+        2 => Just(Op::OpenReader),
+        2 => any::<Index>().prop_map(|idx| Op::CloseReader { idx }),
     ]
 }
 
@@ -527,24 +541,7 @@ fn compare_scan(
 /// Compares everything committed with the model, and the file geometry.
 fn verify(env: &Env, model: &Model, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
     let txn = env.begin_ro_txn().map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
-    let names = txn.table_names().map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
-    if names != model.table_names() {
-        return Err(fail(format!(
-            "{ctx}: table_names {:?} != model {:?}",
-            names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>(),
-            model.table_names().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>()
-        )));
-    }
-    for t in 0..NTABLES {
-        if model.tables[t].is_some() {
-            check_table(&txn, model, t, ps, ctx)?;
-        } else {
-            match txn.open_db(name_of(t)) {
-                Err(Error::NotFound) => {}
-                other => return Err(fail(format!("{ctx}: open of dropped table {t}: {other:?}, want NotFound"))),
-            }
-        }
-    }
+    check_snapshot(&txn, model, ps, ctx)?;
     drop(txn);
     let info = env.info().map_err(|e| fail(format!("{ctx}: info: {e:?}")))?;
     let file_len = std::fs::metadata(env.data_path()).map_err(|e| fail(format!("{ctx}: stat data file: {e}")))?.len();
@@ -562,6 +559,45 @@ fn verify(env: &Env, model: &Model, ps: usize, ctx: &str) -> Result<(), TestCase
             info.first_unallocated,
             info.first_unallocated * ps as u64
         )));
+    }
+    Ok(())
+}
+
+/// Compares a snapshot (its table names, and every table's records and
+/// counts) with the model.
+fn check_snapshot(txn: &RoTxn<'_>, model: &Model, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+    let names = txn.table_names().map_err(|e| fail(format!("{ctx}: table_names: {e:?}")))?;
+    if names != model.table_names() {
+        return Err(fail(format!(
+            "{ctx}: table_names {:?} != model {:?}",
+            names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>(),
+            model.table_names().iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>()
+        )));
+    }
+    for t in 0..NTABLES {
+        if model.tables[t].is_some() {
+            check_table(txn, model, t, ps, ctx)?;
+        } else {
+            match txn.open_db(name_of(t)) {
+                Err(Error::NotFound) => {}
+                other => return Err(fail(format!("{ctx}: open of dropped table {t}: {other:?}, want NotFound"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The readers `OpenReader` keeps open: each with the model of its snapshot
+/// and the number of the op that opened it.
+type Readers<'env> = Vec<(RoTxn<'env>, Model, usize)>;
+
+/// At most this many readers open at once.
+const MAX_READERS: usize = 3;
+
+/// Checks every reader kept open against its snapshot, and ends them.
+fn close_readers(readers: &mut Readers<'_>, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+    for (ro, model, at) in readers.drain(..) {
+        check_snapshot(&ro, &model, ps, &format!("{ctx}: the reader of op #{at}"))?;
     }
     Ok(())
 }
@@ -654,6 +690,7 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
         let env = open_env(cfg, dir.path()).map_err(|e| fail(format!("reopen #{sessions} (before op #{i}): {e:?}")))?;
         verify(&env, &committed, ps, &format!("after reopen #{sessions} (before op #{i})"))?;
         let mut pending = committed.clone();
+        let mut readers: Readers<'_> = Vec::new();
         let mut txn: Option<RwTxn<'_>> = None;
         let mut reopen = false;
         while i < ops.len() {
@@ -664,6 +701,20 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 Op::Reopen => {
                     reopen = true;
                     break;
+                }
+                Op::OpenReader => {
+                    if readers.len() < MAX_READERS {
+                        let ro = env.begin_ro_txn().map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
+                        readers.push((ro, committed.clone(), i - 1));
+                    }
+                    continue;
+                }
+                Op::CloseReader { idx } => {
+                    if !readers.is_empty() {
+                        let (ro, model, at) = readers.remove(idx.index(readers.len()));
+                        check_snapshot(&ro, &model, ps, &format!("{ctx}: the reader of op #{at}"))?;
+                    }
+                    continue;
                 }
                 Op::Commit => {
                     if let Some(t) = txn.take() {
@@ -698,6 +749,8 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 write_op(&env, w, &mut pending, op, &ctx)?;
             }
         }
+        close_readers(&mut readers, ps, &format!("before op #{i}"))?;
+        drop(readers);
         if reopen {
             // the open write transaction (if any) is aborted by the drop
             drop(txn);
@@ -1102,7 +1155,13 @@ fn write_op(env: &Env, w: &mut RwTxn<'_>, model: &mut Model, op: &Op, ctx: &str)
                 &format!("{ctx}: create_db with flags {other:?}"),
             )?;
         }
-        Op::Get { .. } | Op::Walk { .. } | Op::Commit | Op::Abort | Op::Reopen => unreachable!(),
+        Op::Get { .. }
+        | Op::Walk { .. }
+        | Op::Commit
+        | Op::Abort
+        | Op::Reopen
+        | Op::OpenReader
+        | Op::CloseReader { .. } => unreachable!(),
     }
     Ok(())
 }
