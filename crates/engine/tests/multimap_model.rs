@@ -25,7 +25,10 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
-use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags, ReadTxn, RwTxn};
+use rdbx::{Db, DbFlags, Env, Error, Geometry, PutFlags, ReadTxn, RoTxn, RwTxn};
+
+/// At most this many readers open at once (`Op::OpenReader`).
+const MAX_READERS: usize = 3;
 
 // ---------------------------------------------------------------------------
 // Tables and the model
@@ -212,6 +215,16 @@ enum Op {
     Commit,
     Abort,
     Reopen,
+    /// Between write transactions: a read transaction on the last commit,
+    /// kept open (with the model as it was) across later commits until
+    /// `CloseReader`, a reopen or the end (inside a write transaction:
+    /// nothing).
+    OpenReader,
+    /// Between write transactions: checks one of the readers open (all of
+    /// its snapshot) and ends it.
+    CloseReader {
+        idx: Index,
+    },
 }
 
 fn alphabet() -> impl Strategy<Value = u8> {
@@ -302,6 +315,8 @@ fn op(ps: usize) -> impl Strategy<Value = Op> {
         4 => Just(Op::Commit),
         1 => Just(Op::Abort),
         1 => Just(Op::Reopen),
+        2 => Just(Op::OpenReader),
+        2 => any::<Index>().prop_map(|idx| Op::CloseReader { idx }),
     ]
 }
 
@@ -1071,7 +1086,7 @@ fn level(run: &mut Run<'_>, txn: &mut RwTxn<'_>, model: &mut Model, depth: usize
                     return Ok(end);
                 }
             }
-            Op::NestedBegin => {}
+            Op::NestedBegin | Op::OpenReader | Op::CloseReader { .. } => {}
             op if is_read(op) => read_op(&*txn, &run.dbs, model, op, run.ps, &ctx)?,
             op => write_op(txn, &run.dbs, model, op, run.ps, &ctx)?,
         }
@@ -1112,8 +1127,26 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         run.dbs = handles(&env)?;
         verify(&env, &run.dbs, &committed, &format!("after open #{sessions} (before op #{})", run.i))?;
         let mut reopen = false;
+        // The readers kept open: each with the model of its snapshot and
+        // the number of the op that opened it.
+        let mut readers: Vec<(RoTxn<'_>, Model, usize)> = Vec::new();
         while run.i < run.ops.len() {
             let op = &run.ops[run.i];
+            match op {
+                Op::OpenReader if readers.len() < MAX_READERS => {
+                    let ro = env.begin_ro_txn().map_err(|e| fail(format!("op #{}: begin_ro_txn: {e:?}", run.i)))?;
+                    readers.push((ro, committed.clone(), run.i));
+                }
+                Op::CloseReader { idx } if !readers.is_empty() => {
+                    let (ro, model, at) = readers.remove(idx.index(readers.len()));
+                    check_all(&ro, &run.dbs, &model, &format!("op #{}: the reader of op #{at}", run.i))?;
+                }
+                _ => {}
+            }
+            if matches!(op, Op::OpenReader | Op::CloseReader { .. }) {
+                run.i += 1;
+                continue;
+            }
             if is_read(op) {
                 // Outside a write transaction: the committed state.
                 let ctx = format!("op #{} {op:?} (read-only txn)", run.i);
@@ -1153,6 +1186,10 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                 End::NestedCommit | End::NestedAbort { .. } => unreachable!("top level"),
             }
         }
+        for (ro, model, at) in readers.drain(..) {
+            check_all(&ro, &run.dbs, &model, &format!("before op #{}: the reader of op #{at}", run.i))?;
+        }
+        drop(readers);
         drop(env);
         if !reopen {
             let env = open_env(ps, dir.path(), spill).map_err(|e| fail(format!("final open: {e:?}")))?;
