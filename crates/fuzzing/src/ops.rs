@@ -11,7 +11,9 @@
 //! abort the transaction's view must equal the model; after every commit of
 //! the top-level transaction a fresh read transaction must see the model and
 //! `Env::check` must find no problem. `Reopen` commits, closes the
-//! environment and opens it again.
+//! environment and opens it again. `Reader` keeps a read transaction open
+//! across the commits that follow, until the next `Reader` or reopen checks
+//! that it still sees its snapshot (page reuse must leave its pages alone).
 //!
 //! A failed operation must leave the model's state: errors the caller can
 //! expect (a value too large for the page size, `KeyExist` with
@@ -21,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use rdbx::{CheckOptions, Cursor, Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, RwTxn};
+use rdbx::{CheckOptions, Cursor, Db, DbFlags, Durability, Env, Error, Geometry, PutFlags, RoTxn, RwTxn};
 
 /// Nesting depth limit.
 const MAX_DEPTH: usize = 6;
@@ -63,14 +65,21 @@ enum Op {
     Clear { multi: bool },
     /// 13: get a key of both tables and compare with the model.
     Get { key: Vec<u8> },
-    /// 14, 15: delete `n` keys of `plain` from the model's k-th key on.
+    /// 14: delete `n` keys of `plain` from the model's k-th key on.
     DelRange { from: u8, n: u8 },
+    /// 15: once this top-level transaction ended, begin a read transaction
+    /// on the last commit and keep it (with the model) across the commits
+    /// that follow; if one is open already, check that it still sees its
+    /// snapshot whole and end it.
+    Reader,
 }
 
 struct Input<'a> {
     data: &'a [u8],
     pos: usize,
     page_size: usize,
+    /// An `Op::Reader` came in the current top-level transaction.
+    reader: bool,
 }
 
 impl Input<'_> {
@@ -127,7 +136,8 @@ impl Input<'_> {
             11 => Op::CursorDel { multi: bit, n: self.byte0() % 32 },
             12 => Op::Clear { multi: bit },
             13 => Op::Get { key: self.key() },
-            _ => Op::DelRange { from: self.byte0(), n: self.byte0() % 32 },
+            14 => Op::DelRange { from: self.byte0(), n: self.byte0() % 32 },
+            _ => Op::Reader,
         })
     }
 }
@@ -156,45 +166,60 @@ pub fn run(data: &[u8]) {
     let page_size = [256, 512, 1024, 4096][(hdr & 3) as usize];
     let dir = crate::scratch();
     let path = dir.path().join("db");
-    let mut input = Input { data: ops, pos: 0, page_size };
+    let mut input = Input { data: ops, pos: 0, page_size, reader: false };
     let mode = Mode { write_map: hdr & 4 != 0, spill: hdr & 8 != 0 };
-    let mut env = open(&path, page_size, mode);
-    let mut dbs = {
+    {
+        let env = open(&path, page_size, mode);
         let mut txn = env.begin_rw_txn().expect("begin_rw_txn");
-        let plain = txn.create_db(Some("plain"), DbFlags::empty()).expect("create plain");
-        let multi = txn.create_db(Some("multi"), DbFlags::DUP_SORT).expect("create multi");
+        txn.create_db(Some("plain"), DbFlags::empty()).expect("create plain");
+        txn.create_db(Some("multi"), DbFlags::DUP_SORT).expect("create multi");
         txn.commit().expect("commit");
-        Dbs { plain, multi }
-    };
+    }
     let mut committed = Model::default();
     let mut n_commit = 0u32;
+    // One environment per pass; `Reopen` starts the next.
     loop {
-        let mut txn = env.begin_rw_txn().expect("begin_rw_txn");
-        let mut model = committed.clone();
-        let end = level(&mut txn, dbs, &mut input, &mut model, 0);
-        let done = matches!(end, End::Eof);
-        match end {
-            End::Commit | End::Reopen | End::Eof => match txn.commit() {
-                Ok(()) => committed = model,
-                Err(Error::MapFull) => {}
-                Err(e) => panic!("commit failed: {e:?}"),
-            },
-            End::Abort | End::Full => drop(txn),
-        }
-        n_commit += 1;
-        let reopen = matches!(end, End::Reopen);
-        if reopen {
-            drop(env);
-            env = open(&path, page_size, mode);
-            // Handles belong to one environment.
+        let env = open(&path, page_size, mode);
+        // Handles belong to one environment.
+        let dbs = {
             let txn = env.begin_ro_txn().expect("begin_ro_txn");
-            dbs = Dbs {
-                plain: txn.open_db(Some("plain")).expect("open"),
-                multi: txn.open_db(Some("multi")).expect("open"),
-            };
+            Dbs { plain: txn.open_db(Some("plain")).expect("open"), multi: txn.open_db(Some("multi")).expect("open") }
+        };
+        if n_commit > 0 {
+            verify_committed(&env, &committed, true);
         }
-        verify_committed(&env, &committed, reopen || done || n_commit.is_multiple_of(8));
-        if done {
+        // The reader `Op::Reader` keeps open, and what it must see.
+        let mut reader: Option<(RoTxn<'_>, Model)> = None;
+        let end = loop {
+            let mut txn = env.begin_rw_txn().expect("begin_rw_txn");
+            let mut model = committed.clone();
+            let end = level(&mut txn, dbs, &mut input, &mut model, 0);
+            match end {
+                End::Commit | End::Reopen | End::Eof => match txn.commit() {
+                    Ok(()) => committed = model,
+                    Err(Error::MapFull) => {}
+                    Err(e) => panic!("commit failed: {e:?}"),
+                },
+                End::Abort | End::Full => drop(txn),
+            }
+            n_commit += 1;
+            if std::mem::take(&mut input.reader) {
+                match reader.take() {
+                    Some((txn, model)) => verify_reader(&txn, dbs, &model),
+                    None => reader = Some((env.begin_ro_txn().expect("begin_ro_txn"), committed.clone())),
+                }
+            }
+            if matches!(end, End::Reopen | End::Eof) {
+                break end;
+            }
+            verify_committed(&env, &committed, n_commit.is_multiple_of(8));
+        };
+        if let Some((txn, model)) = reader.take() {
+            verify_reader(&txn, dbs, &model);
+        }
+        drop(reader);
+        if matches!(end, End::Eof) {
+            verify_committed(&env, &committed, true);
             if crate::verbose() {
                 eprintln!(
                     "ops: page size {page_size}, {n_commit} commits, {} + {} keys",
@@ -205,6 +230,12 @@ pub fn run(data: &[u8]) {
             break;
         }
     }
+}
+
+/// A reader kept open across commits still sees its snapshot, `model`.
+fn verify_reader(txn: &RoTxn<'_>, dbs: Dbs, model: &Model) {
+    let got = read_model(txn.cursor(dbs.plain).expect("cursor"), txn.cursor(dbs.multi).expect("cursor"));
+    compare(&got, model, "in a reader kept open across commits");
 }
 
 /// How the environment writes (from the header byte).
@@ -345,6 +376,10 @@ fn level(txn: &mut RwTxn<'_>, dbs: Dbs, input: &mut Input<'_>, model: &mut Model
             Op::Abort => return End::Abort,
             Op::Reopen if depth == 0 => return End::Reopen,
             Op::Reopen => false,
+            Op::Reader => {
+                input.reader = true;
+                false
+            }
             op => apply(txn, dbs, op, model),
         };
         if full {
@@ -517,7 +552,7 @@ fn apply(txn: &mut RwTxn<'_>, dbs: Dbs, op: Op, m: &mut Model) -> bool {
                 }
             }
         }
-        Op::Begin | Op::Commit | Op::Abort | Op::Reopen => unreachable!("handled by the caller"),
+        Op::Begin | Op::Commit | Op::Abort | Op::Reopen | Op::Reader => unreachable!("handled by the caller"),
     }
     false
 }
