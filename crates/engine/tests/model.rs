@@ -4,7 +4,8 @@
 //! large-page accounting, table list, geometry invariants) and on every read.
 //! Up to three read transactions stay open across later commits and are
 //! checked against the snapshot they began on when they end (page reuse
-//! must leave every page they see alone).
+//! must leave every page they see alone); they may be parked meanwhile, and
+//! a writer may then oust them.
 //!
 //! Run: `cargo test --release -p rdbx --test model`.
 //! More cases: `RDBX_PROPTEST_CASES=500 cargo test --release -p rdbx --test model`
@@ -253,6 +254,14 @@ enum Op {
     CloseReader {
         idx: Index,
     },
+    /// Parks one of the readers open, or unparks it if it is parked. A
+    /// parked reader's reads fail; a writer that would grow the file may
+    /// oust it (the small geometry grows often), and then its unpark fails
+    /// with `Ousted` and it is dropped unchecked; otherwise it must still
+    /// see its snapshot.
+    ParkReader {
+        idx: Index,
+    },
 }
 
 fn key_gen() -> impl Strategy<Value = KeyGen> {
@@ -326,6 +335,7 @@ fn op(ps: usize) -> impl Strategy<Value = Op> {
         2 => Just(Op::Reopen),
         2 => Just(Op::OpenReader),
         2 => any::<Index>().prop_map(|idx| Op::CloseReader { idx }),
+        2 => any::<Index>().prop_map(|idx| Op::ParkReader { idx }),
     ]
 }
 
@@ -587,20 +597,49 @@ fn check_snapshot(txn: &RoTxn<'_>, model: &Model, ps: usize, ctx: &str) -> Resul
     Ok(())
 }
 
-/// The readers `OpenReader` keeps open: each with the model of its snapshot
-/// and the number of the op that opened it.
-type Readers<'env> = Vec<(RoTxn<'env>, Model, usize)>;
+/// A reader `OpenReader` keeps open.
+struct Reader<'env> {
+    txn: RoTxn<'env>,
+    /// The snapshot it must see.
+    model: Model,
+    /// The number of the op that opened it.
+    at: usize,
+    parked: bool,
+}
+
+impl Reader<'_> {
+    /// Parks it, or unparks it if it is parked: false when it was ousted
+    /// meanwhile (it has no snapshot left to check).
+    fn toggle_park(&mut self, ctx: &str) -> Result<bool, TestCaseError> {
+        if !self.parked {
+            self.txn.park().map_err(|e| fail(format!("{ctx}: park: {e:?}")))?;
+            self.parked = true;
+            return match self.txn.get(Db::MAIN, b"k") {
+                Err(Error::BadTxn(_)) => Ok(true),
+                other => Err(fail(format!("{ctx}: a read of a parked reader: {other:?}, want BadTxn"))),
+            };
+        }
+        self.parked = false;
+        match self.txn.unpark() {
+            Ok(()) => Ok(true),
+            Err(Error::Ousted) => Ok(false),
+            Err(e) => Err(fail(format!("{ctx}: unpark: {e:?}"))),
+        }
+    }
+
+    /// Checks it against its snapshot (unparked first, unless it was
+    /// ousted) and ends it.
+    fn close(mut self, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
+        let ctx = format!("{ctx}: the reader of op #{}", self.at);
+        if self.parked && !self.toggle_park(&ctx)? {
+            return Ok(());
+        }
+        check_snapshot(&self.txn, &self.model, ps, &ctx)
+    }
+}
 
 /// At most this many readers open at once.
 const MAX_READERS: usize = 3;
-
-/// Checks every reader kept open against its snapshot, and ends them.
-fn close_readers(readers: &mut Readers<'_>, ps: usize, ctx: &str) -> Result<(), TestCaseError> {
-    for (ro, model, at) in readers.drain(..) {
-        check_snapshot(&ro, &model, ps, &format!("{ctx}: the reader of op #{at}"))?;
-    }
-    Ok(())
-}
 
 // ---------------------------------------------------------------------------
 // Running a sequence
@@ -690,7 +729,7 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
         let env = open_env(cfg, dir.path()).map_err(|e| fail(format!("reopen #{sessions} (before op #{i}): {e:?}")))?;
         verify(&env, &committed, ps, &format!("after reopen #{sessions} (before op #{i})"))?;
         let mut pending = committed.clone();
-        let mut readers: Readers<'_> = Vec::new();
+        let mut readers: Vec<Reader<'_>> = Vec::new();
         let mut txn: Option<RwTxn<'_>> = None;
         let mut reopen = false;
         while i < ops.len() {
@@ -705,14 +744,22 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 Op::OpenReader => {
                     if readers.len() < MAX_READERS {
                         let ro = env.begin_ro_txn().map_err(|e| fail(format!("{ctx}: begin_ro_txn: {e:?}")))?;
-                        readers.push((ro, committed.clone(), i - 1));
+                        readers.push(Reader { txn: ro, model: committed.clone(), at: i - 1, parked: false });
                     }
                     continue;
                 }
                 Op::CloseReader { idx } => {
                     if !readers.is_empty() {
-                        let (ro, model, at) = readers.remove(idx.index(readers.len()));
-                        check_snapshot(&ro, &model, ps, &format!("{ctx}: the reader of op #{at}"))?;
+                        readers.remove(idx.index(readers.len())).close(ps, &ctx)?;
+                    }
+                    continue;
+                }
+                Op::ParkReader { idx } => {
+                    if !readers.is_empty() {
+                        let k = idx.index(readers.len());
+                        if !readers[k].toggle_park(&ctx)? {
+                            readers.remove(k);
+                        }
                     }
                     continue;
                 }
@@ -749,7 +796,9 @@ fn run_sequence(cfg: &Cfg, ops: &[Op]) -> Result<(), TestCaseError> {
                 write_op(&env, w, &mut pending, op, &ctx)?;
             }
         }
-        close_readers(&mut readers, ps, &format!("before op #{i}"))?;
+        for r in readers.drain(..) {
+            r.close(ps, &format!("before op #{i}"))?;
+        }
         drop(readers);
         if reopen {
             // the open write transaction (if any) is aborted by the drop
@@ -1161,7 +1210,8 @@ fn write_op(env: &Env, w: &mut RwTxn<'_>, model: &mut Model, op: &Op, ctx: &str)
         | Op::Abort
         | Op::Reopen
         | Op::OpenReader
-        | Op::CloseReader { .. } => unreachable!(),
+        | Op::CloseReader { .. }
+        | Op::ParkReader { .. } => unreachable!(),
     }
     Ok(())
 }
