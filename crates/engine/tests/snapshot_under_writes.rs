@@ -1,9 +1,9 @@
-//! A copy reads one snapshot while other transactions commit: the commits
-//! that run in the middle of it reuse free pages, and must leave the pages
-//! of the copy's snapshot alone, with the copy as-is and compacted, with
-//! pages written from buffers and with WRITEMAP.
+//! A copy and a check each read one snapshot while other transactions
+//! commit: the commits that run in the middle of them reuse free pages, and
+//! must leave the pages of that snapshot alone (copies as-is and compacted,
+//! pages written from buffers and with WRITEMAP).
 
-use rdbx::{CheckOptions, CopyOptions, CopyProgress, DbFlags, Env, Geometry, PutFlags};
+use rdbx::{CheckOptions, CheckProgress, CopyOptions, CopyProgress, DbFlags, Env, Geometry, PutFlags, Stage};
 
 const KEYS: u32 = 4000;
 
@@ -17,22 +17,30 @@ fn rewrite_all(env: &Env, gen: u8) {
     txn.commit().unwrap();
 }
 
+/// Takes the table through generations 1 to 4: the GC then holds the
+/// pages of the earlier ones, free for the commits that follow.
+fn generations_1_to_4(env: &Env) {
+    for gen in 1..=4 {
+        rewrite_all(env, gen);
+    }
+}
+
+fn open(path: &std::path::Path, write_map: bool) -> Env {
+    Env::builder()
+        .max_dbs(2)
+        .write_map(write_map)
+        .geometry(Geometry { page_size: Some(4096), ..Default::default() })
+        .open(path)
+        .unwrap()
+}
+
 #[test]
 fn commits_in_the_middle_of_a_copy_leave_its_snapshot_alone() {
     for write_map in [false, true] {
         for compact in [false, true] {
             let d = tempfile::tempdir().unwrap();
-            let env = Env::builder()
-                .max_dbs(2)
-                .write_map(write_map)
-                .geometry(Geometry { page_size: Some(4096), ..Default::default() })
-                .open(d.path().join("src"))
-                .unwrap();
-            // Generations 1 to 4: the GC then holds the pages of the
-            // earlier ones, free for the commits during the copy.
-            for gen in 1..=4 {
-                rewrite_all(&env, gen);
-            }
+            let env = open(&d.path().join("src"), write_map);
+            generations_1_to_4(&env);
             let dst = d.path().join("copy");
             let opts = CopyOptions { compact, ..Default::default() };
             let mut started = false;
@@ -71,5 +79,29 @@ fn commits_in_the_middle_of_a_copy_leave_its_snapshot_alone() {
             let t = txn.open_db(Some("t")).unwrap();
             assert_eq!(txn.get(t, &0u32.to_be_bytes()).unwrap(), Some(&[10u8; 150][..]), "{ctx}");
         }
+    }
+}
+
+#[test]
+fn commits_in_the_middle_of_a_check_leave_its_snapshot_alone() {
+    for write_map in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        let env = open(d.path(), write_map);
+        generations_1_to_4(&env);
+        let mut started = false;
+        let report = std::thread::scope(|s| {
+            let mut progress = |p: CheckProgress| {
+                // The check holds its snapshot and is about to walk the
+                // trees: six more generations commit first.
+                if p.stage == Stage::Trees && !std::mem::replace(&mut started, true) {
+                    s.spawn(|| (5..=10).for_each(|gen| rewrite_all(&env, gen))).join().unwrap();
+                }
+            };
+            env.check(&CheckOptions::default(), &mut progress).unwrap()
+        });
+        assert!(started, "no progress report of the trees stage");
+        assert_eq!(report.problem_count(), 0, "write_map {write_map}: {:?}", report.problems);
+        let again = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(again.problem_count(), 0, "write_map {write_map}, after: {:?}", again.problems);
     }
 }
