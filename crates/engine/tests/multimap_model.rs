@@ -215,13 +215,11 @@ enum Op {
     Commit,
     Abort,
     Reopen,
-    /// Between write transactions: a read transaction on the last commit,
-    /// kept open (with the model as it was) across later commits until
-    /// `CloseReader`, a reopen or the end (inside a write transaction:
-    /// nothing).
+    /// A read transaction on the last commit (also while a write
+    /// transaction, nested or not, is open), kept open with the model as it
+    /// was across later commits until `CloseReader`, a reopen or the end.
     OpenReader,
-    /// Between write transactions: checks one of the readers open (all of
-    /// its snapshot) and ends it.
+    /// Checks one of the readers open (all of its snapshot) and ends it.
     CloseReader {
         idx: Index,
     },
@@ -1052,8 +1050,50 @@ struct Run<'a> {
     dbs: [Db; NTABLES],
 }
 
-/// Runs operations in `txn` (at nesting `depth`) until one ends the level.
-fn level(run: &mut Run<'_>, txn: &mut RwTxn<'_>, model: &mut Model, depth: usize) -> Result<End, TestCaseError> {
+/// The readers `OpenReader` keeps open: each with the model of its
+/// snapshot and the number of the op that opened it.
+struct Kept<'env> {
+    env: &'env Env,
+    readers: Vec<(RoTxn<'env>, Model, usize)>,
+}
+
+impl Kept<'_> {
+    /// `OpenReader` (on the last commit, `committed`) or `CloseReader`, op
+    /// number `at`.
+    fn op(&mut self, op: &Op, committed: &Model, dbs: &[Db; NTABLES], at: usize) -> Result<(), TestCaseError> {
+        match op {
+            Op::OpenReader if self.readers.len() < MAX_READERS => {
+                let ro = self.env.begin_ro_txn().map_err(|e| fail(format!("op #{at}: begin_ro_txn: {e:?}")))?;
+                self.readers.push((ro, committed.clone(), at));
+            }
+            Op::CloseReader { idx } if !self.readers.is_empty() => {
+                let (ro, model, opened) = self.readers.remove(idx.index(self.readers.len()));
+                check_all(&ro, dbs, &model, &format!("op #{at}: the reader of op #{opened}"))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Checks every reader against its snapshot and ends them.
+    fn close_all(&mut self, dbs: &[Db; NTABLES], ctx: &str) -> Result<(), TestCaseError> {
+        for (ro, model, opened) in self.readers.drain(..) {
+            check_all(&ro, dbs, &model, &format!("{ctx}: the reader of op #{opened}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs operations in `txn` (at nesting `depth`) until one ends the level;
+/// `committed` is the last commit (what a reader opened meanwhile sees).
+fn level(
+    run: &mut Run<'_>,
+    txn: &mut RwTxn<'_>,
+    model: &mut Model,
+    depth: usize,
+    kept: &mut Kept<'_>,
+    committed: &Model,
+) -> Result<End, TestCaseError> {
     while run.i < run.ops.len() {
         let op = &run.ops[run.i];
         let ctx = format!("op #{} {op:?} (nesting depth {depth})", run.i);
@@ -1068,7 +1108,7 @@ fn level(run: &mut Run<'_>, txn: &mut RwTxn<'_>, model: &mut Model, depth: usize
             Op::NestedBegin if depth < MAX_DEPTH => {
                 let mut child_model = model.clone();
                 let mut child = txn.begin_nested_txn().map_err(|e| fail(format!("{ctx}: begin_nested_txn: {e:?}")))?;
-                let end = level(run, &mut child, &mut child_model, depth + 1)?;
+                let end = level(run, &mut child, &mut child_model, depth + 1, kept, committed)?;
                 check_all(&*child, &run.dbs, &child_model, &format!("{ctx}: the child before it ends ({end:?})"))?;
                 // A child is committed by its own commit and by the top-level
                 // commit; anything else discards it.
@@ -1086,7 +1126,8 @@ fn level(run: &mut Run<'_>, txn: &mut RwTxn<'_>, model: &mut Model, depth: usize
                     return Ok(end);
                 }
             }
-            Op::NestedBegin | Op::OpenReader | Op::CloseReader { .. } => {}
+            Op::NestedBegin => {}
+            Op::OpenReader | Op::CloseReader { .. } => kept.op(op, committed, &run.dbs, run.i - 1)?,
             op if is_read(op) => read_op(&*txn, &run.dbs, model, op, run.ps, &ctx)?,
             op => write_op(txn, &run.dbs, model, op, run.ps, &ctx)?,
         }
@@ -1127,23 +1168,11 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         run.dbs = handles(&env)?;
         verify(&env, &run.dbs, &committed, &format!("after open #{sessions} (before op #{})", run.i))?;
         let mut reopen = false;
-        // The readers kept open: each with the model of its snapshot and
-        // the number of the op that opened it.
-        let mut readers: Vec<(RoTxn<'_>, Model, usize)> = Vec::new();
+        let mut kept = Kept { env: &env, readers: Vec::new() };
         while run.i < run.ops.len() {
             let op = &run.ops[run.i];
-            match op {
-                Op::OpenReader if readers.len() < MAX_READERS => {
-                    let ro = env.begin_ro_txn().map_err(|e| fail(format!("op #{}: begin_ro_txn: {e:?}", run.i)))?;
-                    readers.push((ro, committed.clone(), run.i));
-                }
-                Op::CloseReader { idx } if !readers.is_empty() => {
-                    let (ro, model, at) = readers.remove(idx.index(readers.len()));
-                    check_all(&ro, &run.dbs, &model, &format!("op #{}: the reader of op #{at}", run.i))?;
-                }
-                _ => {}
-            }
             if matches!(op, Op::OpenReader | Op::CloseReader { .. }) {
+                kept.op(op, &committed, &run.dbs, run.i)?;
                 run.i += 1;
                 continue;
             }
@@ -1166,7 +1195,7 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             let mut txn = env.begin_rw_txn().map_err(|e| fail(format!("begin_rw_txn: {e:?}")))?;
             let mut pending = committed.clone();
-            let end = level(&mut run, &mut txn, &mut pending, 0)?;
+            let end = level(&mut run, &mut txn, &mut pending, 0, &mut kept, &committed)?;
             let ctx = format!("{end:?} before op #{}", run.i);
             match end {
                 End::Commit | End::Exhausted => {
@@ -1186,10 +1215,8 @@ fn run_sequence(ps: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                 End::NestedCommit | End::NestedAbort { .. } => unreachable!("top level"),
             }
         }
-        for (ro, model, at) in readers.drain(..) {
-            check_all(&ro, &run.dbs, &model, &format!("before op #{}: the reader of op #{at}", run.i))?;
-        }
-        drop(readers);
+        kept.close_all(&run.dbs, &format!("before op #{}", run.i))?;
+        drop(kept);
         drop(env);
         if !reopen {
             let env = open_env(ps, dir.path(), spill).map_err(|e| fail(format!("final open: {e:?}")))?;
