@@ -17,18 +17,29 @@ fn newest_steady(env: &Env) -> u64 {
     env.info().expect("info").metas.iter().filter(|m| m.1).map(|m| m.0).max().expect("a steady meta")
 }
 
-fn open(dir: &std::path::Path, d: Durability, sync_bytes: Option<usize>) -> Env {
-    let mut b = Env::builder().durability(d).geometry(Geometry { page_size: Some(4096), ..Default::default() });
+fn open(dir: &std::path::Path, d: Durability, sync_bytes: Option<usize>, write_map: bool) -> Env {
+    let mut b = Env::builder()
+        .durability(d)
+        .write_map(write_map)
+        .geometry(Geometry { page_size: Some(4096), ..Default::default() });
     if let Some(n) = sync_bytes {
         b = b.sync_bytes(n);
     }
     b.open(dir).expect("open")
 }
 
+/// Both ways of writing pages count them: from heap buffers, and (with
+/// WRITEMAP) edited in place in the map, where no write call sees them.
 #[test]
 fn lazy_commits_count_unsynced_pages_until_a_sync() {
+    for write_map in [false, true] {
+        lazy_commits_count_unsynced_pages(write_map);
+    }
+}
+
+fn lazy_commits_count_unsynced_pages(write_map: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let env = open(dir.path(), Durability::SafeNoSync, None);
+    let env = open(dir.path(), Durability::SafeNoSync, None, write_map);
     assert_eq!(env.info().expect("info").unsynced_bytes, 0);
     write(&env, 0, 1000);
     let one = env.info().expect("info").unsynced_bytes;
@@ -37,30 +48,36 @@ fn lazy_commits_count_unsynced_pages_until_a_sync() {
     if in_memory_fs(dir.path()) {
         assert_eq!((one, two), (0, 0), "lazy commits on tmpfs are steady");
     } else {
-        assert!(one >= 50 * 4096, "unsynced after a lazy commit of ~60 pages: {one}");
-        assert!(two > one, "a second lazy commit added nothing: {one} -> {two}");
+        assert!(one >= 50 * 4096, "write_map {write_map}: unsynced after a lazy commit of ~60 pages: {one}");
+        assert!(two > one, "write_map {write_map}: a second lazy commit added nothing: {one} -> {two}");
     }
     env.sync().expect("sync");
     assert_eq!(env.info().expect("info").unsynced_bytes, 0);
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let env = open(dir.path(), Durability::SyncDurable, None);
+    let env = open(dir.path(), Durability::SyncDurable, None, write_map);
     write(&env, 0, 1000);
     assert_eq!(env.info().expect("info").unsynced_bytes, 0, "a durable commit leaves nothing unsynced");
 }
 
 #[test]
 fn a_lazy_commit_over_the_threshold_is_made_steady() {
-    for (threshold, expect_steady) in [(None, false), (Some(64 << 10), true)] {
+    for (threshold, expect_steady, write_map) in
+        [(None, false, false), (Some(64 << 10), true, false), (None, false, true), (Some(64 << 10), true, true)]
+    {
         let dir = tempfile::tempdir().expect("tempdir");
-        let env = open(dir.path(), Durability::SafeNoSync, threshold);
+        let env = open(dir.path(), Durability::SafeNoSync, threshold, write_map);
         let expect_steady = expect_steady || in_memory_fs(dir.path());
         let before = newest_steady(&env);
         write(&env, 0, 1000);
         let info = env.info().expect("info");
         assert_eq!(info.autosync_threshold, threshold.unwrap_or(0) as u64);
         let steady = newest_steady(&env);
-        assert_eq!(steady == info.last_txnid && steady > before, expect_steady, "threshold {threshold:?}: {info:?}");
-        assert_eq!(info.unsynced_bytes == 0, expect_steady, "{info:?}");
+        assert_eq!(
+            steady == info.last_txnid && steady > before,
+            expect_steady,
+            "threshold {threshold:?}, write_map {write_map}: {info:?}"
+        );
+        assert_eq!(info.unsynced_bytes == 0, expect_steady, "write_map {write_map}: {info:?}");
     }
 }
