@@ -186,13 +186,15 @@ fn lazy_commits_on_tmpfs_are_steady() {
         for durability in [Durability::SafeNoSync, Durability::NoMetaSync, Durability::UtterlyNoSync] {
             let d = tempfile::tempdir_in(shm).unwrap();
             let env = open(d.path(), write_map, durability);
-            let mut wops = Vec::new();
+            let (mut wops, mut syncs) = (Vec::new(), Vec::new());
             for i in 0..20u32 {
                 let ops = env.page_ops();
                 let mut txn = env.begin_rw_txn().unwrap();
                 txn.put(Db::MAIN, &(i % 4).to_be_bytes(), &[i as u8; 100], PutFlags::empty()).unwrap();
                 txn.commit().unwrap();
-                wops.push(env.page_ops().wops - ops.wops);
+                let now = env.page_ops();
+                wops.push(now.wops - ops.wops);
+                syncs.push(now.msync + now.fsync - ops.msync - ops.fsync);
                 let info = env.info().unwrap();
                 let head = info.metas.iter().max_by_key(|m| m.0).unwrap();
                 assert!(head.1, "write_map {write_map}, {durability:?}, commit {i}: the head is weak: {info:?}");
@@ -204,6 +206,23 @@ fn lazy_commits_on_tmpfs_are_steady() {
             let most = wops.iter().max().copied().unwrap_or(0);
             let limit = if write_map { 0 } else { 3 };
             assert!(most <= limit, "write_map {write_map}, {durability:?}: write calls per commit {wops:?}");
+            // With WRITEMAP there a sync would do nothing: not even the call.
+            if write_map {
+                assert!(syncs.iter().all(|&n| n == 0), "{durability:?}: sync calls per commit {syncs:?}");
+            }
+        }
+        // A durable commit still syncs there, WRITEMAP or not (the promise
+        // does not depend on the file system being known).
+        let d = tempfile::tempdir_in(shm).unwrap();
+        let env = open(d.path(), write_map, Durability::SyncDurable);
+        for i in 0..5u32 {
+            let ops = env.page_ops();
+            let mut txn = env.begin_rw_txn().unwrap();
+            txn.put(Db::MAIN, &i.to_be_bytes(), &[1; 100], PutFlags::empty()).unwrap();
+            txn.commit().unwrap();
+            let now = env.page_ops();
+            let flushed = now.msync + now.fsync - ops.msync - ops.fsync + now.wops - ops.wops;
+            assert!(flushed > 0, "write_map {write_map}: a durable commit neither synced nor wrote through");
         }
     }
 }
