@@ -746,6 +746,25 @@ fn lockless_fallback_for_read_only() {
     assert!(os::ofd::try_lock(&w, os::ofd::LockMode::Write, 12345, 1).unwrap());
 }
 
+/// Only a file system that refuses the lock file (read-only, no
+/// permission) makes a read-only open go lock-less: any other failure to
+/// open it (here the lock path is a directory) is an error, since a reader
+/// without a slot in a lock file others use is invisible to their writers.
+#[test]
+fn other_lock_file_errors_are_not_read_only_fallbacks() {
+    let (dir, dxb_path, _) = make_env();
+    let lck_path = dir.path().join("a-directory.lck");
+    std::fs::create_dir(&lck_path).unwrap();
+    let dxb = File::open(&dxb_path).unwrap();
+    for read_only in [false, true] {
+        match LockFile::open_as(&lck_path, &dxb, read_only, 61, 0o644, None) {
+            Err(Error::Io(e)) => assert_eq!(e.raw_os_error(), Some(libc::EISDIR), "read_only {read_only}"),
+            Err(e) => panic!("read_only {read_only}: {e}"),
+            Ok(_) => panic!("read_only {read_only}: opened with a directory as the lock file"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Optional interop with the real libmdbx (the `mdbx-oracle` tool of the
 // workspace's `tests` crate, built with `cargo build -p rdbx-tests`).
