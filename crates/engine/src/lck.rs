@@ -1648,6 +1648,31 @@ mod tests {
         (a, b)
     }
 
+    /// libmdbx's fstat check after the locks are taken: a file removed
+    /// meanwhile (no link left) fails the open, one too short to hold a
+    /// database or a lock header and a slot asks for a new seize, and
+    /// files long enough pass.
+    #[test]
+    fn check_fstat_finds_removed_and_short_files() {
+        let d = tempfile::tempdir().unwrap();
+        let lck_len = (MIN_HEADER_SIZE + SLOT_SIZE) as u64;
+        let (dxb, _) = two_opens(d.path(), "dxb", MIN_DXB_SIZE);
+        let (lck, _) = two_opens(d.path(), "lck", lck_len);
+        assert!(!super::check_fstat(&dxb, &lck).unwrap(), "both long enough");
+        lck.set_len(lck_len - 1).unwrap();
+        assert!(super::check_fstat(&dxb, &lck).unwrap(), "the lock file is short");
+        lck.set_len(lck_len).unwrap();
+        dxb.set_len(MIN_DXB_SIZE - 1).unwrap();
+        assert!(super::check_fstat(&dxb, &lck).unwrap(), "the data file is short");
+        dxb.set_len(MIN_DXB_SIZE).unwrap();
+        std::fs::remove_file(d.path().join("dxb")).unwrap();
+        assert!(matches!(super::check_fstat(&dxb, &lck), Err(Error::Problem(_))), "the data file was removed");
+        let (dxb, _) = two_opens(d.path(), "dxb", MIN_DXB_SIZE);
+        assert!(!super::check_fstat(&dxb, &lck).unwrap(), "a new data file");
+        std::fs::remove_file(d.path().join("lck")).unwrap();
+        assert!(matches!(super::check_fstat(&dxb, &lck), Err(Error::Problem(_))), "the lock file was removed");
+    }
+
     /// The last user of a database destroys the lock file (truncates it)
     /// and then lets go of both files. An opener that gets the lock file
     /// while the data file is still locked whole waits for it, as libmdbx's
