@@ -3281,6 +3281,71 @@ mod reclaim_tests {
             assert_eq!(left_in_record(txn), None);
         });
     }
+
+    /// The pages a transaction takes from a big record: what it needs, twice
+    /// the pages it holds dirty, and 16 (`partial_take`); a record shorter
+    /// than 4 times that is consumed whole. For a chunk, the record's lowest
+    /// run of its length comes along with those pages, and nothing more:
+    /// the record keeps every page between the run and the lowest ones.
+    #[test]
+    fn a_partial_take_takes_what_the_rule_says() {
+        // Single pages: 240 scattered ones and a run above them.
+        let pages = scattered_below_a_run();
+        let take = with_record(&pages, |txn| {
+            let dirty = txn.st.dirty.len() + txn.st.spilled.len();
+            assert!(dirty >= 1, "the record's leaf is dirty");
+            let take = 1 + 2 * dirty + 16;
+            assert!(pages.len() >= 4 * take);
+            assert!(reclaim_one(txn, 1, 1).unwrap());
+            assert!(txn.st.consumed.is_empty(), "taken from in part");
+            assert_eq!(txn.st.reclaimed.len(), take);
+            assert_eq!(left_in_record(txn), Some(pages.len() - take));
+            take
+        });
+        // A record of fewer than 4 times those pages is consumed whole, one
+        // of that many is not.
+        for (len, whole) in [(4 * take - 1, true), (4 * take, false)] {
+            let small: Vec<u32> = (0..len as u32).map(|i| 3_000 - 2 * i).collect();
+            with_record(&small, |txn| {
+                assert_eq!(1 + 2 * (txn.st.dirty.len() + txn.st.spilled.len()) + 16, take);
+                assert!(reclaim_one(txn, 1, 1).unwrap());
+                assert_eq!(txn.st.consumed.is_empty(), !whole, "a record of {len} pages");
+                assert_eq!(txn.st.reclaimed.len(), if whole { len } else { take });
+            });
+        }
+        // A chunk of 12 pages: the record's only run of 12 lies between 100
+        // scattered pages above it and 140 below it.
+        let mut middle: Vec<u32> = (0..100).map(|i| 3_900 - 2 * i).collect();
+        middle.extend((3_500..3_512).rev());
+        middle.extend((0..140).map(|i| 3_000 - 2 * i));
+        with_record(&middle, |txn| {
+            let take = 12 + 2 * (txn.st.dirty.len() + txn.st.spilled.len()) + 16;
+            assert!(reclaim_one(txn, 12, 12).unwrap());
+            assert!(txn.st.consumed.is_empty(), "taken from in part");
+            assert_eq!(txn.st.reclaimed.longest(), Some((3_500, 12)));
+            assert_eq!(txn.st.reclaimed.len(), take + 12, "the lowest pages and the run");
+            assert_eq!(left_in_record(txn), Some(middle.len() - take - 12));
+        });
+    }
+
+    /// A search that finds no record it may reclaim (all are newer than
+    /// the oldest reader's snapshot) marks the GC exhausted for the rest of
+    /// the transaction: later allocations take the tail without searching
+    /// again (without the mark, each of them walked the GC tree anew).
+    #[test]
+    fn a_fruitless_search_marks_the_gc_exhausted() {
+        with_record(&scattered_below_a_run(), |txn| {
+            // A reader of snapshot 0: the record, under key 1, is pinned.
+            txn.detent = Some(0);
+            // (The record's own put found the GC empty and marked it.)
+            txn.gc_exhausted = false;
+            let at_hand = txn.st.reclaimed.len();
+            assert!(!reclaim_one(txn, 1, 1).unwrap());
+            assert!(txn.gc_exhausted, "the GC was searched in vain and not marked");
+            assert_eq!((txn.st.reclaimed.len(), txn.st.consumed.len()), (at_hand, 0));
+            assert_eq!(left_in_record(txn), Some(scattered_below_a_run().len()));
+        });
+    }
 }
 
 /// A GC record longer than a page (as libmdbx versions without "bigfoot",
