@@ -1837,4 +1837,76 @@ mod tests {
         assert_eq!((t.branch_pages, t.leaf_pages), (1, 1));
         assert_eq!(r.walked_pages, clean.walked_pages - (n as u64 - 1));
     }
+
+    /// A key longer than its table allows, and a value of a DUPSORT table
+    /// longer than its nested tree allows (there values are keys), are
+    /// problems; at the limits they are not. (The engine's puts refuse
+    /// both: the long key is written below those checks, the long value by
+    /// raising a key size in the file.)
+    #[test]
+    fn keys_and_dup_values_over_the_limits_are_problems() {
+        use crate::btree::write::{self, Val};
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        let write = |over: usize| {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(d.path().join("db-lck"));
+            let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
+            let limits = crate::format::limits::Limits::new(env.stat().unwrap().page_size as usize);
+            let (max_key, max_dup) = (limits.max_key(DbFlags::empty()), limits.max_value(DbFlags::DUP_SORT));
+            let mut txn = env.begin_rw_txn().unwrap();
+            let plain = txn.create_db(Some("plain"), DbFlags::empty()).unwrap();
+            let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
+            // The key beside a value in large pages (its node stays in the
+            // leaf).
+            write::put(&mut txn, plain, &vec![b'k'; max_key + over], Val::Bytes(&[1; 5000]), PutFlags::empty(), 0)
+                .unwrap();
+            // Values that long go into a nested tree, two to a leaf: the
+            // third one alone in its leaf.
+            for v in [b'a', b'b', b'c'] {
+                txn.put(dups, b"key", &vec![v; max_dup], PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
+            let ps = limits.page_size;
+            drop(env);
+            let mut b = std::fs::read(&path).unwrap();
+            let mut raised = 0;
+            for pgno in 3..b.len() / ps {
+                let page = Page { buf: &b[pgno * ps..(pgno + 1) * ps] };
+                if over == 0 || !page.is_leaf() || page.num_entries() != 1 {
+                    continue;
+                }
+                let nd = node::node(page, 0, pgno as u32).unwrap();
+                if nd.key.len() != max_dup || nd.dsize != 0 {
+                    continue;
+                }
+                // The node moves `over` bytes down (into the free room
+                // below it) and its key grows by as much: it still ends at
+                // the page's end, its new last bytes those before them.
+                let (off, upper) = (page.entry(0), page.upper());
+                assert!(upper >= over && over % 2 == 0);
+                let buf = &mut b[pgno * ps..(pgno + 1) * ps];
+                let at = crate::format::PAGEHDRSZ + off;
+                buf.copy_within(at..ps, at - over);
+                buf.copy_within(ps - 2 * over..ps - over, ps - over);
+                crate::format::page::set_upper(buf, upper - over);
+                buf[crate::format::PAGEHDRSZ..crate::format::PAGEHDRSZ + 2]
+                    .copy_from_slice(&((off - over) as u16).to_le_bytes());
+                buf[at - over + 6..at - over + 8].copy_from_slice(&((max_dup + over) as u16).to_le_bytes());
+                raised += 1;
+            }
+            assert_eq!(raised, usize::from(over > 0), "leaves of one value in the nested tree");
+            std::fs::write(&path, &b).unwrap();
+            let env = Env::builder().max_dbs(8).no_sub_dir(true).read_only(true).open(&path).unwrap();
+            env.check(&CheckOptions::default(), &mut |_| {}).unwrap()
+        };
+        let at_limits = write(0);
+        assert_eq!(at_limits.problem_count(), 0, "{:?}", at_limits.problems);
+        let dups = at_limits.tables.iter().find(|t| t.name.as_deref() == Some(b"dups")).unwrap();
+        assert_eq!((dups.entries, dups.keys), (3, 1));
+        let over = write(2);
+        let long =
+            |t: &str| over.problems.iter().any(|p| p.table.as_deref() == Some(t) && p.message.contains("too long key"));
+        assert!(long("plain") && long("dups"), "{:?}", over.problems);
+    }
 }
