@@ -1884,7 +1884,7 @@ mod tests {
                 // below it) and its key grows by as much: it still ends at
                 // the page's end, its new last bytes those before them.
                 let (off, upper) = (page.entry(0), page.upper());
-                assert!(upper >= over && over % 2 == 0);
+                assert!(upper >= over && over.is_multiple_of(2));
                 let buf = &mut b[pgno * ps..(pgno + 1) * ps];
                 let at = crate::format::PAGEHDRSZ + off;
                 buf.copy_within(at..ps, at - over);
