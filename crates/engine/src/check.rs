@@ -1909,4 +1909,62 @@ mod tests {
             |t: &str| over.problems.iter().any(|p| p.table.as_deref() == Some(t) && p.message.contains("too long key"));
         assert!(long("plain") && long("dups"), "{:?}", over.problems);
     }
+
+    /// A DUPFIXED table's values all have one width: a key's value of
+    /// another width is a problem. (The engine's puts refuse it: the table
+    /// is written as a plain DUPSORT one, then its record says DUPFIXED.)
+    #[test]
+    fn a_dupfixed_value_of_another_width_is_a_problem() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        let write = |b_width: usize| {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(d.path().join("db-lck"));
+            let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
+            let ps = env.stat().unwrap().page_size as usize;
+            let mut txn = env.begin_rw_txn().unwrap();
+            let dups = txn.create_db(Some("fixed"), DbFlags::DUP_SORT).unwrap();
+            for (k, w) in [(b"a", 4), (b"b", b_width), (b"c", 4)] {
+                txn.put(dups, k, &vec![k[0]; w], PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
+            drop(env);
+            // The table's record: DUP_SORT | DUP_FIXED, values of 4 bytes
+            // (the descriptor's flags, then its value size at byte 4).
+            let mut b = std::fs::read(&path).unwrap();
+            let mut records = 0;
+            for pgno in 3..b.len() / ps {
+                let page = Page { buf: &b[pgno * ps..(pgno + 1) * ps] };
+                if !page.is_leaf() || page.is_dupfix() {
+                    continue;
+                }
+                let hit = (0..page.num_entries()).find(|&i| {
+                    node::node(page, i, pgno as u32).is_ok_and(|nd| nd.key == b"fixed" && nd.flags == N_TREE)
+                });
+                if let Some(i) = hit {
+                    let at =
+                        pgno * ps + crate::format::PAGEHDRSZ + page.entry(i) + crate::format::NODESIZE + b"fixed".len();
+                    let flags = (DbFlags::DUP_SORT | DbFlags::DUP_FIXED).bits() as u16;
+                    b[at..at + 2].copy_from_slice(&flags.to_le_bytes());
+                    b[at + 4..at + 8].copy_from_slice(&4u32.to_le_bytes());
+                    records += 1;
+                }
+            }
+            assert!(records >= 1);
+            std::fs::write(&path, &b).unwrap();
+            let env = Env::builder().max_dbs(8).no_sub_dir(true).read_only(true).open(&path).unwrap();
+            env.check(&CheckOptions::default(), &mut |_| {}).unwrap()
+        };
+        let same = write(4);
+        assert_eq!(same.problem_count(), 0, "{:?}", same.problems);
+        let other = write(2);
+        assert!(
+            other
+                .problems
+                .iter()
+                .any(|p| p.table.as_deref() == Some("fixed") && p.message.contains("DUPFIXED value of")),
+            "{:?}",
+            other.problems
+        );
+    }
 }
