@@ -1866,6 +1866,8 @@ mod tests {
             for v in [b'a', b'b', b'c'] {
                 txn.put(dups, b"key", &vec![v; max_dup], PutFlags::empty()).unwrap();
             }
+            // A key's only value stays in the table's leaf.
+            txn.put(dups, b"lone", &vec![b'l'; max_dup], PutFlags::empty()).unwrap();
             txn.commit().unwrap();
             let ps = limits.page_size;
             drop(env);
@@ -1873,6 +1875,17 @@ mod tests {
             let mut raised = 0;
             for pgno in 3..b.len() / ps {
                 let page = Page { buf: &b[pgno * ps..(pgno + 1) * ps] };
+                let lone = (0..page.num_entries())
+                    .find(|&i| node::node(page, i, pgno as u32).is_ok_and(|nd| nd.key == b"lone" && nd.flags == 0));
+                if let (Some(i), true) = (lone, over > 0 && page.is_leaf()) {
+                    // The key's last bytes become the value's first: the
+                    // node keeps its size, the value is `over` bytes longer.
+                    let at = pgno * ps + crate::format::PAGEHDRSZ + page.entry(i);
+                    b[at..at + 4].copy_from_slice(&((max_dup + over) as u32).to_le_bytes());
+                    b[at + 6..at + 8].copy_from_slice(&((4 - over) as u16).to_le_bytes());
+                    raised += 1;
+                    continue;
+                }
                 if over == 0 || !page.is_leaf() || page.num_entries() != 1 {
                     continue;
                 }
@@ -1895,7 +1908,7 @@ mod tests {
                 buf[at - over + 6..at - over + 8].copy_from_slice(&((max_dup + over) as u16).to_le_bytes());
                 raised += 1;
             }
-            assert_eq!(raised, usize::from(over > 0), "leaves of one value in the nested tree");
+            assert_eq!(raised, 2 * usize::from(over > 0), "a leaf of one value in the nested tree, a lone value");
             std::fs::write(&path, &b).unwrap();
             let env = Env::builder().max_dbs(8).no_sub_dir(true).read_only(true).open(&path).unwrap();
             env.check(&CheckOptions::default(), &mut |_| {}).unwrap()
@@ -1903,11 +1916,16 @@ mod tests {
         let at_limits = write(0);
         assert_eq!(at_limits.problem_count(), 0, "{:?}", at_limits.problems);
         let dups = at_limits.tables.iter().find(|t| t.name.as_deref() == Some(b"dups")).unwrap();
-        assert_eq!((dups.entries, dups.keys), (3, 1));
+        let max_dup = crate::format::limits::Limits::new(at_limits.page_size).max_value(DbFlags::DUP_SORT) as u64;
+        assert_eq!((dups.entries, dups.keys, dups.data_bytes), (4, 2, 4 * max_dup));
+        let main = at_limits.tables.iter().find(|t| t.name.is_none() && t.display_name() == "@MAIN").unwrap();
+        assert_eq!(main.subtables, 2, "{main:?}");
         let over = write(2);
-        let long =
-            |t: &str| over.problems.iter().any(|p| p.table.as_deref() == Some(t) && p.message.contains("too long key"));
-        assert!(long("plain") && long("dups"), "{:?}", over.problems);
+        let says = |t: &str, what: &str| {
+            over.problems.iter().any(|p| p.table.as_deref() == Some(t) && p.message.contains(what))
+        };
+        assert!(says("plain", "too long key") && says("dups", "too long key"), "{:?}", over.problems);
+        assert!(says("dups", "too long for a DUPSORT table"), "{:?}", over.problems);
     }
 
     /// A DUPFIXED table's values all have one width: a key's value of
