@@ -1939,38 +1939,22 @@ mod tests {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(d.path().join("db-lck"));
             let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
-            let ps = env.stat().unwrap().page_size as usize;
             let mut txn = env.begin_rw_txn().unwrap();
             let dups = txn.create_db(Some("fixed"), DbFlags::DUP_SORT).unwrap();
             for (k, w) in [(b"a", 4), (b"b", b_width), (b"c", 4)] {
                 txn.put(dups, k, &vec![k[0]; w], PutFlags::empty()).unwrap();
             }
             txn.commit().unwrap();
-            drop(env);
             // The table's record: DUP_SORT | DUP_FIXED, values of 4 bytes
             // (the descriptor's flags, then its value size at byte 4).
-            let mut b = std::fs::read(&path).unwrap();
-            let mut records = 0;
-            for pgno in 3..b.len() / ps {
-                let page = Page { buf: &b[pgno * ps..(pgno + 1) * ps] };
-                if !page.is_leaf() || page.is_dupfix() {
-                    continue;
-                }
-                let hit = (0..page.num_entries()).find(|&i| {
-                    node::node(page, i, pgno as u32).is_ok_and(|nd| nd.key == b"fixed" && nd.flags == N_TREE)
-                });
-                if let Some(i) = hit {
-                    let at =
-                        pgno * ps + crate::format::PAGEHDRSZ + page.entry(i) + crate::format::NODESIZE + b"fixed".len();
-                    let flags = (DbFlags::DUP_SORT | DbFlags::DUP_FIXED).bits() as u16;
-                    b[at..at + 2].copy_from_slice(&flags.to_le_bytes());
-                    b[at + 4..at + 8].copy_from_slice(&4u32.to_le_bytes());
-                    records += 1;
-                }
-            }
-            assert!(records >= 1);
-            std::fs::write(&path, &b).unwrap();
-            let env = Env::builder().max_dbs(8).no_sub_dir(true).read_only(true).open(&path).unwrap();
+            let (records, env) = patch_nodes(env, &path, b"fixed", |flags, at, page| {
+                assert_eq!(flags, N_TREE);
+                let at = at + crate::format::NODESIZE + b"fixed".len();
+                let flags = (DbFlags::DUP_SORT | DbFlags::DUP_FIXED).bits() as u16;
+                page[at..at + 2].copy_from_slice(&flags.to_le_bytes());
+                page[at + 4..at + 8].copy_from_slice(&4u32.to_le_bytes());
+            });
+            assert_eq!(records, 1);
             env.check(&CheckOptions::default(), &mut |_| {}).unwrap()
         };
         let same = write(4);
