@@ -1849,9 +1849,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("db");
         let write = |over: usize| {
-            let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(d.path().join("db-lck"));
-            let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
+            let env = fresh_env(&path);
             let limits = crate::format::limits::Limits::new(env.stat().unwrap().page_size as usize);
             let (max_key, max_dup) = (limits.max_key(DbFlags::empty()), limits.max_value(DbFlags::DUP_SORT));
             let mut txn = env.begin_rw_txn().unwrap();
@@ -1936,9 +1934,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("db");
         let write = |b_width: usize| {
-            let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(d.path().join("db-lck"));
-            let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
+            let env = fresh_env(&path);
             let mut txn = env.begin_rw_txn().unwrap();
             let dups = txn.create_db(Some("fixed"), DbFlags::DUP_SORT).unwrap();
             for (k, w) in [(b"a", 4), (b"b", b_width), (b"c", 4)] {
@@ -1968,6 +1964,16 @@ mod tests {
             "{:?}",
             other.problems
         );
+    }
+
+    /// A new environment at `path` (a file, its lock file beside it), in
+    /// place of the one a previous case left there.
+    fn fresh_env(path: &std::path::Path) -> Env {
+        let mut lck = path.as_os_str().to_owned();
+        lck.push("-lck");
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(lck);
+        Env::builder().max_dbs(8).no_sub_dir(true).open(path).unwrap()
     }
 
     /// Patches the file of `env` at `path` (closed first): `f` gets each leaf page
@@ -2044,9 +2050,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("db");
         let check_with = |len: u32| {
-            let _ = std::fs::remove_file(&path);
-            let _ = std::fs::remove_file(d.path().join("db-lck"));
-            let env = Env::builder().max_dbs(8).no_sub_dir(true).open(&path).unwrap();
+            let env = fresh_env(&path);
             let mut txn = env.begin_rw_txn().unwrap();
             // A chunk of 5 pages (4 KiB).
             txn.put(Db::MAIN, b"blob", &[3u8; 20_000], PutFlags::empty()).unwrap();
