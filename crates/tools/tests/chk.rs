@@ -123,6 +123,28 @@ fn json_report() {
     assert_eq!(v["space"]["gc_listed_pages"], 2);
     assert_eq!(v["tables"].as_array().unwrap().len(), 12);
     assert!(r.stderr.is_empty());
+    // The file and each named table as the engine sees them.
+    let data = if p.is_dir() { p.join("mdbx.dat") } else { p.clone() };
+    assert_eq!(v["data_path"], data.display().to_string());
+    assert_eq!(v["file_size"], std::fs::metadata(&data).unwrap().len());
+    {
+        let env = rdbx::Env::builder().max_dbs(64).read_only(true).open(&p).unwrap();
+        let txn = env.begin_ro_txn().unwrap();
+        assert_eq!(v["page_size"], env.stat().unwrap().page_size);
+        let names = txn.table_names().unwrap();
+        assert!(!names.is_empty());
+        let mut dbs = vec![("@MAIN".to_string(), rdbx::Db::MAIN)];
+        for name in names {
+            dbs.push((String::from_utf8_lossy(&name).into_owned(), txn.open_db_bytes(Some(&name)).unwrap()));
+        }
+        for (shown, db) in dbs {
+            let t = v["tables"].as_array().unwrap().iter().find(|t| t["name"] == shown.as_str()).unwrap();
+            let st = txn.db_stat(db).unwrap();
+            assert_eq!(t["flags"], txn.db_flags(db).unwrap().bits(), "{shown}");
+            assert_eq!((&t["depth"], &t["mod_txnid"]), (&st.depth.into(), &st.mod_txnid.into()), "{shown}");
+            assert_eq!(t["root"].as_u64().unwrap() >= 3, st.depth > 0, "{shown}: root {}", t["root"]);
+        }
+    }
     // A corrupted database in JSON: problems listed with page and table.
     mutate(&p, |img| {
         let (o, _) = img.table("users");
