@@ -2041,6 +2041,39 @@ mod tests {
         );
     }
 
+    /// A nested tree whose descriptor counts another number of values than
+    /// the tree holds is a problem (its pages agree: only the count
+    /// differs).
+    #[test]
+    fn a_nested_tree_counting_other_items_is_a_problem() {
+        let d = tempfile::tempdir().unwrap();
+        let env = fresh_env(&d.path().join("db"));
+        let mut txn = env.begin_rw_txn().unwrap();
+        let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
+        for v in 0u32..2_000 {
+            txn.put(dups, b"k", format!("value {v:06}").as_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
+        // The descriptor's item count (at byte 32) one lower.
+        let (found, env) = patch_nodes(env, &d.path().join("db"), b"k", |flags, at, page| {
+            assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
+            let at = at + crate::format::NODESIZE + 1 + 32;
+            assert_eq!(page[at..at + 8], 2_000u64.to_le_bytes());
+            page[at..at + 8].copy_from_slice(&1_999u64.to_le_bytes());
+        });
+        assert_eq!(found, 1);
+        let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.table.as_deref() == Some("dups") && p.message.contains("items 1999) differ from walked")),
+            "{:?}",
+            r.problems
+        );
+    }
+
     /// A value's chunk of large pages more than one page longer than the
     /// value needs is a minor problem (exit code 1); one page more is let
     /// pass. (libmdbx's writers leave no extra page outside the GC, and
