@@ -2041,37 +2041,42 @@ mod tests {
         );
     }
 
-    /// A nested tree whose descriptor counts another number of values than
-    /// the tree holds is a problem (its pages agree: only the count
-    /// differs).
+    /// A nested tree whose descriptor counts other branch, leaf or large
+    /// pages or another number of values than the tree holds is a problem
+    /// (one count wrong at a time, the others agreeing).
     #[test]
-    fn a_nested_tree_counting_other_items_is_a_problem() {
+    fn a_nested_tree_counting_otherwise_is_a_problem() {
         let d = tempfile::tempdir().unwrap();
-        let env = fresh_env(&d.path().join("db"));
-        let mut txn = env.begin_rw_txn().unwrap();
-        let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
-        for v in 0u32..2_000 {
-            txn.put(dups, b"k", format!("value {v:06}").as_bytes(), PutFlags::empty()).unwrap();
+        let path = d.path().join("db");
+        // (The descriptor's field: its offset, its width, and the wrong
+        // count the check then names.)
+        for (at, width, wrong, says) in
+            [(12, 4, 7, "branch 7,"), (16, 4, 99, "leaf 99,"), (20, 4, 1, "large 1,"), (32, 8, 1_999, "items 1999)")]
+        {
+            let env = fresh_env(&path);
+            let mut txn = env.begin_rw_txn().unwrap();
+            let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
+            for v in 0u32..2_000 {
+                txn.put(dups, b"k", format!("value {v:06}").as_bytes(), PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
+            let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+            assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
+            let (found, env) = patch_nodes(env, &path, b"k", |flags, node, page| {
+                assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
+                let o = node + crate::format::NODESIZE + 1 + at;
+                page[o..o + width].copy_from_slice(&(wrong as u64).to_le_bytes()[..width]);
+            });
+            assert_eq!(found, 1);
+            let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+            assert!(
+                r.problems.iter().any(|p| p.table.as_deref() == Some("dups")
+                    && p.message.contains("nested tree counters")
+                    && p.message.contains(says)),
+                "{says}: {:?}",
+                r.problems
+            );
         }
-        txn.commit().unwrap();
-        let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
-        assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
-        // The descriptor's item count (at byte 32) one lower.
-        let (found, env) = patch_nodes(env, &d.path().join("db"), b"k", |flags, at, page| {
-            assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
-            let at = at + crate::format::NODESIZE + 1 + 32;
-            assert_eq!(page[at..at + 8], 2_000u64.to_le_bytes());
-            page[at..at + 8].copy_from_slice(&1_999u64.to_le_bytes());
-        });
-        assert_eq!(found, 1);
-        let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
-        assert!(
-            r.problems
-                .iter()
-                .any(|p| p.table.as_deref() == Some("dups") && p.message.contains("items 1999) differ from walked")),
-            "{:?}",
-            r.problems
-        );
     }
 
     /// A value's chunk of large pages more than one page longer than the
