@@ -2009,31 +2009,44 @@ mod tests {
         (found, Env::builder().max_dbs(8).no_sub_dir(true).read_only(true).open(path).unwrap())
     }
 
+    /// A table "dups" with `flags` holding 2,000 four-byte values under key
+    /// "k" (a nested tree), checked clean; then `wrong` written into the
+    /// nested tree's descriptor, in its field of `width` bytes at byte
+    /// `field`. The reports of the check before and after.
+    fn with_nested_descriptor_field(
+        path: &std::path::Path,
+        flags: DbFlags,
+        field: usize,
+        width: usize,
+        wrong: u64,
+    ) -> (CheckReport, CheckReport) {
+        let env = fresh_env(path);
+        let mut txn = env.begin_rw_txn().unwrap();
+        let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT | flags).unwrap();
+        for v in 0u32..2_000 {
+            txn.put(dups, b"k", &v.to_be_bytes(), PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        let (found, env) = patch_nodes(env, path, b"k", |flags, node, page| {
+            assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
+            let o = node + crate::format::NODESIZE + b"k".len() + field;
+            page[o..o + width].copy_from_slice(&wrong.to_le_bytes()[..width]);
+        });
+        assert_eq!(found, 1);
+        (clean, env.check(&CheckOptions::default(), &mut |_| {}).unwrap())
+    }
+
     /// A nested tree of a DUPFIXED table whose value size differs from the
     /// table's is a problem.
     #[test]
     fn a_nested_tree_of_another_value_size_is_a_problem() {
         let d = tempfile::tempdir().unwrap();
-        let env = Env::builder().max_dbs(8).no_sub_dir(true).open(d.path().join("db")).unwrap();
-        let mut txn = env.begin_rw_txn().unwrap();
-        let fixed = txn.create_db(Some("fixed"), DbFlags::DUP_SORT | DbFlags::DUP_FIXED).unwrap();
-        for v in 0u32..2_000 {
-            txn.put(fixed, b"k", &v.to_be_bytes(), PutFlags::empty()).unwrap();
-        }
-        txn.commit().unwrap();
-        let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        // The descriptor's value size (at byte 4) says 8-byte values.
+        let (clean, r) = with_nested_descriptor_field(&d.path().join("db"), DbFlags::DUP_FIXED, 4, 4, 8);
         assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
-        let t = clean.tables.iter().find(|t| t.name.as_deref() == Some(b"fixed")).unwrap();
+        let t = clean.tables.iter().find(|t| t.name.as_deref() == Some(b"dups")).unwrap();
         assert_eq!((t.entries, t.data_bytes), (2_000, 8_000), "{t:?}");
-        // The nested tree's descriptor says 8-byte values (its value size
-        // at byte 4).
-        let (found, env) = patch_nodes(env, &d.path().join("db"), b"k", |flags, at, page| {
-            assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
-            let at = at + crate::format::NODESIZE + 1 + 4;
-            page[at..at + 4].copy_from_slice(&8u32.to_le_bytes());
-        });
-        assert_eq!(found, 1);
-        let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
         assert!(
             r.problems.iter().any(|p| p.message.contains("nested tree of 8-byte values in a DUPFIXED table of 4-byte")),
             "{:?}",
@@ -2047,28 +2060,13 @@ mod tests {
     #[test]
     fn a_nested_tree_counting_otherwise_is_a_problem() {
         let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("db");
         // (The descriptor's field: its offset, its width, and the wrong
         // count the check then names.)
-        for (at, width, wrong, says) in
+        for (field, width, wrong, says) in
             [(12, 4, 7, "branch 7,"), (16, 4, 99, "leaf 99,"), (20, 4, 1, "large 1,"), (32, 8, 1_999, "items 1999)")]
         {
-            let env = fresh_env(&path);
-            let mut txn = env.begin_rw_txn().unwrap();
-            let dups = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
-            for v in 0u32..2_000 {
-                txn.put(dups, b"k", format!("value {v:06}").as_bytes(), PutFlags::empty()).unwrap();
-            }
-            txn.commit().unwrap();
-            let clean = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+            let (clean, r) = with_nested_descriptor_field(&d.path().join("db"), DbFlags::empty(), field, width, wrong);
             assert_eq!(clean.problem_count(), 0, "{:?}", clean.problems);
-            let (found, env) = patch_nodes(env, &path, b"k", |flags, node, page| {
-                assert_eq!(flags, N_DUP | N_TREE, "a nested tree");
-                let o = node + crate::format::NODESIZE + 1 + at;
-                page[o..o + width].copy_from_slice(&(wrong as u64).to_le_bytes()[..width]);
-            });
-            assert_eq!(found, 1);
-            let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
             assert!(
                 r.problems.iter().any(|p| p.table.as_deref() == Some("dups")
                     && p.message.contains("nested tree counters")
