@@ -379,6 +379,17 @@ impl Env {
         }
     }
 
+    /// `mdbx_env_copy` of the newest snapshot to the new data file `dst`
+    /// (`compact`: `MDBX_CP_COMPACT`, libmdbx's own compacting copy).
+    pub fn copy_to(&self, dst: &Path, compact: bool) -> Result<()> {
+        let flags = if compact { ffi::MDBX_CP_COMPACT } else { ffi::MDBX_CP_DEFAULTS };
+        let c = cpath(dst)?;
+        // SAFETY: live env; `c` is a NUL-terminated path that outlives the call.
+        check(unsafe { ffi::mdbx_env_copy(self.env, c.as_ptr(), flags) }, || {
+            format!("mdbx_env_copy({dst:?}, flags {flags:#x})")
+        })
+    }
+
     /// Run libmdbx's own integrity checker on this open environment.
     pub fn chk(&self) -> Result<ChkSummary> {
         run_chk(self.env)
