@@ -703,9 +703,8 @@ mod tests {
         assert_eq!(r.problem_count(), 0, "{:?}", r.problems);
     }
 
-    /// A copy to a stream has exactly the bytes of a copy to a file, as-is
-    /// and compacted, with every kind of page (tables, sub-pages, nested
-    /// trees, DUPFIX leaves, large values, GC).
+    /// An interrupted copy, to a file or to a stream, stops with
+    /// `Interrupted`, and a file copy leaves no file behind.
     #[test]
     fn an_interrupted_copy_stops_and_leaves_no_file() {
         let d = tempfile::tempdir().unwrap();
@@ -732,6 +731,9 @@ mod tests {
         }
     }
 
+    /// A copy to a stream has exactly the bytes of a copy to a file, as-is
+    /// and compacted, with every kind of page (tables, sub-pages, nested
+    /// trees, DUPFIX leaves, large values, GC).
     #[test]
     fn a_stream_copy_is_the_file_copy() {
         let d = tempfile::tempdir().unwrap();
@@ -765,6 +767,97 @@ mod tests {
             assert_eq!(stream.len() as u64, by_stream.file_size);
             assert!(stream == std::fs::read(&file).unwrap(), "compact {compact}: the bytes differ");
         }
+    }
+
+    /// The compactor fills every page: a leaf is closed only when the next
+    /// node (or DUPFIX item) does not fit in it, a branch only when its next
+    /// child does not, except the last two branches of a level, which share
+    /// their children out so that the last has two. Keys of every length at
+    /// 256-byte pages make exact fits common; 4-byte DUPFIX items fill a
+    /// leaf exactly (236 bytes of room).
+    #[test]
+    fn compacted_pages_are_full() {
+        let ps = 256;
+        let d = tempfile::tempdir().unwrap();
+        let geo = crate::Geometry { page_size: Some(ps), ..Default::default() };
+        let env = Env::builder().max_dbs(8).geometry(geo).open(d.path().join("src")).unwrap();
+        let max_key = env.max_key_size(DbFlags::empty());
+        let max_dup = env.max_value_size(DbFlags::DUP_SORT);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let mut txn = env.begin_rw_txn().unwrap();
+        let t: Vec<_> = (0..4).map(|i| txn.create_db(Some(&format!("t{i}")), DbFlags::empty()).unwrap()).collect();
+        let f = txn.create_db(Some("f"), DbFlags::DUP_SORT | DbFlags::DUP_FIXED).unwrap();
+        let u = txn.create_db(Some("u"), DbFlags::DUP_SORT).unwrap();
+        // Many trees of several levels: each level's first branch is packed
+        // from a fresh start.
+        for i in 0u32..6000 {
+            let key: Vec<u8> = (0..1 + next(max_key)).map(|_| next(256) as u8).collect();
+            txn.put(t[i as usize % 4], &key, &vec![1u8; next(24)], PutFlags::empty()).unwrap();
+            txn.put(f, &[b'a', (i % 3) as u8], &i.to_be_bytes(), PutFlags::empty()).unwrap();
+            let v: Vec<u8> = (0..1 + next(max_dup)).map(|_| next(256) as u8).collect();
+            txn.put(u, &[b'b', (i % 24) as u8], &v, PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        let dst = d.path().join("compact.db");
+        env.copy_to(&dst, &CopyOptions { compact: true, ..Default::default() }, &mut |_| {}).unwrap();
+        let c = Env::builder().max_dbs(8).read_only(true).open(&dst).unwrap();
+        let root = c.begin_ro_txn().unwrap().snap.meta.main.root;
+        let img = std::fs::read(&dst).unwrap();
+        let page = |pg: u32| Page { buf: &img[pg as usize * ps..(pg as usize + 1) * ps] };
+        // The first key under `pg` (what the compactor groups children by).
+        let first_key = |mut pg: u32| loop {
+            let p = page(pg);
+            if !p.is_branch() {
+                return crate::btree::key_at(p, 0, pg).unwrap().to_vec();
+            }
+            pg = crate::format::node::node(p, 0, pg).unwrap().child();
+        };
+        let (mut trees, mut checked) = (vec![root], [0usize; 3]);
+        while let Some(root) = trees.pop() {
+            let mut level = vec![root];
+            loop {
+                let n = level.len();
+                let mut below = Vec::new();
+                for (w, &pg) in level.iter().enumerate() {
+                    let p = page(pg);
+                    let nodes = (0..p.num_entries()).map(|i| crate::format::node::node(p, i, pg).unwrap());
+                    if p.is_branch() {
+                        below.extend(nodes.map(|nd| nd.child()));
+                    } else if !p.is_dupfix() {
+                        // Named tables and nested trees are checked in turn.
+                        trees.extend(nodes.filter(|nd| nd.flags & N_TREE != 0).map(|nd| Tree::read(nd.data).root));
+                    }
+                    let Some(&right) = level.get(w + 1) else { continue };
+                    let next = page(right);
+                    let need = if p.is_branch() {
+                        if w + 2 == n {
+                            continue;
+                        }
+                        let child = crate::format::node::node(next, 0, right).unwrap().child();
+                        NODESIZE + crate::format::even_ceil(first_key(child).len()) + 2
+                    } else if p.is_dupfix() {
+                        p.dupfix_ksize() as usize
+                    } else {
+                        let nd = crate::format::node::node(next, 0, right).unwrap();
+                        NODESIZE + crate::format::even_ceil(nd.key.len() + nd.data.len()) + 2
+                    };
+                    assert!(p.room() < need, "page {pg} has {} bytes free, the next takes {need}", p.room());
+                    checked[usize::from(p.is_branch()) + usize::from(p.is_dupfix()) * 2] += 1;
+                }
+                if below.is_empty() {
+                    break;
+                }
+                level = below;
+            }
+        }
+        // Leaves, branches and DUPFIX leaves were all checked, in numbers.
+        assert!(checked.iter().all(|&k| k > 20), "{checked:?}");
     }
 
     /// Values added one by one leave spare room in sub-pages; the compacting
