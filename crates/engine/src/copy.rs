@@ -860,6 +860,32 @@ mod tests {
         assert!(checked.iter().all(|&k| k > 20), "{checked:?}");
     }
 
+    /// A compacting copy reports its progress once for every 256 pages it
+    /// writes (when an allocation reaches or passes a multiple of 256, so a
+    /// large value's chunk may carry it a few pages past), from 0 to the
+    /// pages of the copy.
+    #[test]
+    fn a_compacting_copy_reports_progress_every_256_pages() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().open(d.path().join("src")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0u32..60_000 {
+            // Every 500th value takes a chunk of 5 to 8 pages.
+            let v = if i % 500 == 0 { vec![2u8; 17_000 + (i as usize * 37) % 15_000] } else { vec![1u8; 100] };
+            txn.put(crate::Db::MAIN, &i.to_be_bytes(), &v, PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        let mut seen = Vec::new();
+        let opts = CopyOptions { compact: true, ..Default::default() };
+        let st = env.copy_to(&d.path().join("c"), &opts, &mut |p| seen.push(p.done)).unwrap();
+        assert!(st.copy_pages > 1000, "{st:?}");
+        assert_eq!((seen.first(), seen.last()), (Some(&0), Some(&st.copy_pages)));
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        let mid = &seen[1..seen.len() - 1];
+        assert_eq!(mid.len() as u64, st.copy_pages / 256, "{seen:?}");
+        assert!(mid.iter().all(|&p| p % 256 < 8), "{seen:?}");
+    }
+
     /// Values added one by one leave spare room in sub-pages; the compacting
     /// copy drops it.
     #[test]
