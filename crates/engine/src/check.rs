@@ -1727,7 +1727,7 @@ fn compare_counts(w: &mut Walker<'_>, tid: usize, tree: &Tree, got: &Counts) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Db, DbFlags, PutFlags};
 
@@ -1969,7 +1969,7 @@ mod tests {
 
     /// A new environment at `path` (a file, its lock file beside it), in
     /// place of the one a previous case left there.
-    fn fresh_env(path: &std::path::Path) -> Env {
+    pub(crate) fn fresh_env(path: &std::path::Path) -> Env {
         let mut lck = path.as_os_str().to_owned();
         lck.push("-lck");
         let _ = std::fs::remove_file(path);
@@ -1981,7 +1981,7 @@ mod tests {
     /// (not DUPFIXED) holding a node keyed `key`, the node's flags and its
     /// offset in the page, and the page's bytes to change. Returns how many
     /// it found, and the environment opened again read-only.
-    fn patch_nodes(
+    pub(crate) fn patch_nodes(
         env: Env,
         path: &std::path::Path,
         key: &[u8],

@@ -886,6 +886,37 @@ mod tests {
         assert!(mid.iter().all(|&p| p % 256 < 8), "{seen:?}");
     }
 
+    /// A large chunk one page longer than its value needs (the check lets
+    /// one spare page pass) is copied at the length the value needs, and the
+    /// table's count of large pages in the copy says so.
+    #[test]
+    fn a_compacted_chunk_takes_the_pages_its_value_needs() {
+        use crate::check::tests::{fresh_env, patch_nodes};
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        let env = fresh_env(&path);
+        let mut txn = env.begin_rw_txn().unwrap();
+        // A chunk of 5 pages (4 KiB), then the node says 13,000 bytes: 4.
+        txn.put(crate::Db::MAIN, b"blob", &[3u8; 20_000], PutFlags::empty()).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(env.stat().unwrap().page_size, 4096);
+        let (found, env) = patch_nodes(env, &path, b"blob", |flags, at, page| {
+            assert_eq!(flags, N_BIG);
+            page[at..at + 4].copy_from_slice(&13_000u32.to_le_bytes());
+        });
+        assert_eq!(found, 1);
+        assert_eq!(env.check(&CheckOptions::default(), &mut |_| {}).unwrap().problem_count(), 0);
+        assert_eq!(env.stat().unwrap().overflow_pages, 5);
+        let dst = d.path().join("compact.db");
+        env.copy_to(&dst, &CopyOptions { compact: true, ..Default::default() }, &mut |_| {}).unwrap();
+        let c = Env::builder().read_only(true).open(&dst).unwrap();
+        let r = c.check(&CheckOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(r.problem_count(), 0, "{:?}", r.problems);
+        assert_eq!(c.stat().unwrap().overflow_pages, 4);
+        let txn = c.begin_ro_txn().unwrap();
+        assert!(txn.get(crate::Db::MAIN, b"blob").unwrap().is_some_and(|v| v == [3u8; 13_000]));
+    }
+
     /// Values added one by one leave spare room in sub-pages; the compacting
     /// copy drops it.
     #[test]
