@@ -15,6 +15,11 @@
 //!   a tree (none in the GC, none lost);
 //! - the copy takes no more pages than libmdbx's own compacting copy of the
 //!   same source;
+//! - the copy's geometry is libmdbx's: bounds, growth and shrink steps as
+//!   in libmdbx's compacting copy of the source, with and without
+//!   `force_dynamic`, and (without it) its size what libmdbx gives a copy of
+//!   that many pages: libmdbx's compaction of rdbx's copy keeps every page
+//!   and gives the same size;
 //! - libmdbx writes to the copy (its full pages split) and it stays clean
 //!   for both checkers.
 //!
@@ -36,14 +41,33 @@ const TABLES: [(&str, DbFlags); 6] = [
     ("gone", DbFlags::empty()),
 ];
 
-fn open_rdbx(path: &Path, ps: usize, read_only: bool) -> Env {
-    Env::builder()
-        .max_dbs(8)
-        .no_sub_dir(true)
-        .read_only(read_only)
-        .geometry(Geometry { page_size: Some(ps), ..Default::default() })
-        .open(path)
-        .unwrap()
+fn open_rdbx(path: &Path, geo: Geometry, read_only: bool) -> Env {
+    Env::builder().max_dbs(8).no_sub_dir(true).read_only(read_only).geometry(geo).open(path).unwrap()
+}
+
+/// The source's geometry: the default, odd bounds and steps, or a fixed
+/// size (no growth, no shrinking).
+fn geometry(ps: usize, rng: &mut Rng) -> Geometry {
+    let geo = Geometry { page_size: Some(ps), ..Default::default() };
+    const MIB: usize = 1 << 20;
+    match if ps > 4096 { 0 } else { rng.below(3) } {
+        0 => geo,
+        1 => Geometry {
+            size_lower: Some(MIB + 3 * ps),
+            size_upper: Some(64 * MIB),
+            growth_step: Some(5 * ps),
+            shrink_threshold: Some(11 * ps),
+            ..geo
+        },
+        _ => Geometry {
+            size_lower: Some(32 * MIB),
+            size_now: Some(32 * MIB),
+            size_upper: Some(32 * MIB),
+            growth_step: Some(0),
+            shrink_threshold: Some(0),
+            ..geo
+        },
+    }
 }
 
 /// A key length: the limit, near it, or short.
@@ -56,8 +80,9 @@ fn key_len(rng: &mut Rng, max: usize) -> usize {
 }
 
 /// Writes the random database of `seed` at `path` (page size `ps`).
-fn build(path: &Path, ps: usize, rng: &mut Rng) {
-    let env = open_rdbx(path, ps, false);
+fn build(path: &Path, geo: Geometry, rng: &mut Rng) {
+    let ps = geo.page_size.unwrap();
+    let env = open_rdbx(path, geo, false);
     let max_key = env.max_key_size(DbFlags::empty());
     let max_dup = env.max_value_size(DbFlags::DUP_SORT);
     let max_val = env.max_value_size(DbFlags::empty()).min(3 * ps);
@@ -134,12 +159,13 @@ fn oracle_ro(path: &Path) -> oracle::Env {
 /// (see the module docs).
 fn verify(src: &Path, ps: usize, ctx: &str) {
     let dir = src.parent().unwrap();
+    let geo = Geometry { page_size: Some(ps), ..Default::default() };
     let ours = dir.join("rdbx.compact");
-    let stats = open_rdbx(src, ps, true)
+    let stats = open_rdbx(src, geo.clone(), true)
         .copy_to(&ours, &CopyOptions { compact: true, ..Default::default() }, &mut |_| {})
         .unwrap();
     {
-        let env = open_rdbx(&ours, ps, true);
+        let env = open_rdbx(&ours, geo.clone(), true);
         let r = env.check(&CheckOptions::default(), &mut |_| {}).unwrap();
         assert_eq!(r.problem_count(), 0, "{ctx}: {:?}", r.problems);
         assert_eq!(r.gc_listed_pages, 0, "{ctx}");
@@ -149,7 +175,7 @@ fn verify(src: &Path, ps: usize, ctx: &str) {
     let theirs = dir.join("mdbx.compact");
     let (want, want_stats) = {
         let env = oracle_ro(src);
-        env.copy_to(&theirs, true).unwrap();
+        env.copy_to(&theirs, oracle::MDBX_CP_COMPACT).unwrap();
         let txn = env.begin_ro().unwrap();
         (oracle::dump_sections(&txn).unwrap(), oracle::all_stats(&txn).unwrap())
     };
@@ -197,8 +223,43 @@ fn verify(src: &Path, ps: usize, ctx: &str) {
         env.close().unwrap();
     }
     cli.chk(&ours).unwrap_or_else(|e| panic!("{ctx}: libmdbx's check after libmdbx wrote to the copy: {e}"));
-    let r = open_rdbx(&ours, ps, true).check(&CheckOptions::default(), &mut |_| {}).unwrap();
+    let r = open_rdbx(&ours, geo, true).check(&CheckOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(r.problem_count(), 0, "{ctx}: after libmdbx wrote to the copy: {:?}", r.problems);
+}
+
+/// Compares the geometry of rdbx's compacting copies of `src` with
+/// libmdbx's (see the module docs).
+fn same_geometry_as_libmdbx(src: &Path, ps: usize, ctx: &str) {
+    let dir = src.parent().unwrap();
+    for force_dynamic in [false, true] {
+        let ctx = format!("{ctx}, force_dynamic {force_dynamic}");
+        let flags = oracle::MDBX_CP_COMPACT | if force_dynamic { oracle::MDBX_CP_FORCE_DYNAMIC_SIZE } else { 0 };
+        let ours = dir.join(format!("rdbx.{force_dynamic}"));
+        let opts = CopyOptions { compact: true, force_dynamic, ..Default::default() };
+        let stats = open_rdbx(src, Geometry { page_size: Some(ps), ..Default::default() }, true)
+            .copy_to(&ours, &opts, &mut |_| {})
+            .unwrap();
+        let theirs = dir.join(format!("mdbx.{force_dynamic}"));
+        oracle_ro(src).copy_to(&theirs, flags).unwrap();
+        let again = dir.join(format!("mdbx-of-rdbx.{force_dynamic}"));
+        oracle_ro(&ours).copy_to(&again, flags).unwrap();
+        let (o, t, a) =
+            (oracle_ro(&ours).info().unwrap(), oracle_ro(&theirs).info().unwrap(), oracle_ro(&again).info().unwrap());
+        let bounds = |i: &oracle::EnvInfo| (i.geo_lower, i.geo_upper, i.geo_grow, i.geo_shrink);
+        assert_eq!(bounds(&o), bounds(&t), "{ctx}: rdbx's copy, then libmdbx's");
+        assert_eq!(o.last_pgno + 1, stats.copy_pages, "{ctx}");
+        assert_eq!(a.last_pgno, o.last_pgno, "{ctx}: libmdbx's compaction of rdbx's copy keeps every page");
+        let len = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert_eq!((len(&ours), stats.file_size), (o.geo_current, o.geo_current), "{ctx}: file size");
+        // libmdbx rounds a growth step it opens to 64 KiB: the step
+        // `force_dynamic` derives from the bounds (as libmdbx's copy does,
+        // above) changes when libmdbx opens rdbx's copy, and so does the
+        // size libmdbx gives its own copy of it.
+        if !force_dynamic {
+            let (ours, again) = ((o.geo_current, bounds(&o), len(&ours)), (a.geo_current, bounds(&a), len(&again)));
+            assert_eq!(ours, again, "{ctx}: rdbx's copy, then libmdbx's of it");
+        }
+    }
 }
 
 /// The value width of the DUPFIXED table "fixed" in a dump.
@@ -215,8 +276,12 @@ fn compacted_copies_of_random_databases_pass_libmdbx() {
             let ctx = format!("seed {seed}, page size {ps}");
             let tmp = tempfile::tempdir().unwrap();
             let src = tmp.path().join("src.db");
-            build(&src, ps, &mut Rng::new(seed * 1_000_003 + ps as u64));
+            let mut rng = Rng::new(seed * 1_000_003 + ps as u64);
+            let geo = geometry(ps, &mut rng);
+            let ctx = format!("{ctx}, {geo:?}");
+            build(&src, geo, &mut rng);
             verify(&src, ps, &ctx);
+            same_geometry_as_libmdbx(&src, ps, &ctx);
         }
     }
 }

@@ -17,9 +17,9 @@ use std::ptr;
 use mdbx_sys as ffi;
 
 pub use ffi::{
-    MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_DUPFIXED, MDBX_DUPSORT, MDBX_INCOMPATIBLE, MDBX_INTEGERDUP,
-    MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA, MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_OUSTED,
-    MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
+    MDBX_APPEND, MDBX_BAD_VALSIZE, MDBX_CORRUPTED, MDBX_CP_COMPACT, MDBX_CP_FORCE_DYNAMIC_SIZE, MDBX_DUPFIXED,
+    MDBX_DUPSORT, MDBX_INCOMPATIBLE, MDBX_INTEGERDUP, MDBX_INTEGERKEY, MDBX_KEYEXIST, MDBX_MAP_FULL, MDBX_NODUPDATA,
+    MDBX_NOOVERWRITE, MDBX_NOTFOUND, MDBX_OUSTED, MDBX_PROBLEM, MDBX_REVERSEDUP, MDBX_REVERSEKEY,
 };
 
 /// Result of every oracle call.
@@ -380,9 +380,9 @@ impl Env {
     }
 
     /// `mdbx_env_copy` of the newest snapshot to the new data file `dst`
-    /// (`compact`: `MDBX_CP_COMPACT`, libmdbx's own compacting copy).
-    pub fn copy_to(&self, dst: &Path, compact: bool) -> Result<()> {
-        let flags = if compact { ffi::MDBX_CP_COMPACT } else { ffi::MDBX_CP_DEFAULTS };
+    /// with `flags` (`MDBX_CP_COMPACT`: libmdbx's own compacting copy,
+    /// `MDBX_CP_FORCE_DYNAMIC_SIZE`).
+    pub fn copy_to(&self, dst: &Path, flags: ffi::MDBX_copy_flags_t) -> Result<()> {
         let c = cpath(dst)?;
         // SAFETY: live env; `c` is a NUL-terminated path that outlives the call.
         check(unsafe { ffi::mdbx_env_copy(self.env, c.as_ptr(), flags) }, || {
