@@ -155,12 +155,14 @@ fn create_dst(dst: &Path, overwrite: bool) -> Result<File> {
 }
 
 /// Geometry `now` of a compacted copy: the allocated pages rounded up to the
-/// growth step (libmdbx's `compacting_fixup_meta`).
+/// growth step (libmdbx's `compacting_fixup_meta`). `geo.now` is the
+/// source's size on entry: libmdbx leaves it alone (within the bounds) when
+/// it is already the copy's page count.
 fn fixup_now(geo: &mut MetaGeo, ps: usize) {
     let unit = (OS_PAGE as usize / ps).max(1) as u32;
     let mut now = geo.first_unallocated;
     let aligner = pv2pages(if geo.grow_pv != 0 { geo.grow_pv } else { geo.shrink_pv });
-    if aligner != 0 {
+    if aligner != 0 && geo.now != geo.first_unallocated {
         let x = geo.first_unallocated as u64 + aligner as u64 - geo.first_unallocated as u64 % aligner as u64;
         now = (x.div_ceil(unit as u64) * unit as u64).min(u32::MAX as u64) as u32;
     }
@@ -915,6 +917,46 @@ mod tests {
         assert_eq!(c.stat().unwrap().overflow_pages, 4);
         let txn = c.begin_ro_txn().unwrap();
         assert!(txn.get(crate::Db::MAIN, b"blob").unwrap().is_some_and(|v| v == [3u8; 13_000]));
+    }
+
+    /// The size of a compacted copy, as libmdbx's `compacting_fixup_meta`
+    /// sets it: the pages the copy takes, past the next multiple of the
+    /// growth step (of the shrink threshold if there is no step), rounded
+    /// up to whole OS pages, within the bounds; left alone when the size
+    /// the source had is exactly the pages the copy takes.
+    #[test]
+    fn a_compacted_copy_is_sized_as_libmdbx_sizes_it() {
+        use crate::format::meta::pages2pv;
+        let geo = |grow: u32, shrink: u32, lower: u32, upper: u32, now: u32, first_unallocated: u32| MetaGeo {
+            grow_pv: pages2pv(grow),
+            shrink_pv: pages2pv(shrink),
+            lower,
+            upper,
+            now,
+            first_unallocated,
+        };
+        let fixed = |mut g: MetaGeo, ps: usize| {
+            fixup_now(&mut g, ps);
+            g.now
+        };
+        // 1000 pages, a step of 64: the next multiple past 1000 is 1024.
+        assert_eq!(fixed(geo(64, 128, 3, 1 << 20, 5000, 1000), 4096), 1024);
+        // On a multiple already, the next one.
+        assert_eq!(fixed(geo(64, 128, 3, 1 << 20, 5000, 1024), 4096), 1088);
+        // The shrink threshold when there is no step.
+        assert_eq!(fixed(geo(0, 100, 3, 1 << 20, 5000, 1000), 4096), 1100);
+        // Neither: the pages themselves.
+        assert_eq!(fixed(geo(0, 0, 3, 1 << 20, 5000, 1000), 4096), 1000);
+        // 1 KiB pages: whole 4 KiB OS pages (1000 + 63 - 1000 % 63 = 1008;
+        // 1000 + 61 - 1000 % 61 = 1037, up to 1040).
+        assert_eq!(fixed(geo(63, 0, 3, 1 << 20, 5000, 1000), 1024), 1008);
+        assert_eq!(fixed(geo(61, 0, 3, 1 << 20, 5000, 1000), 1024), 1040);
+        // Within the bounds.
+        assert_eq!(fixed(geo(64, 0, 2000, 1 << 20, 5000, 1000), 4096), 2000);
+        assert_eq!(fixed(geo(64, 0, 3, 1010, 5000, 1000), 4096), 1010);
+        // The source's size equal to the pages of the copy: kept.
+        assert_eq!(fixed(geo(64, 128, 3, 1 << 20, 1000, 1000), 4096), 1000);
+        assert_eq!(fixed(geo(64, 128, 1200, 1 << 20, 1000, 1000), 4096), 1200);
     }
 
     /// Values added one by one leave spare room in sub-pages; the compacting
