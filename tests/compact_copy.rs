@@ -20,6 +20,7 @@
 //!   `force_dynamic`, and (without it) its size what libmdbx gives a copy of
 //!   that many pages: libmdbx's compaction of rdbx's copy keeps every page
 //!   and gives the same size;
+//! - an as-is copy has the pages and the geometry of libmdbx's as-is copy;
 //! - libmdbx writes to the copy (its full pages split) and it stays clean
 //!   for both checkers.
 //!
@@ -228,8 +229,8 @@ fn verify(src: &Path, ps: usize, ctx: &str) {
 }
 
 /// Compares the geometry of rdbx's compacting copies of `src` with
-/// libmdbx's (see the module docs).
-fn same_geometry_as_libmdbx(src: &Path, ps: usize, ctx: &str) {
+/// libmdbx's, and rdbx's as-is copies with libmdbx's (see the module docs).
+fn copies_match_libmdbx(src: &Path, ps: usize, ctx: &str) {
     let dir = src.parent().unwrap();
     for force_dynamic in [false, true] {
         let ctx = format!("{ctx}, force_dynamic {force_dynamic}");
@@ -259,6 +260,20 @@ fn same_geometry_as_libmdbx(src: &Path, ps: usize, ctx: &str) {
             let (ours, again) = ((o.geo_current, bounds(&o), len(&ours)), (a.geo_current, bounds(&a), len(&again)));
             assert_eq!(ours, again, "{ctx}: rdbx's copy, then libmdbx's of it");
         }
+        // As-is copies: the same pages after the metas, the same geometry.
+        let ours = dir.join(format!("rdbx-as-is.{force_dynamic}"));
+        let opts = CopyOptions { force_dynamic, ..Default::default() };
+        open_rdbx(src, Geometry { page_size: Some(ps), ..Default::default() }, true)
+            .copy_to(&ours, &opts, &mut |_| {})
+            .unwrap();
+        let theirs = dir.join(format!("mdbx-as-is.{force_dynamic}"));
+        oracle_ro(src).copy_to(&theirs, flags & !oracle::MDBX_CP_COMPACT).unwrap();
+        let (x, y) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+        assert_eq!(x.len(), y.len(), "{ctx}: as-is copies' sizes");
+        assert!(x[3 * ps..] == y[3 * ps..], "{ctx}: the pages of the as-is copies differ");
+        let (o, t) = (oracle_ro(&ours).info().unwrap(), oracle_ro(&theirs).info().unwrap());
+        let geo = |i: &oracle::EnvInfo| (i.geo_current, bounds(i), i.last_pgno, i.recent_txnid);
+        assert_eq!(geo(&o), geo(&t), "{ctx}: as-is copies' geometry");
     }
 }
 
@@ -281,7 +296,7 @@ fn compacted_copies_of_random_databases_pass_libmdbx() {
             let ctx = format!("{ctx}, {geo:?}");
             build(&src, geo, &mut rng);
             verify(&src, ps, &ctx);
-            same_geometry_as_libmdbx(&src, ps, &ctx);
+            copies_match_libmdbx(&src, ps, &ctx);
         }
     }
 }
