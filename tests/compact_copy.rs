@@ -51,6 +51,7 @@ fn open_rdbx(path: &Path, geo: Geometry, read_only: bool) -> Env {
 fn geometry(ps: usize, rng: &mut Rng) -> Geometry {
     let geo = Geometry { page_size: Some(ps), ..Default::default() };
     const MIB: usize = 1 << 20;
+    const FIXED: usize = 42 * 12 * 64 * 1024;
     match if ps > 4096 { 0 } else { rng.below(3) } {
         0 => geo,
         1 => Geometry {
@@ -60,10 +61,13 @@ fn geometry(ps: usize, rng: &mut Rng) -> Geometry {
             shrink_threshold: Some(11 * ps),
             ..geo
         },
+        // 31.5 MiB: a multiple of 42 pages at every page size, where the
+        // growth step `force_dynamic` derives, 1 + (upper - 3) / 42 pages,
+        // is one page less than 1 + (upper + 3) / 42.
         _ => Geometry {
-            size_lower: Some(32 * MIB),
-            size_now: Some(32 * MIB),
-            size_upper: Some(32 * MIB),
+            size_lower: Some(FIXED),
+            size_now: Some(FIXED),
+            size_upper: Some(FIXED),
             growth_step: Some(0),
             shrink_threshold: Some(0),
             ..geo
