@@ -111,8 +111,9 @@ impl Sink<'_> {
     }
 }
 
-/// The three meta pages of a copy: metas 0 and 1 are the pristine "empty
-/// database" metas libmdbx also writes (txnids below the copied one), meta 2
+/// The three meta pages of a copy: metas 0 and 1 are "empty database"
+/// metas with the two txnids below the copied one (libmdbx writes such
+/// metas too, with txnids 1 and 2: either way meta 2 is the head), meta 2
 /// the snapshot itself.
 fn meta_pages(snap: &Meta, ps: usize) -> Vec<Vec<u8>> {
     let t = snap.txnid();
