@@ -85,7 +85,7 @@ fn key_len(rng: &mut Rng, max: usize) -> usize {
     }
 }
 
-/// Writes the random database of `seed` at `path` (page size `ps`).
+/// Writes a random database at `path` with geometry `geo`.
 fn build(path: &Path, geo: Geometry, rng: &mut Rng) {
     let ps = geo.page_size.unwrap();
     let env = open_rdbx(path, geo, false);
