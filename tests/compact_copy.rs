@@ -85,8 +85,9 @@ fn key_len(rng: &mut Rng, max: usize) -> usize {
     }
 }
 
-/// Writes a random database at `path` with geometry `geo`.
-fn build(path: &Path, geo: Geometry, rng: &mut Rng) {
+/// Writes a random database at `path` with geometry `geo`; returns the
+/// value width of its DUPFIXED table.
+fn build(path: &Path, geo: Geometry, rng: &mut Rng) -> usize {
     let ps = geo.page_size.unwrap();
     let env = open_rdbx(path, geo, false);
     let max_key = env.max_key_size(DbFlags::empty());
@@ -155,6 +156,7 @@ fn build(path: &Path, geo: Geometry, rng: &mut Rng) {
         }
         txn.commit().unwrap();
     }
+    width
 }
 
 fn oracle_ro(path: &Path) -> oracle::Env {
@@ -162,8 +164,8 @@ fn oracle_ro(path: &Path) -> oracle::Env {
 }
 
 /// Copies `src` compacted with rdbx and with libmdbx and checks rdbx's copy
-/// (see the module docs).
-fn verify(src: &Path, ps: usize, ctx: &str) {
+/// (see the module docs); `width` is the value width of its DUPFIXED table.
+fn verify(src: &Path, ps: usize, width: usize, ctx: &str) {
     let dir = src.parent().unwrap();
     let geo = Geometry { page_size: Some(ps), ..Default::default() };
     let ours = dir.join("rdbx.compact");
@@ -223,7 +225,7 @@ fn verify(src: &Path, ps: usize, ctx: &str) {
             for i in 0u64..200 {
                 let (k, v) = match name {
                     "ints" => (i.to_le_bytes().to_vec(), vec![1u8; 9]),
-                    "fixed" => (b"f00".to_vec(), vec![i as u8; want_width(&want)]),
+                    "fixed" => (b"f00".to_vec(), vec![i as u8; width]),
                     "multi" => (b"m01".to_vec(), format!("new{i:04}").into_bytes()),
                     _ => (format!("new-{i:05}").into_bytes(), vec![2u8; 30]),
                 };
@@ -287,12 +289,6 @@ fn copies_match_libmdbx(src: &Path, ps: usize, ctx: &str) {
     }
 }
 
-/// The value width of the DUPFIXED table "fixed" in a dump.
-fn want_width(secs: &[rdbx_tests::golden::DumpSection]) -> usize {
-    let s = secs.iter().find(|s| s.name.as_deref() == Some(b"fixed".as_slice())).expect("table fixed");
-    s.records.first().map(|(_, v)| v.len()).expect("records in fixed")
-}
-
 #[test]
 fn compacted_copies_of_random_databases_pass_libmdbx() {
     let seeds: u64 = std::env::var("RDBX_COMPACT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
@@ -304,8 +300,8 @@ fn compacted_copies_of_random_databases_pass_libmdbx() {
             let mut rng = Rng::new(seed * 1_000_003 + ps as u64);
             let geo = geometry(ps, &mut rng);
             let ctx = format!("{ctx}, {geo:?}");
-            build(&src, geo, &mut rng);
-            verify(&src, ps, &ctx);
+            let width = build(&src, geo, &mut rng);
+            verify(&src, ps, width, &ctx);
             copies_match_libmdbx(&src, ps, &ctx);
         }
     }
