@@ -2216,7 +2216,7 @@ mod tests {
 #[cfg(test)]
 mod locality_tests {
     use super::{
-        next_in_run, take_page, RunPool, GATHER_MIN_DIRTY, MIN_RUN, RUN_LIST_MAX, RUN_POOL_PER_DIRTY,
+        next_in_run, take_page, take_run, RunPool, GATHER_MIN_DIRTY, MIN_RUN, RUN_LIST_MAX, RUN_POOL_PER_DIRTY,
         TAIL_RUN_MIN_DIRTY,
     };
     use crate::error::Result;
@@ -2425,6 +2425,28 @@ mod locality_tests {
         assert!(take_page(&mut list, 13));
         assert!(take_page(&mut list, 7));
         assert_eq!(list, vec![12]);
+    }
+
+    #[test]
+    fn take_run_takes_the_top_of_the_highest_run_that_fits() {
+        // One page: the lowest.
+        let mut list = vec![9, 7, 6, 5];
+        assert_eq!(take_run(&mut list, 1), Some(5));
+        assert_eq!(list, vec![9, 7, 6]);
+        // A list that is exactly the run.
+        let mut list = vec![12, 11, 10];
+        assert_eq!(take_run(&mut list, 3), Some(10));
+        assert!(list.is_empty());
+        // The top `n` pages of the highest run of `n` or more.
+        let mut list = vec![20, 19, 18, 15, 14, 13, 12, 3];
+        assert_eq!(take_run(&mut list, 2), Some(19));
+        assert_eq!(list, vec![18, 15, 14, 13, 12, 3]);
+        assert_eq!(take_run(&mut list, 3), Some(13));
+        assert_eq!(list, vec![18, 12, 3]);
+        // None, the list unchanged: no run that long, or too few pages.
+        assert_eq!(take_run(&mut list, 2), None);
+        assert_eq!(take_run(&mut list, 4), None);
+        assert_eq!(list, vec![18, 12, 3]);
     }
 }
 
@@ -3585,5 +3607,259 @@ mod multi_page_record_tests {
         assert!(now.len() < original.len(), "record {key} lists all its {} pages still", now.len());
         drop(reader);
         assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
+    }
+}
+
+/// Page allocation (`alloc`, `alloc_any`, `alloc_tail`, `reclaim_one`,
+/// `force_steady`) on a real write transaction whose free lists and GC
+/// records the tests set up. The page numbers taken are checked, not used:
+/// each transaction is aborted.
+#[cfg(test)]
+mod alloc_tests {
+    use super::{alloc, alloc_any, alloc_tail, force_steady, partial_take, reclaim_one, tail_grows};
+    use crate::btree::write::{self, Val};
+    use crate::error::Error;
+    use crate::flags::PutFlags;
+    use crate::run_list::RunList;
+    use crate::txn::{Db, RwTxn};
+    use crate::{Env, Geometry};
+
+    /// An environment of 256-byte pages holding about 600 pages of records
+    /// (so the tests' page numbers are below the first unallocated page).
+    fn env_in(dir: &std::path::Path, writemap: bool) -> Env {
+        let env = Env::builder()
+            .geometry(Geometry { page_size: Some(256), ..Default::default() })
+            .write_map(writemap)
+            .open(dir)
+            .unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        for i in 0u32..600 {
+            txn.put(Db::MAIN, &i.to_be_bytes(), &[7; 150], PutFlags::empty()).unwrap();
+        }
+        txn.commit().unwrap();
+        env
+    }
+
+    /// GC records under keys `1..=records`, each listing one page, none
+    /// next to another's (no run of two), reclaimable by `txn`.
+    fn scattered_records(txn: &mut RwTxn<'_>, records: u64) {
+        for k in 1..=records {
+            let value = crate::format::pnl::encode(&[10 + 3 * k as u32], 16);
+            write::put(txn, Db::GC, &k.to_le_bytes(), Val::Bytes(&value), PutFlags::empty(), 0).unwrap();
+        }
+        txn.detent = Some(records);
+        // (The puts found the GC empty.)
+        txn.gc_exhausted = false;
+    }
+
+    #[test]
+    fn a_run_may_span_loose_and_reclaimed_pages() {
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        txn.st.loose = vec![101, 100];
+        txn.st.reclaimed = RunList::from_desc(&[99, 98, 50]);
+        assert_eq!(alloc_any(&mut txn, 4).unwrap(), 98);
+        assert!(txn.st.loose.is_empty());
+        assert_eq!(txn.st.reclaimed.to_vec(), [50]);
+        txn.abort();
+    }
+
+    #[test]
+    fn the_gc_update_keeps_its_loose_pages_apart() {
+        // While the GC is written its lists are the plan's: the loose pages
+        // stay loose, and no GC record is consumed.
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        scattered_records(&mut txn, 3);
+        txn.st.loose = vec![101];
+        txn.st.reclaimed = RunList::from_desc(&[100, 99]);
+        txn.saving_gc = true;
+        assert_eq!(alloc_any(&mut txn, 2).unwrap(), 99);
+        assert_eq!(txn.st.loose, [101]);
+        let fu = txn.geo.first_unallocated;
+        assert_eq!(alloc_any(&mut txn, 1).unwrap(), 101);
+        assert_eq!(alloc_any(&mut txn, 1).unwrap(), fu, "the tail, not a GC record");
+        assert!(txn.st.consumed.is_empty());
+        txn.saving_gc = false;
+        txn.abort();
+    }
+
+    #[test]
+    fn the_search_for_a_run_consumes_a_bounded_number_of_records() {
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        scattered_records(&mut txn, 100);
+        // No two of their pages are a run: 65 records looked through, then
+        // the tail (or pages freed at its edge).
+        assert!(alloc_any(&mut txn, 2).unwrap() > 10 + 3 * 100);
+        assert_eq!(txn.st.consumed.len(), 65);
+        assert_eq!(txn.st.consumed[0], 100, "newest first");
+        txn.abort();
+    }
+
+    #[test]
+    fn a_forced_steady_point_rewrites_the_head_in_its_own_slot() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder()
+            .geometry(Geometry { page_size: Some(256), ..Default::default() })
+            .durability(crate::Durability::SafeNoSync)
+            .open(d.path())
+            .unwrap();
+        let path = d.path().join("mdbx.dat");
+        let metas = || crate::inspect::read_metas(&path).unwrap();
+        // Lazy commits until the head is not slot 0.
+        for i in 0u32.. {
+            let mut txn = env.begin_rw_txn().unwrap();
+            txn.put(Db::MAIN, &i.to_be_bytes(), b"v", PutFlags::empty()).unwrap();
+            txn.commit().unwrap();
+            if i > 2 && metas().head != 0 {
+                break;
+            }
+        }
+        let before = metas();
+        let head = before.head;
+        assert_eq!(before.slots[head].signature, "weak");
+        let mut txn = env.begin_rw_txn().unwrap();
+        assert_eq!(txn.st.recent_slot, head);
+        force_steady(&mut txn).unwrap();
+        assert_eq!(txn.st.steady_txnid, txn.st.base.txnid());
+        txn.abort();
+        let after = metas();
+        assert_eq!((after.head, after.steady), (head, head));
+        for (a, b) in after.slots.iter().zip(&before.slots) {
+            let sign = if a.index == head { "steady" } else { b.signature };
+            assert_eq!((a.meta.txnid(), a.signature), (b.meta.txnid(), sign), "slot {}", a.index);
+        }
+    }
+
+    #[test]
+    fn a_run_from_the_tail_starts_at_the_free_pages_right_below_it() {
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        let fu = txn.geo.first_unallocated;
+        // Loose pages touching the tail, a reclaimed one that does not.
+        txn.st.loose = vec![fu - 1, fu - 2, fu - 5];
+        txn.st.reclaimed = RunList::from_desc(&[fu - 4]);
+        assert_eq!(alloc_tail(&mut txn, 3).unwrap(), fu - 2);
+        assert_eq!((txn.geo.first_unallocated, &txn.st.loose[..]), (fu + 1, &[fu - 5][..]));
+        // Reclaimed pages touching it, a loose one that does not.
+        let fu = fu + 1;
+        txn.st.loose = vec![fu - 8];
+        txn.st.reclaimed = RunList::from_desc(&[fu - 1, fu - 2, fu - 3]);
+        assert_eq!(alloc_tail(&mut txn, 2).unwrap(), fu - 2);
+        assert_eq!(txn.st.reclaimed.to_vec(), [fu - 3]);
+        assert_eq!((txn.geo.first_unallocated, &txn.st.loose[..]), (fu, &[fu - 8][..]));
+        // None touching: the tail itself.
+        assert_eq!(alloc_tail(&mut txn, 1).unwrap(), fu);
+        assert_eq!(txn.geo.first_unallocated, fu + 1);
+        txn.abort();
+    }
+
+    #[test]
+    fn the_tail_grows_by_steps_up_to_the_upper_bound() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder()
+            .geometry(Geometry {
+                page_size: Some(4096),
+                size_lower: Some(64 << 10),
+                size_now: Some(64 << 10),
+                size_upper: Some(256 << 10),
+                growth_step: Some(64 << 10),
+                ..Default::default()
+            })
+            .open(d.path())
+            .unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let step = 16;
+        assert_eq!((txn.geo.now, txn.geo.upper), (step, 4 * step));
+        let fu = txn.geo.first_unallocated;
+        // The file's last page, then one past it: a step more.
+        txn.geo.first_unallocated = step - 1;
+        assert_eq!(alloc_tail(&mut txn, 1).unwrap(), step - 1);
+        assert_eq!(txn.geo.now, step);
+        assert_eq!(alloc_tail(&mut txn, 1).unwrap(), step);
+        assert_eq!(txn.geo.now, 2 * step);
+        assert_eq!(std::fs::metadata(d.path().join("mdbx.dat")).unwrap().len(), 2 * step as u64 * 4096);
+        // Beyond the upper bound: MapFull, nothing taken.
+        txn.geo.first_unallocated = 3 * step;
+        assert!(matches!(alloc_tail(&mut txn, step as usize + 1), Err(Error::MapFull)));
+        assert_eq!(txn.geo.first_unallocated, 3 * step);
+        assert_eq!(alloc_tail(&mut txn, step as usize).unwrap(), 3 * step);
+        assert_eq!(txn.geo.now, 4 * step);
+        // No growth step: no growth, though the bound is further.
+        txn.geo.upper = 8 * step;
+        txn.geo.grow_pv = 0;
+        assert!(matches!(alloc_tail(&mut txn, 1), Err(Error::MapFull)));
+        txn.geo.first_unallocated = fu;
+        txn.abort();
+    }
+
+    #[test]
+    fn a_small_transaction_takes_part_of_a_big_record() {
+        // One record of 200 pages (10..210); single pages wanted: the
+        // lowest `partial_take` of them, the record keeps the rest.
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        let pages: Vec<u32> = (10..210).rev().collect();
+        let value = crate::format::pnl::encode(&pages, 16);
+        write::put(&mut txn, Db::GC, &1u64.to_le_bytes(), Val::Bytes(&value), PutFlags::empty(), 0).unwrap();
+        (txn.detent, txn.gc_exhausted) = (Some(1), false);
+        let take = partial_take(&txn, 1);
+        assert!(take * 4 <= 200 && take > 16, "{take}");
+        assert!(reclaim_one(&mut txn, 1, 1).unwrap());
+        assert_eq!(txn.st.reclaimed.to_vec(), (10..10 + take as u32).rev().collect::<Vec<_>>());
+        assert!(txn.st.consumed.is_empty());
+        assert_eq!(txn.st.partly_taken, [(1, value.len())]);
+        let left = txn.get(Db::GC, &1u64.to_le_bytes()).unwrap().unwrap();
+        assert_eq!(crate::format::pnl::Pnl::new(left).unwrap().iter().collect::<Vec<_>>(), pages[..200 - take]);
+        // A chunk of 3: the lowest pages again, as they hold a run of 3.
+        let take2 = partial_take(&txn, 3);
+        assert!(reclaim_one(&mut txn, 3, 3).unwrap());
+        assert_eq!(txn.st.reclaimed.len(), take + take2);
+        assert_eq!(txn.st.reclaimed.iter().max(), Some(9 + (take + take2) as u32));
+        txn.abort();
+    }
+
+    #[test]
+    fn the_tail_grows_the_file_past_its_size_only() {
+        let d = tempfile::tempdir().unwrap();
+        let env = env_in(d.path(), false);
+        let mut txn = env.begin_rw_txn().unwrap();
+        txn.geo.first_unallocated = txn.geo.now - 2;
+        assert!(!tail_grows(&txn, 1));
+        assert!(!tail_grows(&txn, 2), "the last two pages of the file");
+        assert!(tail_grows(&txn, 3));
+        txn.abort();
+    }
+
+    #[test]
+    fn single_pages_follow_a_run_unless_writes_cost_nothing_where_they_go() {
+        // Free: a run 40..=43 and page 5. On a disk, with pages written by
+        // calls or through the map: the run (a commit's pages stay
+        // together). On tmpfs: the lowest free page (a small transaction
+        // starts no run there).
+        let shm = std::path::Path::new("/dev/shm");
+        let dirs = [std::env::temp_dir(), env!("CARGO_MANIFEST_DIR").into(), shm.into()];
+        let mut seen = Vec::new();
+        for dir in dirs.iter().filter(|d| d.is_dir()) {
+            for writemap in [false, true] {
+                let d = tempfile::tempdir_in(dir).unwrap();
+                let env = env_in(d.path(), writemap);
+                let memory = env.inner.in_memory_fs;
+                let mut txn = env.begin_rw_txn().unwrap();
+                txn.st.reclaimed = RunList::from_desc(&[43, 42, 41, 40, 5]);
+                let got: Vec<u32> = (0..3).map(|_| alloc(&mut txn, 1).unwrap()).collect();
+                let want = if memory { [5, 40, 41] } else { [40, 41, 42] };
+                assert_eq!(got, want, "{}: writemap {writemap}, in memory {memory}", dir.display());
+                txn.abort();
+                seen.push((writemap, memory));
+            }
+        }
+        assert!(seen.contains(&(true, false)), "WRITEMAP on a disk never ran: {seen:?}");
     }
 }

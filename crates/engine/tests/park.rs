@@ -114,6 +114,15 @@ fn the_writer_ousts_a_parked_reader_instead_of_growing_the_file() {
     // The GC was reused: the file stayed small (a pinned snapshot makes it
     // grow by every round's pages).
     let ousted_len = file_len(dir.path());
+    // No bigger than the same churn with no reader at all: the writer
+    // ousts the reader when a page would grow the file, in the middle of a
+    // transaction, not only when its commit updates the GC (that grew the
+    // file by a step).
+    let dir0 = tempdir();
+    let env0 = open_small(dir0.path());
+    churn(&env0, 200);
+    let clean_len = file_len(dir0.path());
+    assert!(ousted_len <= clean_len, "the file grew to {ousted_len} bytes, {clean_len} with no reader");
 
     // The same churn against a reader that is not parked grows the file,
     // and that reader keeps its snapshot.
@@ -123,7 +132,7 @@ fn the_writer_ousts_a_parked_reader_instead_of_growing_the_file() {
     churn(&env2, 200);
     assert_eq!(active.get(Db::MAIN, &key(7)).expect("get"), Some(&[1u8; 200][..]));
     let pinned_len = file_len(dir2.path());
-    eprintln!("file after churn: {ousted_len} bytes with the parked reader ousted, {pinned_len} with an active one");
+    eprintln!("file after churn: {ousted_len} bytes with the parked reader ousted, {pinned_len} with an active one, {clean_len} with none");
     assert!(ousted_len * 4 < pinned_len, "ousting did not keep the file small: {ousted_len} vs {pinned_len}");
 }
 
@@ -139,6 +148,49 @@ fn an_unousted_parked_reader_keeps_its_snapshot() {
     txn.commit().expect("commit");
     parked.unpark().expect("unpark");
     assert_eq!(parked.get(Db::MAIN, &key(1)).expect("get"), Some(&[1u8; 200][..]));
+}
+
+#[test]
+fn only_the_parked_readers_that_hold_back_what_is_needed_are_ousted() {
+    // Reader A parks on the first snapshot, then 300 overwrites, then B
+    // parks on the next one. Small commits fill the file's room (a growth
+    // step of 1 MiB) until a page would grow it: the writer ousts A, whose
+    // snapshot pins the overwritten pages, and those pages are enough, so
+    // B, older than the commits since but newer than those pages, keeps
+    // its snapshot.
+    let dir = tempdir();
+    let env = Env::builder()
+        .geometry(Geometry {
+            page_size: Some(4096),
+            size_lower: Some(64 << 10),
+            size_now: Some(64 << 10),
+            size_upper: Some(256 << 20),
+            growth_step: Some(1 << 20),
+            ..Default::default()
+        })
+        .open(dir.path())
+        .expect("open");
+    churn(&env, 1);
+    let mut a = env.begin_ro_txn().expect("ro");
+    a.park().expect("park");
+    churn(&env, 1);
+    let mut b = env.begin_ro_txn().expect("ro");
+    b.park().expect("park");
+    let (a_id, b_id) = (a.id(), b.id());
+    let slot = |id: u64| env.readers().expect("readers").into_iter().find(|r| r.txnid == Some(id));
+    let mut commits = 0;
+    while slot(a_id).is_some() {
+        commits += 1;
+        assert!(commits < 10_000, "A was never ousted");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        txn.put(Db::MAIN, &key(commits % 300), &[255; 200], PutFlags::empty()).expect("put");
+        txn.commit().expect("commit");
+    }
+    assert!(commits > 10, "the file had no room: A was ousted at commit {commits}");
+    assert_eq!(slot(b_id).map(|r| r.tid), Some(PARKED), "B was ousted with A, at commit {commits}");
+    assert!(matches!(a.unpark(), Err(Error::Ousted)));
+    b.unpark().expect("B unparks");
+    assert_eq!(b.get(Db::MAIN, &key(299)).expect("get"), Some(&[2u8; 200][..]), "B's snapshot changed");
 }
 
 // ---------------------------------------------------------------------------

@@ -185,6 +185,63 @@ fn a_dead_reader_does_not_pin_the_gc() {
     assert!(pinned <= 2 * clean, "a dead reader made the file grow to {pinned} bytes (without it: {clean})");
 }
 
+#[test]
+fn a_dead_reader_is_swept_while_the_file_still_has_room() {
+    // 4 MiB of room: no page would grow the file, so ousting laggards
+    // before growth never runs. The writer still clears the dead reader's
+    // slot once it holds back GC records the writer needs (not before: a
+    // sweep costs a lock probe per process), and reuses them. `history`:
+    // two batches of updates before the reader, whose GC records the first
+    // transactions after it use (the slot is cleared after them).
+    let used = |dead_reader: bool, history: bool| {
+        let dir = tempdir();
+        let env = Env::builder()
+            .geometry(Geometry {
+                page_size: Some(4096),
+                size_now: Some(4 << 20),
+                size_upper: Some(64 << 20),
+                growth_step: Some(1 << 20),
+                ..Default::default()
+            })
+            .open(dir.path())
+            .expect("open");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        for i in 0..2000u64 {
+            txn.put(Db::MAIN, &key(i), &[1; 100], PutFlags::empty()).expect("put");
+        }
+        txn.commit().expect("commit");
+        for v in if history { 2..4 } else { 0..0 } {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            for i in (0..2000u64).step_by(5) {
+                txn.put(Db::MAIN, &key(i), &[v; 100], PutFlags::empty()).expect("put");
+            }
+            txn.commit().expect("commit");
+        }
+        if dead_reader {
+            kill_a_reader(dir.path());
+            assert_eq!(env.readers().expect("readers").len(), 1, "the dead reader's slot is not listed");
+        }
+        for t in 0..20u64 {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            txn.put(Db::MAIN, &key(t * 97 % 2000), &[9; 100], PutFlags::empty()).expect("put");
+            txn.commit().expect("commit");
+        }
+        if dead_reader {
+            assert!(env.readers().expect("readers").is_empty(), "the writer did not clear the dead reader's slot");
+        }
+        env.info().expect("info").first_unallocated
+    };
+    // Without history, the pages in use are those of a writer with no
+    // reader (swept only at the commit's GC update, the first transaction
+    // held back took a page more).
+    let (clean, swept) = (used(false, false), used(true, false));
+    assert!(swept <= clean, "{swept} pages in use after the dead reader, {clean} without it");
+    // With it, at most the page the reader's snapshot held back while it
+    // was needed (the tail page a later commit freed, refunded without it).
+    let (clean, swept) = (used(false, true), used(true, true));
+    assert!(swept <= clean + 1, "{swept} pages in use after the dead reader, {clean} without it (history)");
+}
+
 // ---------------------------------------------------------------------------
 // A crash while creating a database
 
