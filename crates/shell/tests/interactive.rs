@@ -229,6 +229,88 @@ fn creating_a_database_asks_first() {
     assert!(db.join("mdbx.dat").is_file());
 }
 
+/// The shell in a pseudo-terminal whose output is read only as far as the
+/// test asks. rexpect's session drains the terminal on a thread of its own
+/// as fast as the shell writes, so output can run any distance ahead of
+/// what the test has matched: on a loaded machine a 300,000-row scan was
+/// all read before the test had found its 1,000th row and sent Ctrl-C.
+/// Here a thread hands over one read at a time and waits until the test
+/// takes it; while the test does not read, the shell blocks on a full
+/// terminal.
+struct HeldPty {
+    process: rexpect::process::PtyProcess,
+    input: std::fs::File,
+    reads: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Read and not matched yet.
+    seen: Vec<u8>,
+}
+
+impl HeldPty {
+    fn start(db: &Path, history: &Path) -> HeldPty {
+        use std::io::Read;
+        let mut c = Command::new(common::BIN);
+        c.arg(db).env("RDBX_HISTORY", history).env("TERM", "xterm").env_remove("NO_COLOR");
+        let process = rexpect::process::PtyProcess::new(c).expect("spawn rdbx in a pty");
+        let mut output = process.get_file_handle().unwrap();
+        let input = process.get_file_handle().unwrap();
+        let (tx, reads) = std::sync::mpsc::sync_channel(0);
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            while let Ok(n @ 1..) = output.read(&mut buf) {
+                if tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        HeldPty { process, input, reads, seen: Vec::new() }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.input.write_all(bytes).unwrap();
+    }
+
+    /// Reads until `text` comes after a line feed (`after_newline`: a fresh
+    /// prompt, see `fresh_prompt`) or anywhere; returns what came before it
+    /// and keeps what came after.
+    fn read_until(&mut self, text: &str, after_newline: bool) -> String {
+        let t = text.as_bytes();
+        // Where a match may start that was not looked at yet.
+        let mut from = 0;
+        loop {
+            let found = (from..self.seen.len().saturating_sub(t.len() - 1))
+                .find(|&i| self.seen[i..].starts_with(t) && (!after_newline || self.seen[..i].contains(&b'\n')));
+            if let Some(i) = found {
+                let rest = self.seen.split_off(i + t.len());
+                self.seen.truncate(i);
+                let before = std::mem::replace(&mut self.seen, rest);
+                return String::from_utf8_lossy(&before).into_owned();
+            }
+            from = self.seen.len().saturating_sub(t.len() - 1);
+            match self.reads.recv_timeout(std::time::Duration::from_millis(TIMEOUT_MS)) {
+                Ok(r) => self.seen.extend_from_slice(&r),
+                Err(e) => {
+                    let tail = &self.seen[self.seen.len().saturating_sub(300)..];
+                    panic!("waiting for {text:?}: {e}; the last output: {:?}", String::from_utf8_lossy(tail))
+                }
+            }
+        }
+    }
+
+    /// Waits until the shell has closed the terminal (it ended).
+    fn read_to_end(&mut self) {
+        while let Ok(r) = self.reads.recv_timeout(std::time::Duration::from_millis(TIMEOUT_MS)) {
+            self.seen.extend_from_slice(&r);
+        }
+        let status = self.process.wait().unwrap();
+        assert!(
+            matches!(status, rexpect::process::WaitStatus::Exited(_, 0)),
+            "{status:?}; the last output: {:?}",
+            String::from_utf8_lossy(&self.seen)
+        );
+    }
+}
+
 #[test]
 fn ctrl_c_stops_a_long_scan() {
     let dir = tempfile::tempdir().unwrap();
@@ -243,22 +325,24 @@ fn ctrl_c_stops_a_long_scan() {
         }
         txn.commit().unwrap();
     }
-    let history = dir.path().join("history");
-    let mut p = start(&db, &history);
-    fresh_prompt(&mut p, "big [ro] @MAIN> ");
-    p.send_line("pager off").unwrap();
-    fresh_prompt(&mut p, "big [ro] @MAIN> ");
-    p.send_line("scan -t big").unwrap();
-    expect(&mut p, "key0001000");
-    // 300 000 rows take far longer to reach the terminal than Ctrl-C.
-    p.send_control('c').unwrap();
-    let out = expect(&mut p, "shown (interrupted)");
+    let prompt = "big [ro] @MAIN> ";
+    let mut p = HeldPty::start(&db, &dir.path().join("history"));
+    p.read_until(prompt, false);
+    p.send(b"pager off\r");
+    p.read_until(prompt, true);
+    p.send(b"scan -t big\r");
+    p.read_until("key0001000", false);
+    // The shell is at most a terminal's buffer and a read ahead (a few
+    // thousand rows of 300,000), blocked until the test reads on.
+    p.send(b"\x03");
+    let out = p.read_until("shown (interrupted)", false);
     assert!(!out.contains("key0299999"), "the scan ran to its end");
-    fresh_prompt(&mut p, "big [ro] @MAIN> ");
-    p.send_line("count -t big").unwrap();
-    expect(&mut p, "300000");
-    p.send_control('d').unwrap();
-    p.exp_eof().unwrap();
+    p.read_until(prompt, false);
+    p.send(b"count -t big\r");
+    let out = p.read_until(prompt, true);
+    assert!(out.contains("300000"), "{out:?}");
+    p.send(b"\x04");
+    p.read_to_end();
 }
 
 #[test]
