@@ -482,6 +482,8 @@ pub struct Header {
     pub geometry: Option<GeometryHeader>,
     /// `mapsize=`.
     pub mapsize: Option<u64>,
+    /// `maxreaders=`.
+    pub max_readers: Option<u32>,
     /// `canary=` as x, y, z, v.
     pub canary: Option<[u64; 4]>,
     /// Line number of `HEADER=END` (0 for headerless input).
@@ -533,9 +535,24 @@ pub struct DumpReader<R: BufRead> {
     warned_concise: bool,
     bytes_read: u64,
     plain_started: bool,
+    /// Headers read so far: the first is the global one, whose geometry,
+    /// map size, readers and canary apply to the database (as mdbx_load).
+    headers: u64,
+    /// The first header's `db_pagesize=`.
+    global_page_size: Option<u64>,
     /// Warnings (unknown keywords, CRLF, ...), taken by the caller.
     pub warnings: Vec<String>,
 }
+
+/// The bounds mdbx_load takes a dump's `mapsize=` within (the smallest
+/// database: three meta pages of the smallest page size; the largest:
+/// 2^31 pages of the largest size), its `maxreaders=` and its `txnid=`
+/// (from 1 to just below the top 2^32 values, which libmdbx keeps as
+/// invalid); a value outside is ignored with a warning, as there.
+const MIN_MAP_SIZE: u64 = 3 * 256;
+const MAX_MAP_SIZE: u64 = (1 << 31) * 65536;
+const MAX_READERS: u64 = 32767;
+const MAX_TXNID: u64 = 0xffff_ffff_0000_0000 - 1;
 
 /// C `strtoull(s, 0)` over the whole string.
 pub fn parse_c_number(s: &str) -> Option<u64> {
@@ -573,6 +590,8 @@ impl<R: BufRead> DumpReader<R> {
             warned_concise: false,
             bytes_read: 0,
             plain_started: false,
+            headers: 0,
+            global_page_size: None,
             warnings: Vec::new(),
         }
     }
@@ -630,6 +649,7 @@ impl<R: BufRead> DumpReader<R> {
         }
         let mut h = Header::default();
         let mut any = false;
+        let global = self.headers == 0;
         loop {
             if !self.read_line()? {
                 if !any {
@@ -689,6 +709,10 @@ impl<R: BufRead> DumpReader<R> {
                     message: format!("unexpected number format for '{what}'"),
                 })
             };
+            // Database-wide settings count in the first header only.
+            let non_global =
+                |what: &str, shown: &str| format!("line {ln}: ignore {what} {shown} for '{kw}' in non-global context");
+            let unsupported = |v: u64| format!("line {ln}: ignore unsupported value {v:#x} for {kw}");
             match kw {
                 "VERSION" => {
                     if num("VERSION")? != 3 {
@@ -714,18 +738,48 @@ impl<R: BufRead> DumpReader<R> {
                 }
                 "db_pagesize" => {
                     let v = num("db_pagesize")?;
-                    if !(256..=65536).contains(&v) || !v.is_power_of_two() {
+                    if !global && self.global_page_size != Some(v) {
+                        self.warnings.push(non_global("value", &v.to_string()));
+                    } else if !(256..=65536).contains(&v) || !v.is_power_of_two() {
                         self.warnings.push(format!("line {ln}: ignore unsupported value {v} for db_pagesize"));
                     } else {
                         h.page_size = Some(v);
                     }
                 }
-                "mapsize" => h.mapsize = Some(num("mapsize")?),
-                "maxreaders" | "txnid" => {
-                    num(kw)?;
+                "mapsize" => {
+                    let v = num("mapsize")?;
+                    if !global {
+                        self.warnings.push(non_global("value", &v.to_string()));
+                    } else if !(MIN_MAP_SIZE..=MAX_MAP_SIZE).contains(&v) {
+                        self.warnings.push(unsupported(v));
+                    } else {
+                        h.mapsize = Some(v);
+                    }
                 }
-                "mapaddr" => {}
+                "maxreaders" => {
+                    let v = num("maxreaders")?;
+                    if !global {
+                        self.warnings.push(non_global("value", &v.to_string()));
+                    } else if !(1..=MAX_READERS).contains(&v) {
+                        self.warnings.push(unsupported(v));
+                    } else {
+                        h.max_readers = Some(v as u32);
+                    }
+                }
+                "txnid" => {
+                    let v = num("txnid")?;
+                    if !(1..=MAX_TXNID).contains(&v) {
+                        self.warnings.push(unsupported(v));
+                    }
+                }
+                "mapaddr" => {
+                    let v = num("mapaddr")?;
+                    if v != 0 {
+                        self.warnings.push(unsupported(v));
+                    }
+                }
                 "sequence" => h.sequence = num("sequence")?,
+                "geometry" | "canary" if !global => self.warnings.push(non_global("values", &val)),
                 "geometry" => {
                     h.geometry = Some(
                         parse_geometry(&val).ok_or_else(|| self.perr(ln, "unexpected line format for 'geometry'"))?,
@@ -752,6 +806,10 @@ impl<R: BufRead> DumpReader<R> {
                 }
             }
         }
+        if global {
+            self.global_page_size = h.page_size;
+        }
+        self.headers += 1;
         self.format = h.format;
         self.in_data = true;
         self.prev_key = None;

@@ -439,7 +439,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
         let empty = std::fs::metadata(&t.path).map(|m| m.is_file() && m.len() == 0).unwrap_or(false);
         existing_db = !empty;
         let geometry = if empty { Some(new_geometry()) } else { forced_geometry.clone() };
-        open_for_load(&t.path, t.no_sub_dir, geometry, a.nonblock).map_err(geometry_hint)?
+        open_for_load(&t.path, t.no_sub_dir, geometry, first.max_readers, a.nonblock).map_err(geometry_hint)?
     } else {
         // A new database: on failure remove what the attempt created.
         let existed_dir = a.path.is_dir();
@@ -458,7 +458,7 @@ fn load(a: &LoadArgs) -> Result<(), ToolError> {
                 let _ = std::fs::remove_dir_all(&path);
             }
         });
-        open_for_load(&a.path, a.no_sub_dir, Some(new_geometry()), a.nonblock)
+        open_for_load(&a.path, a.no_sub_dir, Some(new_geometry()), first.max_readers, a.nonblock)
             .inspect_err(|_| {
                 if let Some(rm) = remove_created.take() {
                     rm();
@@ -569,11 +569,17 @@ fn open_for_load(
     path: &std::path::Path,
     no_sub_dir: bool,
     geometry: Option<rdbx::Geometry>,
+    max_readers: Option<u32>,
     nonblock: bool,
 ) -> Result<(Env, Durability), ToolError> {
     let mut b = common::builder().max_dbs(MAX_DBS).no_sub_dir(no_sub_dir).mode(0o664);
     if let Some(g) = geometry {
         b = b.geometry(g);
+    }
+    // The dump's reader table size, where this open creates the lock file
+    // (as mdbx_load sets it).
+    if let Some(n) = max_readers {
+        b = b.max_readers(n);
     }
     let modes = if nonblock {
         [Durability::SyncDurable, Durability::SafeNoSync]

@@ -252,11 +252,13 @@ fn bad_input_stops_with_line_number_and_keeps_earlier_batches() {
         assert!(r.stderr.contains(&format!("line {line}:")), "{input:?}: {r:?}");
         assert!(!q.exists(), "no database is created for a bad header");
     }
-    // A geometry this system cannot have: error (the real mdbx_load exits 0), nothing left behind.
+    // A geometry this system cannot have (64 TiB, within the bounds mdbx_load
+    // takes, beyond the 8 TiB of 4 KiB pages): error (the real mdbx_load
+    // exits 0), nothing left behind.
     let q = d.path().join("huge.db");
     let r = run_stdin(
         &["load", "-n", &s(&q)],
-        Some(b"VERSION=3\nmapsize=1152921504606846976\nHEADER=END\n 61\n 62\nDATA=END\n"),
+        Some(b"VERSION=3\nmapsize=70368744177664\nHEADER=END\n 61\n 62\nDATA=END\n"),
     );
     assert_eq!(r.code, 1, "{r:?}");
     assert!(!q.exists() && !d.path().join("huge.db-lck").exists());
@@ -273,6 +275,57 @@ fn bad_input_stops_with_line_number_and_keeps_earlier_batches() {
     let r = run_stdin(&["load", "-n", &s(&d.path().join("x.db"))], Some(b"VERSION=3\nHEADER=END\nX a\n"));
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("line 3"), "{r:?}");
+}
+
+/// Database-wide header settings count in the first section only, and
+/// only within the bounds mdbx_load takes: otherwise they are ignored with
+/// its warnings and the load goes on. (A `mapsize=0` stopped the load with
+/// "geometry lower 12288 exceeds upper 0".)
+#[test]
+fn header_settings_out_of_bounds_or_after_the_first_section_are_ignored() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("w.db");
+    let text = "VERSION=3\nformat=bytevalue\ntype=btree\ndb_pagesize=4096\nmapsize=0\nmaxreaders=0\ntxnid=0\n\
+                mapaddr=0x10\nHEADER=END\n 61\n 31\nDATA=END\n\
+                VERSION=3\nformat=bytevalue\ndatabase=t\ntype=btree\ndb_pagesize=4096\nHEADER=END\n 62\n 32\nDATA=END\n\
+                VERSION=3\nformat=bytevalue\ndatabase=u\ntype=btree\ndb_pagesize=1024\nmapsize=1048576\n\
+                maxreaders=5\ngeometry=nonsense\ncanary=nonsense\nHEADER=END\n 63\n 33\nDATA=END\n";
+    let r = run_stdin(&["load", "-n", &s(&p)], Some(text.as_bytes()));
+    assert_eq!(r.code, 0, "{r:?}");
+    for w in [
+        "line 5: ignore unsupported value 0x0 for mapsize",
+        "line 6: ignore unsupported value 0x0 for maxreaders",
+        "line 7: ignore unsupported value 0x0 for txnid",
+        "line 8: ignore unsupported value 0x10 for mapaddr",
+        "line 26: ignore value 1024 for 'db_pagesize' in non-global context",
+        "line 27: ignore value 1048576 for 'mapsize' in non-global context",
+        "line 28: ignore value 5 for 'maxreaders' in non-global context",
+        "line 29: ignore values nonsense for 'geometry' in non-global context",
+        "line 30: ignore values nonsense for 'canary' in non-global context",
+    ] {
+        assert!(r.stderr.contains(w), "{w:?} in {r:?}");
+    }
+    // The second section repeats the first one's page size: no warning.
+    assert!(!r.stderr.contains("line 17:"), "{r:?}");
+    assert_eq!(r.stderr.lines().filter(|l| l.contains("ignore")).count(), 9, "{r:?}");
+    // Every record loaded; the database has the default geometry.
+    for (t, kv) in [("t", " 62\n 32\n"), ("u", " 63\n 33\n")] {
+        let r = run(&["dump", "-s", t, &s(&p)]);
+        assert!(r.stdout.contains(&format!("HEADER=END\n{kv}DATA=END")), "{r:?}");
+    }
+    assert_eq!(run(&["chk", "-q", &s(&p)]).code, 0);
+    // Numbers that are not numbers are errors, as there.
+    let r = run_stdin(&["load", "-n", &s(&d.path().join("x.db"))], Some(b"VERSION=3\nmapaddr=x\nHEADER=END\n"));
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("line 2: unexpected number format for 'mapaddr'"), "{r:?}");
+    // A map size beyond libmdbx's bounds (2^60): ignored, as mdbx_load does.
+    let q = d.path().join("big.db");
+    let r = run_stdin(
+        &["load", "-n", &s(&q)],
+        Some(b"VERSION=3\nmapsize=1152921504606846976\nHEADER=END\n 61\n 62\nDATA=END\n"),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("line 2: ignore unsupported value 0x1000000000000000 for mapsize"), "{r:?}");
 }
 
 #[test]
