@@ -261,6 +261,7 @@ fn bad_input_stops_with_line_number_and_keeps_earlier_batches() {
         Some(b"VERSION=3\nmapsize=70368744177664\nHEADER=END\n 61\n 62\nDATA=END\n"),
     );
     assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("exceeds the largest database of 4096-byte pages (8796093022208 bytes)"), "{r:?}");
     assert!(!q.exists() && !d.path().join("huge.db-lck").exists());
     // Empty input: error, nothing created.
     let q = d.path().join("empty.db");

@@ -673,6 +673,12 @@ fn create_file(io: &dyn PageIo, g: &Geometry) -> Result<()> {
     let max_bytes = (MAX_PAGENO as usize + 1) * ps;
     let lower = round_up(g.size_lower.unwrap_or(3 * ps).max(3 * ps).max(768), unit);
     let upper = round_up(g.size_upper.unwrap_or(64 << 30).min(max_bytes), unit).min(max_bytes / unit * unit);
+    if lower > max_bytes / unit * unit {
+        return Err(Error::InvalidArgument(format!(
+            "geometry lower {lower} exceeds the largest database of {ps}-byte pages ({} bytes)",
+            max_bytes / unit * unit
+        )));
+    }
     if lower > upper {
         return Err(Error::InvalidArgument(format!("geometry lower {lower} exceeds upper {upper}")));
     }
