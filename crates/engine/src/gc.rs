@@ -3549,6 +3549,58 @@ mod multi_page_record_tests {
         }
     }
 
+    /// More leftovers than the record taken from in part has room for:
+    /// pages from the file's tail that the transaction used and freed again
+    /// join the pages it took and did not use. The record takes back what
+    /// fits (it keeps its size, full), the rest stays in the own record,
+    /// and the commit succeeds. (Before this test only leftovers that fit
+    /// were seen: a return that took the record's room for more pages, or
+    /// one more, failed no test.)
+    #[test]
+    fn leftovers_beyond_the_room_of_the_record_taken_from_stay_in_the_own_record() {
+        let read_pages = |env: &Env, key: u64| -> Vec<u32> {
+            let rtxn = env.begin_ro_txn().unwrap();
+            let v = rtxn.get(Db::GC, &key.to_le_bytes()).unwrap().unwrap_or_default().to_vec();
+            crate::format::pnl::Pnl::new(&v).unwrap().iter().collect()
+        };
+        let (_d, env, key, len, _) = with_a_big_record(None, None);
+        let reader = env.begin_ro_txn().unwrap();
+        // The first small commit consumes the merge's own record.
+        let mut txn = env.begin_rw_txn().unwrap();
+        txn.put(Db::MAIN, &90_001u32.to_be_bytes(), &[1; 100], PutFlags::empty()).unwrap();
+        txn.commit().unwrap();
+        let used = |env: &Env| env.gc_info().unwrap().pages_allocated - env.gc_info().unwrap().pages_gc;
+        let used_before = used(&env);
+        let mut txn = env.begin_rw_txn().unwrap();
+        // A small edit: a few pages taken from the big record in part.
+        txn.put(Db::MAIN, &90_000u32.to_be_bytes(), &[1; 100], PutFlags::empty()).unwrap();
+        assert!(txn.st.partly_taken.iter().any(|t| t.0 == key) && txn.st.consumed.is_empty());
+        // Then pages from the tail only: 3,000 appended values (about 90
+        // pages), the first 2,700 deleted again (their pages loose; the last
+        // ones keep the top of the file, so the loose ones are not refunded).
+        txn.gc_exhausted = true;
+        for i in 0..3_000u32 {
+            txn.put(Db::MAIN, &(200_000 + i).to_be_bytes(), &[2; 100], PutFlags::APPEND).unwrap();
+        }
+        for i in 0..2_700u32 {
+            txn.del(Db::MAIN, &(200_000 + i).to_be_bytes(), None).unwrap();
+        }
+        let loose = txn.st.loose.len();
+        let txnid = txn.txnid;
+        assert!(loose > 40, "{loose} loose pages");
+        txn.commit().unwrap();
+        // The big record is full again; the own record keeps what did not fit.
+        let back = read_pages(&env, key);
+        assert_eq!(4 * (back.len() + 1), len, "the record taken from is not full: {} pages in {len} bytes", back.len());
+        let own = read_pages(&env, txnid);
+        assert!(!own.is_empty(), "no own record");
+        // Nothing lost: the pages in use grew by the 300 values kept and the
+        // tree above them, not by what went back to the GC.
+        assert!(used(&env) <= used_before + 20, "pages in use {} -> {}", used_before, used(&env));
+        drop(reader);
+        assert_eq!(env.check(&Default::default(), &mut |_| {}).unwrap().problem_count(), 0);
+    }
+
     /// The record a commit took from in part sits in a leaf that was
     /// spilled after the take and that the GC update does not touch again
     /// (own records pinned by a reader lie between it and the update's
