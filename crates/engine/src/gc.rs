@@ -3393,6 +3393,13 @@ mod multi_page_record_tests {
         (1_000_000 + i).to_be_bytes()
     }
 
+    /// The pages the GC record under `key` lists (none if there is none).
+    fn read_pages(env: &Env, key: u64) -> Vec<u32> {
+        let rtxn = env.begin_ro_txn().unwrap();
+        let v = rtxn.get(Db::GC, &key.to_le_bytes()).unwrap().unwrap_or_default().to_vec();
+        crate::format::pnl::Pnl::new(&v).unwrap().iter().collect()
+    }
+
     /// The GC's records: key and value length.
     fn records(env: &Env) -> Vec<(u64, usize)> {
         let txn = env.begin_ro_txn().unwrap();
@@ -3558,11 +3565,6 @@ mod multi_page_record_tests {
     /// one more, failed no test.)
     #[test]
     fn leftovers_beyond_the_room_of_the_record_taken_from_stay_in_the_own_record() {
-        let read_pages = |env: &Env, key: u64| -> Vec<u32> {
-            let rtxn = env.begin_ro_txn().unwrap();
-            let v = rtxn.get(Db::GC, &key.to_le_bytes()).unwrap().unwrap_or_default().to_vec();
-            crate::format::pnl::Pnl::new(&v).unwrap().iter().collect()
-        };
         let (_d, env, key, len, _) = with_a_big_record(None, None);
         let reader = env.begin_ro_txn().unwrap();
         // The first small commit consumes the merge's own record.
@@ -3608,11 +3610,6 @@ mod multi_page_record_tests {
     /// pages back there, none left in the own record that reader pins.
     #[test]
     fn a_partial_take_from_a_spilled_leaf_under_a_reader() {
-        let read_pages = |env: &Env, key: u64| -> Vec<u32> {
-            let rtxn = env.begin_ro_txn().unwrap();
-            let v = rtxn.get(Db::GC, &key.to_le_bytes()).unwrap().unwrap_or_default().to_vec();
-            crate::format::pnl::Pnl::new(&v).unwrap().iter().collect()
-        };
         let (_d, env, _, _, _) = with_a_big_record_and(None, Some(400), 400, 10_000);
         let reader = env.begin_ro_txn().unwrap();
         // Commits that each retire about 100 pages (50 values of two

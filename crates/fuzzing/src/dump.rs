@@ -83,6 +83,9 @@ pub fn unparse(sections: &[Section], plain_text: bool) -> Vec<u8> {
             if let Some(m) = h.mapsize {
                 let _ = writeln!(out, "mapsize={m}");
             }
+            if let Some(r) = h.max_readers {
+                let _ = writeln!(out, "maxreaders={r}");
+            }
             if let Some(g) = &h.geometry {
                 match g.current {
                     Some(c) => {
