@@ -23,17 +23,18 @@ fn key(i: u64) -> [u8; 8] {
 
 /// A database whose file grows in small steps, with 300 records.
 fn open_small(dir: &Path) -> Env {
-    open_small_with(dir, Env::builder())
+    open_small_with(dir, Env::builder(), 64 << 10)
 }
 
-fn open_small_with(dir: &Path, b: rdbx::EnvBuilder) -> Env {
+/// [`open_small`] from builder `b`, the file growing by `step` bytes.
+fn open_small_with(dir: &Path, b: rdbx::EnvBuilder, step: usize) -> Env {
     let env = b
         .geometry(Geometry {
             page_size: Some(4096),
             size_lower: Some(64 << 10),
             size_now: Some(64 << 10),
             size_upper: Some(256 << 20),
-            growth_step: Some(64 << 10),
+            growth_step: Some(step),
             ..Default::default()
         })
         .open(dir)
@@ -158,18 +159,7 @@ fn only_the_parked_readers_that_hold_back_what_is_needed_are_ousted() {
     // overwritten pages, and those pages are enough, so B, older than the
     // commits since but newer than those pages, keeps its snapshot.
     let dir = tempdir();
-    let env = Env::builder()
-        .geometry(Geometry {
-            page_size: Some(4096),
-            size_lower: Some(64 << 10),
-            size_now: Some(64 << 10),
-            size_upper: Some(256 << 20),
-            growth_step: Some(1 << 20),
-            ..Default::default()
-        })
-        .open(dir.path())
-        .expect("open");
-    churn(&env, 1);
+    let env = open_small_with(dir.path(), Env::builder(), 1 << 20);
     let mut a = env.begin_ro_txn().expect("ro");
     a.park().expect("park");
     churn(&env, 1);
@@ -324,7 +314,7 @@ fn churn_with_callback(answer: fn(&SlowReader) -> SlowReaderAction) -> (Vec<Slow
         seen.lock().unwrap().push(*r);
         answer(r)
     });
-    let env = open_small_with(dir.path(), b);
+    let env = open_small_with(dir.path(), b, 64 << 10);
     let (child, stdin, out, txnid) = spawn_reader(dir.path(), true);
     let pid = child.id();
     churn(&env, 200);
