@@ -1634,6 +1634,11 @@ mod tests {
         let GcSaved { last_key: last, retired: n, rounds } = write_gc(w).expect("GC update");
         assert!(rounds <= ROUNDS_MAX, "the GC update took {rounds} rounds");
         let recs = records(w);
+        // A record the update reserved and then forgot (never filled, never
+        // deleted) would be left empty.
+        for (k, pages) in &recs {
+            assert!(!pages.is_empty(), "record {k} lists no page");
+        }
         let own: Vec<u64> = recs.keys().copied().filter(|&k| k >= t).collect();
         assert_eq!(own, (t..t + own.len() as u64).collect::<Vec<_>>(), "own keys are consecutive from t");
         assert_eq!(last, own.last().copied().unwrap_or(t));

@@ -242,6 +242,76 @@ fn a_dead_reader_is_swept_while_the_file_still_has_room() {
     assert!(swept <= clean + 1, "{swept} pages in use after the dead reader, {clean} without it (history)");
 }
 
+/// The GC update's own edits (its records, a page each for a long list)
+/// take their pages from reclaimable GC records, not the file's tail, even
+/// when the transaction itself took almost none. A reader pins 300 small
+/// commits, each leaving a GC record of a few pages; then it ends, and one
+/// transaction drops a table of about 3,000 pages (a drop frees pages
+/// without copying any, and the main tree's edit takes the pages of one
+/// small record). Its GC update needs a page for each of about 25 records
+/// at 512-byte pages and has about none at hand: it reclaims more records
+/// first, as many as its edits may need. Taking the pages from the tail
+/// instead grew the file (found by mutation testing, which showed that
+/// nothing checked this). With a growth step of one page, any page from
+/// the tail grows the file.
+#[test]
+fn the_gc_update_takes_its_pages_from_the_gc() {
+    for (d, step) in
+        [(Durability::SyncDurable, 64 << 10), (Durability::SafeNoSync, 64 << 10), (Durability::SyncDurable, 512)]
+    {
+        let dir = tempdir();
+        let env = Env::builder()
+            .durability(d)
+            .max_dbs(2)
+            .geometry(Geometry {
+                page_size: Some(512),
+                size_now: Some(64 << 10),
+                size_upper: Some(64 << 20),
+                growth_step: Some(step),
+                ..Default::default()
+            })
+            .open(dir.path())
+            .expect("open");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let big = txn.create_db(Some("big"), rdbx::DbFlags::empty()).expect("create");
+        for i in 0..6000u64 {
+            txn.put(big, &key(i), &[3; 200], PutFlags::empty()).expect("put");
+        }
+        for i in 0..2000u64 {
+            txn.put(Db::MAIN, &key(i), &[1; 20], PutFlags::empty()).expect("put");
+        }
+        txn.commit().expect("commit");
+        env.sync().expect("sync");
+        let reader = env.begin_ro_txn().expect("ro");
+        for t in 0..300u64 {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            txn.put(Db::MAIN, &key(t * 7 % 2000), &[t as u8; 20], PutFlags::empty()).expect("put");
+            txn.commit().expect("commit");
+        }
+        drop(reader);
+        env.sync().expect("sync");
+        let before = env.gc_info().expect("gc_info");
+        let big_pages = {
+            let txn = env.begin_ro_txn().expect("ro");
+            let s = txn.db_stat(big).expect("stat");
+            s.leaf_pages + s.branch_pages + s.overflow_pages
+        };
+        assert!(big_pages >= 2900, "the table takes {big_pages} pages");
+        assert!(before.pages_reclaimable >= 300, "{before:?}");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        txn.drop_db(big).expect("drop");
+        txn.commit().expect("commit");
+        let after = env.gc_info().expect("gc_info");
+        assert!(
+            after.pages_allocated <= before.pages_allocated,
+            "{d:?}, growth step {step}: the drop's commit grew the pages in use from {} to {} with {} reclaimable",
+            before.pages_allocated,
+            after.pages_allocated,
+            before.pages_reclaimable
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // A crash while creating a database
 
