@@ -13,7 +13,7 @@
 //!   reads from the source;
 //! - rdbx's check finds no problem, and every allocated page of the copy in
 //!   a tree (none in the GC, none lost); each table takes no more pages
-//!   than in the source, and at most one level more (see `verify`);
+//!   than in the source, and no more levels;
 //! - the copy takes no more pages than libmdbx's own compacting copy of the
 //!   same source;
 //! - the copy's geometry is libmdbx's: bounds, growth and shrink steps as
@@ -25,7 +25,8 @@
 //! - libmdbx writes to the copy (its full pages split) and it stays clean
 //!   for both checkers.
 //!
-//! `RDBX_COMPACT_SEEDS=<n>` runs n seeds per page size (default 3).
+//! `RDBX_COMPACT_SEEDS=<n>` runs seeds 0 to n - 1 per page size (default:
+//! 0, 1, 2 and 7).
 
 use std::path::Path;
 
@@ -206,12 +207,13 @@ fn verify(src: &Path, ps: usize, width: usize, ctx: &str) {
         for ((name, g), (_, w)) in got.iter().zip(&want_stats) {
             let name = name.as_deref().map(String::from_utf8_lossy);
             assert_eq!(g.entries, w.entries, "{ctx}: table {name:?}");
-            // Greedy packing starts leaves at whatever keys come, so with
-            // long keys of random lengths the branches above can hold fewer
-            // children than the source's did: 3 of 120 cases (30 seeds) of
-            // the "rev" table came out one level taller, in fewer pages
-            // (docs/status.md, known gaps).
-            assert!(g.depth <= w.depth + 1, "{ctx}: table {name:?} is taller in the copy ({} > {})", g.depth, w.depth);
+            // Never taller: a greedy fill started leaves at whatever keys
+            // came, so with long keys of random lengths the branches above
+            // held fewer children than the source's, and 3 of 120 cases (30
+            // seeds) of the "rev" table came out a level taller; a leaf now
+            // closes early when that starts the next at a shorter key
+            // (`copy::hand_on`), and none of 840 tables in 30 seeds is.
+            assert!(g.depth <= w.depth, "{ctx}: table {name:?} is taller in the copy ({} > {})", g.depth, w.depth);
             let pages = |s: &oracle::Stat| s.branch_pages + s.leaf_pages + s.overflow_pages;
             assert!(pages(g) <= pages(w), "{ctx}: table {name:?} takes more pages in the copy");
         }
@@ -291,8 +293,13 @@ fn copies_match_libmdbx(src: &Path, ps: usize, ctx: &str) {
 
 #[test]
 fn compacted_copies_of_random_databases_pass_libmdbx() {
-    let seeds: u64 = std::env::var("RDBX_COMPACT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-    for seed in 0..seeds {
+    // Seed 7 is one whose "rev" table a greedy fill packed a level taller
+    // than its source at 64 KiB pages.
+    let seeds: Vec<u64> = match std::env::var("RDBX_COMPACT_SEEDS").ok().and_then(|v| v.parse().ok()) {
+        Some(n) => (0..n).collect(),
+        None => vec![0, 1, 2, 7],
+    };
+    for seed in seeds {
         for ps in [256usize, 1024, 4096, 65536] {
             let ctx = format!("seed {seed}, page size {ps}");
             let tmp = tempfile::tempdir().unwrap();

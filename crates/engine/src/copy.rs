@@ -182,8 +182,10 @@ fn make_sizeable(geo: &mut MetaGeo) {
     }
 }
 
-/// A tree being written densely: leaves are filled to capacity in key order,
-/// then branch levels are built bottom-up from the first keys of their children.
+/// A tree being written densely: leaves are filled in key order (to
+/// capacity, or a few entries short to start the next at a shorter key:
+/// [`hand_on`]), then branch levels are built bottom-up from the first keys
+/// of their children.
 struct Builder {
     txnid: u64,
     /// Leaf page flags (LEAF, or DUPFIX_LEAF for leaves of nested DUPFIXED trees).
@@ -196,6 +198,59 @@ struct Builder {
     nested_branch: u32,
     nested_leaf: u32,
     large: u32,
+}
+
+/// The last entries of a full leaf `buf` to start the next leaf with,
+/// taken off `buf` (as raw node bytes, in order), when the next leaf would
+/// otherwise start with a key of `next_key` bytes. The first key of a leaf
+/// goes up into the branch above it: a leaf closed a few entries early, so
+/// that the next starts at a shorter key, makes the branch levels smaller
+/// (a greedy fill starts leaves at whatever key comes, and the longer an
+/// entry the likelier it is the one that does not fit, so the branch keys
+/// were biased long: a copy of keys of random lengths up to a few KiB came
+/// out a level taller than its source). Entries are handed on only when the
+/// branch key gets shorter by more bytes than they take in this leaf (the
+/// most net bytes wins), so a leaf gives up less room than the branch above
+/// saves; with keys of one length nothing is ever handed on. (A vector per
+/// early close: a copy allocates a buffer per page anyway.)
+fn hand_on(buf: &mut [u8], next_key: usize) -> Vec<Vec<u8>> {
+    use crate::format::even_ceil;
+    let page = Page { buf: &buf[..] };
+    let n = page.num_entries();
+    let (mut best, mut best_gain, mut moved) = (0, 0isize, 0usize);
+    // Leaf nodes only (a packer's leaves), at least one entry stays.
+    for m in 1..n {
+        moved += crate::format::node::stored_size(buf, n - m) + 2;
+        let key = raw_key(&buf[PAGEHDRSZ + page.entry(n - m)..]).len();
+        let gain = even_ceil(next_key) as isize - even_ceil(key) as isize - moved as isize;
+        if moved > even_ceil(next_key) {
+            break;
+        }
+        if gain > best_gain {
+            (best, best_gain) = (m, gain);
+        }
+    }
+    let mut out = Vec::with_capacity(best);
+    for i in n - best..n {
+        let off = PAGEHDRSZ + Page { buf: &buf[..] }.entry(i);
+        out.push(buf[off..off + crate::format::node::stored_size(buf, i)].to_vec());
+    }
+    if best > 0 {
+        // The entries were appended in order: the last ones take the lowest
+        // bytes of the node area, which they leave as zeros.
+        let (lower, upper) = (page.lower(), page.upper());
+        let freed: usize = out.iter().map(Vec::len).sum();
+        buf[PAGEHDRSZ + upper..PAGEHDRSZ + upper + freed].fill(0);
+        crate::format::page::set_lower(buf, lower - 2 * best);
+        crate::format::page::set_upper(buf, upper + freed);
+    }
+    out
+}
+
+/// The key of a leaf node given as its raw bytes (`format::node`'s layout).
+fn raw_key(raw: &[u8]) -> &[u8] {
+    let ksize = u16::from_le_bytes([raw[6], raw[7]]) as usize;
+    &raw[NODESIZE..NODESIZE + ksize]
 }
 
 /// Densely packing compactor.
@@ -258,16 +313,27 @@ impl<'a> Packer<'a, '_> {
         if size + 2 > self.ps - PAGEHDRSZ {
             return Err(Error::corrupted(0, "a node is larger than a page"));
         }
-        if let Some((buf, _)) = &b.cur {
-            let p = Page { buf };
-            if p.room() < size + 2 {
+        let mut handed_on = Vec::new();
+        if let Some((buf, _)) = &mut b.cur {
+            if (Page { buf: &buf[..] }).room() < size + 2 {
+                handed_on = hand_on(buf, key.len());
                 self.flush(b)?;
             }
         }
         if b.cur.is_none() {
-            b.cur = Some(self.fresh_leaf(b, key));
+            let first = handed_on.first().map_or(key, |raw| raw_key(raw));
+            let mut fresh = self.fresh_leaf(b, first);
+            for raw in &handed_on {
+                crate::format::node::append_raw(&mut fresh.0, raw);
+            }
+            b.cur = Some(fresh);
         }
         let (buf, _) = b.cur.as_mut().expect("a current leaf");
+        // (Two nodes of the largest size fit in a leaf, and less than one
+        // was handed on.)
+        if (Page { buf: &buf[..] }).room() < size + 2 {
+            return Err(Error::Problem("leaf overflow while compacting".into()));
+        }
         let n = Page { buf }.num_entries();
         crate::format::node::insert(buf, n, key, hdr, flags, data);
         Ok(())
@@ -772,12 +838,14 @@ mod tests {
         }
     }
 
-    /// The compactor fills every page: a leaf is closed only when the next
-    /// node (or DUPFIX item) does not fit in it, a branch only when its next
-    /// child does not, except the last two branches of a level, which share
-    /// their children out so that the last has two. Keys of every length at
-    /// 256-byte pages make exact fits common; 4-byte DUPFIX items fill a
-    /// leaf exactly (236 bytes of room).
+    /// The compactor fills every page: a branch is closed only when its next
+    /// child does not fit, except the last two branches of a level, which
+    /// share their children out so that the last has two; a leaf only when
+    /// the next node (or DUPFIX item) does not fit, or a few entries early
+    /// when that starts the next leaf at a key shorter by more bytes than
+    /// those entries take (`hand_on`). Keys of every length at 256-byte
+    /// pages make exact fits common, and early closes too; 4-byte DUPFIX
+    /// items fill a leaf exactly (236 bytes of room).
     #[test]
     fn compacted_pages_are_full() {
         let ps = 256;
@@ -821,7 +889,7 @@ mod tests {
             }
             pg = crate::format::node::node(p, 0, pg).unwrap().child();
         };
-        let (mut trees, mut checked) = (vec![root], [0usize; 3]);
+        let (mut trees, mut checked, mut handed_on) = (vec![root], [0usize; 3], 0);
         while let Some(root) = trees.pop() {
             let mut level = vec![root];
             loop {
@@ -838,6 +906,7 @@ mod tests {
                     }
                     let Some(&right) = level.get(w + 1) else { continue };
                     let next = page(right);
+                    let mut free = p.room();
                     let need = if p.is_branch() {
                         if w + 2 == n {
                             continue;
@@ -847,10 +916,35 @@ mod tests {
                     } else if p.is_dupfix() {
                         p.dupfix_ksize() as usize
                     } else {
-                        let nd = crate::format::node::node(next, 0, right).unwrap();
-                        NODESIZE + crate::format::even_ceil(nd.key.len() + nd.data.len()) + 2
+                        // A leaf closed early handed its last entries on to
+                        // the next, which then starts at a key shorter by
+                        // more bytes than those entries take: filled again
+                        // from them, the first entry that no longer fits
+                        // has a longer key.
+                        let size = |i: usize| crate::format::node::stored_size(next.buf, i) + 2;
+                        let klen =
+                            |i: usize| crate::format::even_ceil(crate::btree::key_at(next, i, right).unwrap().len());
+                        let (mut room, mut k) = (p.room(), 0);
+                        while k < next.num_entries() && size(k) <= room {
+                            room -= size(k);
+                            k += 1;
+                        }
+                        if k > 0 {
+                            assert!(k < next.num_entries(), "leaf {pg} could take all of leaf {right}");
+                            let moved = p.room() - room;
+                            assert!(
+                                klen(k) > klen(0) + moved,
+                                "leaf {pg} handed on {k} entries ({moved} bytes) to start the next at a key of {} \
+                                 bytes, not {}",
+                                klen(0),
+                                klen(k)
+                            );
+                            handed_on += 1;
+                        }
+                        free = room;
+                        size(k)
                     };
-                    assert!(p.room() < need, "page {pg} has {} bytes free, the next takes {need}", p.room());
+                    assert!(free < need, "page {pg} has {free} bytes free, the next takes {need}");
                     checked[usize::from(p.is_branch()) + usize::from(p.is_dupfix()) * 2] += 1;
                 }
                 if below.is_empty() {
@@ -859,8 +953,11 @@ mod tests {
                 level = below;
             }
         }
-        // Leaves, branches and DUPFIX leaves were all checked, in numbers.
+        // Leaves, branches and DUPFIX leaves were all checked, in numbers,
+        // and leaves closed early too.
         assert!(checked.iter().all(|&k| k > 20), "{checked:?}");
+        assert!(handed_on > 10, "{handed_on} leaves closed early");
+        eprintln!("pages checked (leaves, branches, DUPFIX leaves): {checked:?}; {handed_on} leaves closed early");
     }
 
     /// A compacting copy reports its progress once for every 256 pages it
