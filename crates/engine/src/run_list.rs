@@ -684,6 +684,9 @@ pub(crate) mod tests {
     fn chunks_take_the_run_that_fits_best() {
         // Runs 27-30 (4), 19-20 (2), 12-14 (3), 8-10 (3), 2-6 (5).
         let mut l = RunList::from_desc(&[30, 29, 28, 27, 20, 19, 14, 13, 12, 10, 9, 8, 6, 5, 4, 3, 2]);
+        // No page for no chunk (the list is unchanged).
+        assert_eq!(l.take_fit(0), None);
+        assert_eq!(l.len(), 17);
         assert_eq!(l.take_fit(2), Some(19));
         assert_eq!(l.take_fit(3), Some(8));
         assert_eq!(l.take_fit(2), Some(12));
