@@ -6,9 +6,9 @@
 //! one deterministic schedule on rdbx and on libmdbx (the `mdbx-sys` oracle)
 //! with the same geometry and compares the last used page at several points:
 //! rdbx must stay within 1.25x of libmdbx. Where rdbx's table itself takes
-//! more pages than libmdbx's (multimap sub-pages keep spare room), that
-//! difference is added to the bound: this test is about reuse; the table
-//! may take at most an eighth more pages than libmdbx's.
+//! more pages than libmdbx's, that difference is added to the bound: this
+//! test is about reuse; the table may take at most an eighth more pages
+//! than libmdbx's (`tests/layout.rs` compares more shapes).
 //!
 //! Knob: `RDBX_REUSE_TXNS` (default 20,000 transactions per run).
 //! The databases live on /dev/shm when it exists (fsync is then cheap; the
@@ -227,9 +227,9 @@ fn compare(w: Workload, ps: usize, d: Durability) {
         "{tag}: after {points:?} transactions, (first unallocated page, table pages) rdbx {ours:?}, libmdbx {theirs:?}"
     );
     for ((p, &(o, ot)), &(t, tt)) in points.iter().zip(&ours).zip(&theirs) {
-        // The table itself: as libmdbx's but for the spare room growing
-        // sub-pages keep (multimap: 23 pages, libmdbx 21; 28 when a grown
-        // node at the end of the last leaf split it in the middle).
+        // The table itself (multimap: 21 pages as libmdbx's; 28 when a
+        // grown node at the end of the last leaf split it in the middle and
+        // growing sub-pages kept spare room at 4 KiB pages).
         assert!(ot <= tt + tt / 8, "{tag}: after {p} transactions rdbx's table takes {ot} pages, libmdbx's {tt}");
         let bound = 1.25 * t as f64 + ot.saturating_sub(tt) as f64;
         assert!(

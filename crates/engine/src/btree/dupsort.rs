@@ -565,6 +565,17 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
     Ok(true)
 }
 
+/// The smallest page size at which a sub-page of nodes that grows where it
+/// lies gets spare room for the next values. libmdbx keeps none (only up to
+/// 5 items in a DUPFIX sub-page while its leaf is 42% empty), and neither
+/// does rdbx on smaller pages, where growing moves at most a few KiB of
+/// the leaf: with spare room at 4 KiB pages, 300 keys of 12 values loaded
+/// in key order took 44 pages, libmdbx's 35 (`tests/layout.rs`), for no
+/// gain in the benchmark's multimap put. At 64 KiB pages a growth moves
+/// half a leaf, 32 KiB, on average: without spare room that row fell
+/// from 1.74x libmdbx's rate to 1.28x (writemap; pwrite 2.09x to 1.63x).
+const SPARE_MIN_PAGE: usize = 16 * 1024;
+
 /// How a sub-page can take one more item where it lies in its leaf.
 #[derive(Clone, Copy, Debug)]
 enum Growth {
@@ -611,17 +622,14 @@ fn in_place_growth(leaf: &[u8], idx: usize, sp: Page<'_>, add: usize, limit: usi
     if !(fits && items_ok) {
         return None;
     }
-    if sp.is_dupfix() {
+    if sp.is_dupfix() || leaf.len() < SPARE_MIN_PAGE {
         return Some(Growth::Grow { delta, add });
     }
-    // Spare room for the next values of this key: a quarter of the
-    // sub-page, at most 1/32 of a page, and only while the leaf stays at
-    // least a quarter empty and the sub-page under its limits. Later values
-    // then join without moving the leaf's nodes. (libmdbx keeps none in a
-    // sub-page of nodes, and up to 5 items in a DUPFIX one while its leaf
-    // is 42% empty. Without it, a multimap loaded in key order takes 21 pages
-    // as libmdbx's, not 23, but multimap puts at 64 KiB pages went from
-    // 1.74x libmdbx's rate to 1.28x: a measured trade.)
+    // Spare room for the next values of this key, on big pages only (see
+    // `SPARE_MIN_PAGE`): a quarter of the sub-page, at most 1/32 of a page,
+    // and only while the leaf stays at least a quarter empty and the
+    // sub-page under its limits. Later values then join without moving the
+    // leaf's nodes.
     let spare = (dsize / 4)
         .min(leaf.len() / 32)
         .min(limit - (dsize + add))
