@@ -1,6 +1,6 @@
 //! Tree shapes against libmdbx: the same puts, in the same transactions, on
 //! rdbx and on libmdbx (the `mdbx-sys` oracle), and the pages each table
-//! takes compared: at most an eighth more. rdbx need not lay pages out as
+//! takes compared: at most an eighth more (or one page). rdbx need not lay pages out as
 //! libmdbx does, but a table much larger than libmdbx's is a defect users
 //! see as a bigger file: 300 keys of 12 values loaded in key order took 75
 //! pages at 4 KiB, libmdbx's 35 (a node grown at the right edge split its
@@ -16,29 +16,43 @@ struct Load {
     name: &'static str,
     flags: DbFlags,
     puts: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Deleted after the puts: a key, or one value of a multimap key.
+    dels: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     batch: usize,
 }
 
-fn loads(rng: &mut Rng) -> Vec<Load> {
+fn loads(rng: &mut Rng, ps: usize) -> Vec<Load> {
     let be = |i: u64| i.to_be_bytes().to_vec();
     let mut out = Vec::new();
     for batch in [1_000_000, 100] {
         let ordered = (0..20_000u64).map(|i| (be(i), rng.bytes(100))).collect();
-        out.push(Load { name: "plain, key order", flags: DbFlags::empty(), puts: ordered, batch });
+        out.push(Load { name: "plain, key order", flags: DbFlags::empty(), puts: ordered, dels: Vec::new(), batch });
         let random = (0..20_000u64).map(|_| (be(rng.next_u64()), rng.bytes(100))).collect();
-        out.push(Load { name: "plain, random", flags: DbFlags::empty(), puts: random, batch });
+        out.push(Load { name: "plain, random", flags: DbFlags::empty(), puts: random, dels: Vec::new(), batch });
         let ints = (0..20_000u64).map(|i| (i.to_ne_bytes().to_vec(), rng.bytes(32))).collect();
-        out.push(Load { name: "integer keys, key order", flags: DbFlags::INTEGER_KEY, puts: ints, batch });
+        out.push(Load {
+            name: "integer keys, key order",
+            flags: DbFlags::INTEGER_KEY,
+            puts: ints,
+            dels: Vec::new(),
+            batch,
+        });
         let mut multi = Vec::new();
         for k in 0..300u64 {
             for _ in 0..12 {
                 multi.push((be(k), rng.bytes(24)));
             }
         }
-        out.push(Load { name: "multimap, key order", flags: DbFlags::DUP_SORT, puts: multi.clone(), batch });
+        out.push(Load {
+            name: "multimap, key order",
+            flags: DbFlags::DUP_SORT,
+            puts: multi.clone(),
+            dels: Vec::new(),
+            batch,
+        });
         let mut shuffled = multi;
         rng.shuffle(&mut shuffled);
-        out.push(Load { name: "multimap, random", flags: DbFlags::DUP_SORT, puts: shuffled, batch });
+        out.push(Load { name: "multimap, random", flags: DbFlags::DUP_SORT, puts: shuffled, dels: Vec::new(), batch });
         let mut fixed = Vec::new();
         for k in 0..300u64 {
             for _ in 0..12 {
@@ -46,14 +60,42 @@ fn loads(rng: &mut Rng) -> Vec<Load> {
             }
         }
         let flags = DbFlags::DUP_SORT | DbFlags::DUP_FIXED;
-        out.push(Load { name: "fixed multimap, key order", flags, puts: fixed, batch });
+        out.push(Load { name: "fixed multimap, key order", flags, puts: fixed, dels: Vec::new(), batch });
         let mut nested = Vec::new();
         for k in 0..4u64 {
             for v in 0..5_000u64 {
                 nested.push((be(k), be(v)));
             }
         }
-        out.push(Load { name: "nested trees, value order", flags: DbFlags::DUP_SORT, puts: nested, batch });
+        out.push(Load {
+            name: "nested trees, value order",
+            flags: DbFlags::DUP_SORT,
+            puts: nested,
+            dels: Vec::new(),
+            batch,
+        });
+        let random: Vec<_> = (0..20_000u64).map(|_| (be(rng.next_u64()), rng.bytes(100))).collect();
+        let mut dels: Vec<_> = random.iter().map(|(k, _)| (k.clone(), None)).collect();
+        rng.shuffle(&mut dels);
+        dels.truncate(dels.len() * 2 / 3);
+        out.push(Load { name: "plain, random, 2 in 3 deleted", flags: DbFlags::empty(), puts: random, dels, batch });
+        let mut multi = Vec::new();
+        for k in 0..300u64 {
+            for _ in 0..12 {
+                multi.push((be(k), rng.bytes(24)));
+            }
+        }
+        rng.shuffle(&mut multi);
+        let dels = multi.iter().step_by(2).map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+        out.push(Load { name: "multimap, random, half deleted", flags: DbFlags::DUP_SORT, puts: multi, dels, batch });
+        let large = (0..300u64).map(|i| (be(i), rng.bytes(ps + ps / 2))).collect();
+        out.push(Load {
+            name: "large values, key order",
+            flags: DbFlags::empty(),
+            puts: large,
+            dels: Vec::new(),
+            batch,
+        });
     }
     out
 }
@@ -66,6 +108,13 @@ fn on_rdbx(dir: &std::path::Path, ps: usize, l: &Load) -> (u64, u64, u64) {
     let db = txn.create_db(Some("t"), l.flags).unwrap();
     for (i, (k, v)) in l.puts.iter().enumerate() {
         txn.put(db, k, v, PutFlags::empty()).unwrap();
+        if (i + 1) % l.batch == 0 {
+            txn.commit().unwrap();
+            txn = env.begin_rw_txn().unwrap();
+        }
+    }
+    for (i, (k, v)) in l.dels.iter().enumerate() {
+        assert!(txn.del(db, k, v.as_deref()).unwrap());
         if (i + 1) % l.batch == 0 {
             txn.commit().unwrap();
             txn = env.begin_rw_txn().unwrap();
@@ -94,6 +143,13 @@ fn on_mdbx(dir: &std::path::Path, ps: usize, l: &Load) -> (u64, u64, u64) {
             txn = env.begin_rw().unwrap();
         }
     }
+    for (i, (k, v)) in l.dels.iter().enumerate() {
+        assert!(txn.del(dbi, k, v.as_deref()).unwrap());
+        if (i + 1) % l.batch == 0 {
+            txn.commit().unwrap();
+            txn = env.begin_rw().unwrap();
+        }
+    }
     txn.commit().unwrap();
     let st = env.begin_ro().unwrap().stat(dbi).unwrap();
     (st.branch_pages, st.leaf_pages, st.overflow_pages)
@@ -102,8 +158,8 @@ fn on_mdbx(dir: &std::path::Path, ps: usize, l: &Load) -> (u64, u64, u64) {
 #[test]
 fn tables_take_about_the_pages_libmdbx_takes() {
     let mut rng = Rng::new(0x1a_7007);
-    for ps in [4096usize, 65536] {
-        for l in loads(&mut rng) {
+    for ps in [4096usize, 16384, 65536] {
+        for l in loads(&mut rng, ps) {
             let dir = tempfile::tempdir().unwrap();
             let ours = on_rdbx(&dir.path().join("rdbx"), ps, &l);
             let theirs = on_mdbx(&dir.path().join("mdbx"), ps, &l);
@@ -111,7 +167,7 @@ fn tables_take_about_the_pages_libmdbx_takes() {
             let what = format!("{ps}-byte pages, {} in commits of {}", l.name, l.batch.min(l.puts.len()));
             eprintln!("{what}: (branch, leaf, large) pages rdbx {ours:?}, libmdbx {theirs:?}");
             assert!(
-                total(ours) <= total(theirs) + total(theirs) / 8,
+                total(ours) <= total(theirs) + (total(theirs) / 8).max(1),
                 "{what}: rdbx's table takes {} pages, libmdbx's {}",
                 total(ours),
                 total(theirs)
