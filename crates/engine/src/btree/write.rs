@@ -589,13 +589,12 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(
     if !exact && flags.contains(PutFlags::CURRENT) {
         return Err(Error::NotFound);
     }
-    let rightmost = if exact {
-        Some(false)
-    } else if flags.contains(PutFlags::APPEND) {
-        Some(true)
-    } else {
-        None
-    };
+    // Whether the insert is at the tree's right edge, for the split policy:
+    // read only if the leaf splits. A value that grows out of its leaf there
+    // (the last key rewritten bigger) splits off alone, as an append does,
+    // and the leaf it leaves stays full: split in the middle, keys loaded in
+    // order with each value rewritten bigger took twice libmdbx's pages.
+    let rightmost = if flags.contains(PutFlags::APPEND) && !exact { Some(true) } else { None };
     touch_path(w, &mut tree, &mut path)?;
     let lpg = path.at(leaf).0;
     if exact {
