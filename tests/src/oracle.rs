@@ -595,6 +595,20 @@ impl Txn<'_> {
         Ok(s.into())
     }
 
+    /// `mdbx_estimate_range` between two keys (`None`: the table's start or
+    /// end): libmdbx's estimate of the records in `[lo, hi)`.
+    pub fn estimate_range(&self, dbi: Dbi, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<isize> {
+        let val = |k: &[u8]| ffi::MDBX_val { iov_base: k.as_ptr() as *mut std::ffi::c_void, iov_len: k.len() };
+        let (lo, hi) = (lo.map(val), hi.map(val));
+        let at = |v: &Option<ffi::MDBX_val>| v.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
+        let mut d: isize = 0;
+        // SAFETY: live txn; the keys outlive the call, null stands for the
+        // table's start or end, and no values are given.
+        let rc = unsafe { ffi::mdbx_estimate_range(self.txn, dbi, at(&lo), ptr::null(), at(&hi), ptr::null(), &mut d) };
+        check(rc, || format!("mdbx_estimate_range(dbi {dbi})"))?;
+        Ok(d)
+    }
+
     /// Bytes of the pages this write transaction has dirtied
     /// (`mdbx_txn_info`'s `txn_space_dirty`).
     pub fn space_dirty(&self) -> Result<u64> {

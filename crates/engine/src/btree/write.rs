@@ -368,10 +368,17 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     // Each half keeps at least one entry (leaves) or two (branches).
     let min = if is_branch { 2 } else { 1 };
     let at_end = idx == n;
+    // Prepending at the left edge (keys in descending order; a branch's
+    // node 0 has no key, so its prepends come at 1): the left page keeps
+    // the new entry alone (branches two) and the right one the rest, full,
+    // as libmdbx splits there. A middle split left every page half empty.
+    let at_start = !is_branch && idx == 0 && (0..level).all(|l| path.at(l).1 == 0);
     // Appending at the right edge (sequential inserts): leave the left page
     // full and start the right one with the new entry (branches keep two).
     let sp = if at_end && rightmost && total > 2 * min && fits(total - min)? {
         total - min
+    } else if at_start && total > 2 * min && fits(min)? {
+        min
     } else {
         let mut best: Option<(usize, usize)> = None;
         for (sp, &left) in before.iter().enumerate().take(total).skip(1) {
