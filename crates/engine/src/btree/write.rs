@@ -368,10 +368,12 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     // Each half keeps at least one entry (leaves) or two (branches).
     let min = if is_branch { 2 } else { 1 };
     let at_end = idx == n;
-    // Prepending at the left edge (keys in descending order; a branch's
-    // node 0 has no key, so its prepends come at 1): the left page keeps
-    // the new entry alone (branches two) and the right one the rest, full,
-    // as libmdbx splits there. A middle split left every page half empty.
+    // Prepending to the first leaf (keys in descending order): the left
+    // page keeps the new entry alone and the right one the rest, full, as
+    // libmdbx splits there; a middle split left every leaf half empty.
+    // Branches keep the middle split: an insert at a first branch's
+    // index 1 follows any split of its first child, not only a prepend
+    // (descending loads take 6 branch pages at 4 KiB, libmdbx 4).
     let at_start = !is_branch && idx == 0 && (0..level).all(|l| path.at(l).1 == 0);
     // Appending at the right edge (sequential inserts): leave the left page
     // full and start the right one with the new entry (branches keep two).
