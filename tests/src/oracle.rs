@@ -602,8 +602,8 @@ impl Txn<'_> {
         let (lo, hi) = (lo.map(val), hi.map(val));
         let at = |v: &Option<ffi::MDBX_val>| v.as_ref().map_or(ptr::null(), |v| v as *const ffi::MDBX_val);
         let mut d: isize = 0;
-        // SAFETY: live txn; the keys outlive the call, null stands for the
-        // table's start or end, and no values are given.
+        // `at` gives null for the table's start or end; no values are given.
+        // SAFETY: live txn, and the keys `lo` and `hi` point into outlive the call.
         let rc = unsafe { ffi::mdbx_estimate_range(self.txn, dbi, at(&lo), ptr::null(), at(&hi), ptr::null(), &mut d) };
         check(rc, || format!("mdbx_estimate_range(dbi {dbi})"))?;
         Ok(d)

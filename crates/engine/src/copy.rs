@@ -232,7 +232,7 @@ fn hand_on(buf: &mut [u8], next_key: usize) -> Vec<Vec<u8>> {
     }
     let mut out = Vec::with_capacity(best);
     for i in n - best..n {
-        let off = PAGEHDRSZ + Page { buf: &buf[..] }.entry(i);
+        let off = PAGEHDRSZ + page.entry(i);
         out.push(buf[off..off + crate::format::node::stored_size(buf, i)].to_vec());
     }
     if best > 0 {
