@@ -554,13 +554,67 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
     } else {
         // A page already at hand would be listed twice by the GC: kept once.
         txn.st.reclaimed.extend_desc(&pages);
-        // The record goes at the place the search found (nothing changed since).
-        write::del_at(txn, Db::GC, gc.tree, &mut path).map(|()| txn.st.consumed.push(key))
+        if renamable(txn, bytes, &gc, &path) {
+            // Left in place until the GC update, which gives it the own key
+            // (or deletes it, if it is no longer the last record).
+            let idx = path.at(0).1 as u16;
+            txn.st.stale_gc = Some(StaleGc { key, root: gc.tree.root, idx });
+            if gc.tree.items == 1 {
+                // Nothing older than this transaction is left.
+                txn.gc_spent = true;
+                txn.gc_exhausted = true;
+            }
+            Ok(())
+        } else {
+            // The record goes at the place the search found (nothing changed since).
+            write::del_at(txn, Db::GC, gc.tree, &mut path)
+        }
+        .map(|()| txn.st.consumed.push(key))
     };
     txn.in_reclaim = false;
     txn.st.gc_scratch.parsed = pages;
     r?;
     Ok(true)
+}
+
+/// The largest GC record (bytes) a transaction turns into its own instead
+/// of deleting it ([`renamable`]): the records of small commits. A renamed
+/// record keeps its size while the update's pages fit (`plan_gc`), so a
+/// bigger one would stay oversized for every small commit after it.
+const STALE_MAX: usize = 64;
+
+/// A GC record consumed whole and left in place (`WriteState::stale_gc`):
+/// its key, and the GC's root (its one leaf) and its index there then.
+#[derive(Clone, Copy)]
+pub(crate) struct StaleGc {
+    key: u64,
+    root: u32,
+    idx: u16,
+}
+
+/// Whether a record consumed whole (`bytes` long, at `path`) is left in the
+/// GC for the update to make it this transaction's own record
+/// ([`settle_stale`]): a small one, the last of a GC of one leaf not
+/// changed yet, outside the GC update, and the first such. A small commit
+/// consumes its predecessor's record, and deleting it (which emptied the GC
+/// tree and freed its leaf) and then putting the own record into a new leaf
+/// took about a tenth of a one-put commit. The record stays until the
+/// update, rather than renamed at once, because renaming copies its leaf:
+/// a page taken before the transaction's own edits free any, where the
+/// update's put takes one after (on a full map that page decides).
+fn renamable(txn: &RwTxn<'_>, bytes: usize, gc: &crate::txn::View, path: &write::Path) -> bool {
+    // (One leaf holds every record: the last is at index `items - 1`.) The
+    // leaf must be clean: the update knows the record is where it was if
+    // the GC's root is still that clean page (an edit copies it first).
+    let last = gc.tree.height == 1 && path.at(0).1 as u64 + 1 == gc.tree.items;
+    !txn.saving_gc && txn.st.stale_gc.is_none() && bytes <= STALE_MAX && last && is_clean(txn, gc.tree.root)
+}
+
+/// Whether `pgno` is a page of the base snapshot this transaction has not
+/// changed: neither dirty nor spilled (a spilled page is changed in place
+/// when it is taken back).
+fn is_clean(txn: &RwTxn<'_>, pgno: u32) -> bool {
+    !txn.page_is_dirty(pgno) && !txn.st.spilled.contains(&pgno)
 }
 
 /// Whether a list of distinct page numbers sorted descending holds a run
@@ -807,7 +861,7 @@ impl GcWriter for RwTxn<'_> {
         // reclaim and no loose page to add (`top_up`'s own first test,
         // without the call).
         if self.st.loose.is_empty()
-            && self.st.tables.first().is_some_and(|g| g.as_ref().is_some_and(|g| g.tree.is_empty()))
+            && (self.gc_spent || self.st.tables.first().is_some_and(|g| g.as_ref().is_some_and(|g| g.tree.is_empty())))
         {
             return Ok(false);
         }
@@ -834,7 +888,11 @@ impl GcWriter for RwTxn<'_> {
 /// carries (see [`write_gc`]).
 pub(crate) fn save_gc(txn: &mut RwTxn<'_>) -> Result<u64> {
     txn.saving_gc = true;
-    let saved = write_gc(txn)?;
+    let stale = match txn.st.stale_gc.take() {
+        Some(key) => settle_stale(txn, key)?,
+        None => None,
+    };
+    let saved = write_gc_seeded(txn, stale)?;
     if !txn.st.folded.is_empty() {
         return_leftovers(txn)?;
     }
@@ -981,16 +1039,57 @@ fn read_record(txn: &RwTxn<'_>, loc: write::ValLoc, out: &mut Vec<u32>) -> Resul
 /// update (unused trailing slots are allowed by the format) and grows at least
 /// twofold, so small changes of the lists do not move records and each record
 /// changes size only a few times. Pages the loop needs come from the unused
-/// reclaimed pages, then the tail.
+/// reclaimed pages, then the tail. (The engine calls [`write_gc_seeded`].)
+#[cfg(test)]
 pub(crate) fn write_gc<W: GcWriter + ?Sized>(w: &mut W) -> Result<GcSaved> {
+    write_gc_seeded(w, None)
+}
+
+/// [`write_gc`] when the GC already holds a record under the transaction's
+/// own key, stale, at `stale` (its leaf dirty): the update plans with it as
+/// one of its records, and fills it.
+fn write_gc_seeded<W: GcWriter + ?Sized>(w: &mut W, stale: Option<write::ValLoc>) -> Result<GcSaved> {
     let mut s = w.take_scratch();
-    let r = write_gc_with(w, &mut s);
+    let r = write_gc_with(w, &mut s, stale);
     w.keep_scratch(s);
     r
 }
 
-/// [`write_gc`] with its work lists (`s`, emptied on the way in).
-fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<GcSaved> {
+/// At the start of the GC update: the record under `key`, consumed whole and
+/// left in place (`WriteState::stale_gc`), becomes the own record if it is still
+/// the last one of the GC, stale until the update fills it (returned: where
+/// its value lives); else it is deleted.
+fn settle_stale(txn: &mut RwTxn<'_>, stale: StaleGc) -> Result<Option<write::ValLoc>> {
+    // Renaming copies the record's leaf: pages at hand first, as the update
+    // has before its first edit (its puts would have taken that page).
+    let want = gc_edit_pages(txn, 1);
+    if txn.st.reclaimed.len() < want {
+        txn.top_up(want)?;
+    }
+    let gc = txn.table(Db::GC)?;
+    let StaleGc { key, root, idx } = stale;
+    let mut path = write::Path::new();
+    // An edit of the tree copies its root first: a root that is the same
+    // clean page as then means the record is where it was.
+    let last = if gc.tree.root == root && is_clean(txn, root) {
+        path.push(root, idx as usize);
+        true
+    } else {
+        if !write::find_path(txn, &gc.tree, &key.to_le_bytes(), gc.cmp, &mut path)? {
+            return Err(Error::Problem("a consumed GC record vanished".into()));
+        }
+        write::is_last(txn, &path)?
+    };
+    let own = txn.txnid.to_le_bytes();
+    let renamed = if last { write::rename_last(txn, Db::GC, gc.tree, gc.cmp, &mut path, &own)? } else { None };
+    match renamed {
+        Some(loc) => Ok(Some(loc)),
+        None => write::del_at(txn, Db::GC, gc.tree, &mut path).map(|()| None),
+    }
+}
+
+/// [`write_gc_seeded`] with its work lists (`s`, emptied on the way in).
+fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch, stale: Option<write::ValLoc>) -> Result<GcSaved> {
     let gc = w.gc_db();
     {
         let l = w.lists();
@@ -1019,6 +1118,11 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch) -> Result<G
     // it (a later edit may move it: a split, a removal): the fill needs no
     // search for it.
     let mut last_put: Option<(u64, write::ValLoc)> = None;
+    if let Some(loc) = stale {
+        // A record of the update's, holding none of its pages yet.
+        layout.push((t, loc.len, 0));
+        last_put = Some((t, loc));
+    }
     while rounds < MAX_ROUNDS {
         rounds += 1;
         spare_keys(w, spare);

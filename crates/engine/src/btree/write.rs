@@ -472,6 +472,48 @@ pub(crate) fn is_rightmost<W: TreeWriter + ?Sized>(w: &W, path: &Path) -> Result
     Ok(true)
 }
 
+/// Gives the entry `path` leads to, the last of `tree` (the current tree of
+/// `db`, not a multimap's, found with nothing changed since: [`is_last`]),
+/// the key `key` if it holds its value inline and `key` is as long as its
+/// own and greater (so the order holds: a branch's separator is a lower
+/// bound of its child's keys), copying the path on write; the value stays
+/// as it is. Returns where the value lives then, or `None` (nothing
+/// changed) if the entry is not such.
+pub(crate) fn rename_last<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    db: W::Db,
+    mut tree: Tree,
+    cmp: Cmp,
+    path: &mut Path,
+    key: &[u8],
+) -> Result<Option<ValLoc>> {
+    let (lpg, idx) = path.at(path.leaf());
+    {
+        let page = Page { buf: w.pages().get(lpg)? };
+        if page.is_dupfix() {
+            return Ok(None);
+        }
+        let n = node::node(page, idx, lpg)?;
+        if n.flags != 0 || n.key.len() != key.len() || cmp.cmp(n.key, key) != std::cmp::Ordering::Less {
+            return Ok(None);
+        }
+    }
+    touch_path(w, &mut tree, path)?;
+    let lpg = path.at(path.leaf()).0;
+    let buf = w.dirty_mut(lpg);
+    let (off, len) = node::key_range(buf, idx);
+    buf[off..off + len].copy_from_slice(key);
+    let (off, len) = node::value_range(buf, idx);
+    finish(w, db, tree);
+    Ok(Some(ValLoc { pgno: lpg, off, len }))
+}
+
+/// Whether `path` leads to the last entry of its tree.
+pub(crate) fn is_last<W: TreeWriter + ?Sized>(w: &W, path: &Path) -> Result<bool> {
+    let (lpg, idx) = path.at(path.leaf());
+    Ok(idx + 1 == (Page { buf: w.pages().get(lpg)? }).num_entries() && is_rightmost(w, path)?)
+}
+
 /// Frees the large chunk at `pgno` (reading its page count).
 pub(crate) fn free_large<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, pgno: u32) -> Result<()> {
     let n = {

@@ -507,6 +507,7 @@ impl Env {
             runs_scanned: 0,
             detent: None,
             gc_exhausted: false,
+            gc_spent: false,
             in_reclaim: false,
             no_spare: false,
             readers_swept: false,

@@ -192,6 +192,13 @@ pub fn value_range(buf: &[u8], i: usize) -> (usize, usize) {
     (off + NODESIZE + ksize, d)
 }
 
+/// Where the key of node `i` of a branch or leaf page lies: (offset in the
+/// page, length).
+pub fn key_range(buf: &[u8], i: usize) -> (usize, usize) {
+    let off = PAGEHDRSZ + Page { buf }.entry(i);
+    (off + NODESIZE, u16_at(buf, off + 6) as usize)
+}
+
 /// Inserts item `item` at index `i` of a DUPFIX page (packed fixed-size items,
 /// docs/format.md, "DUPFIX pages"). The caller has checked that `item.len() <= room`.
 pub fn dupfix_insert(buf: &mut [u8], i: usize, item: &[u8]) {

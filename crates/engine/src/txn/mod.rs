@@ -376,6 +376,9 @@ pub struct RwTxn<'env> {
     pub(crate) runs_scanned: usize,
     pub(crate) detent: Option<u64>,
     pub(crate) gc_exhausted: bool,
+    /// The GC holds no record older than this transaction (it renamed the
+    /// last one): nothing in it can be reclaimed, whatever the readers do.
+    pub(crate) gc_spent: bool,
     pub(crate) in_reclaim: bool,
     pub(crate) saving_gc: bool,
     /// The GC update writes no records under spare keys (see `gc::save_gc`).
@@ -423,6 +426,10 @@ pub(crate) struct WriteState {
     /// bytes). Their keys are no reader's: the commit may put pages it took
     /// and did not use back into them (`gc::return_leftovers`).
     pub(crate) partly_taken: Vec<(u64, usize)>,
+    /// The key of a GC record this transaction consumed whole and left in
+    /// place: the GC update makes it the own record or deletes it
+    /// (`gc::renamable`). Its pages are reclaimed already.
+    pub(crate) stale_gc: Option<crate::gc::StaleGc>,
     /// Reclaimed pages the GC update put into the own record while a reader
     /// older than the base snapshot pins it, kept when `partly_taken` is not
     /// empty (`gc::return_leftovers`).
@@ -489,6 +496,7 @@ impl Default for WriteState {
             reclaimed: Default::default(),
             consumed: Vec::new(),
             partly_taken: Vec::new(),
+            stale_gc: None,
             folded: Vec::new(),
             canary: [0; 4],
             frames: Vec::new(),
@@ -566,6 +574,7 @@ impl WriteState {
         empty_kept(&mut self.loose);
         empty_kept(&mut self.consumed);
         empty_kept(&mut self.partly_taken);
+        self.stale_gc = None;
         empty_kept(&mut self.folded);
         if self.reclaimed.capacity() > crate::pool::LIST_KEEP {
             self.reclaimed = Default::default();

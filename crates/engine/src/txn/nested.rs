@@ -35,6 +35,8 @@ struct Saved {
     partly_taken_len: usize,
     detent: Option<u64>,
     gc_exhausted: bool,
+    stale_gc: Option<crate::gc::StaleGc>,
+    gc_spent: bool,
     retired_count: u64,
     canary: [u64; 4],
 }
@@ -59,6 +61,8 @@ impl<'env> RwTxn<'env> {
             partly_taken_len: self.st.partly_taken.len(),
             detent: self.detent,
             gc_exhausted: self.gc_exhausted,
+            stale_gc: self.st.stale_gc,
+            gc_spent: self.gc_spent,
             retired_count: self.st.retired_count,
             canary: self.st.canary,
         };
@@ -116,6 +120,8 @@ impl<'env> RwTxn<'env> {
         self.st.partly_taken.truncate(s.partly_taken_len);
         self.detent = s.detent;
         self.gc_exhausted = s.gc_exhausted;
+        self.st.stale_gc = s.stale_gc;
+        self.gc_spent = s.gc_spent;
         self.st.retired_count = s.retired_count;
         self.st.canary = s.canary;
         self.poisoned = false;
