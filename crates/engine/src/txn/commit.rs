@@ -10,17 +10,96 @@ use crate::format::meta::{pv2pages, META_OFF, SIGN_STEADY, SIGN_WEAK};
 use crate::gc::{os_unit, round_up_pages, save_gc};
 use crate::txn::{Db, RwTxn};
 
+/// Rewrites a named table's record (`bytes`, under `name`) where its last
+/// commit left it (`at`: the main tree's one leaf and the index), if the main
+/// tree's root is still that page and unchanged (a page of the base snapshot
+/// this transaction has not changed: any edit copies the root first), or its
+/// copy made by this loop (`copied`: the original and the copy; the loop
+/// only overwrites records of the same size, which moves nothing). Returns
+/// the record's place then, or `None` to put it the usual way. A commit into
+/// a named table spent about a tenth of its instructions finding its record.
+fn rewrite_in_place(
+    txn: &mut RwTxn<'_>,
+    at: (u32, u16),
+    name: &[u8],
+    bytes: &[u8],
+    copied: &mut Option<(u32, u32)>,
+) -> Result<Option<(u32, u16)>> {
+    let main = txn.st.tables[1].as_ref().expect("main").tree;
+    let (leaf, idx) = (at.0, at.1 as usize);
+    let root = match *copied {
+        Some((old, new)) if old == leaf && main.root == new => new,
+        _ if main.root == leaf && !txn.page_is_dirty(leaf) && !txn.st.spilled.contains(&leaf) => leaf,
+        _ => return Ok(None),
+    };
+    if main.height != 1 {
+        return Ok(None);
+    }
+    {
+        let page = crate::format::page::Page { buf: txn.pages().get(root)? };
+        if page.is_dupfix() || idx >= page.num_entries() {
+            return Ok(None);
+        }
+        let n = crate::format::node::node(page, idx, root)?;
+        if n.key != name || n.flags != crate::format::node::N_TREE || n.data.len() != bytes.len() {
+            return Ok(None);
+        }
+    }
+    let mut tree = main;
+    let mut path = write::Path::new();
+    path.push(root, idx);
+    write::touch_path(txn, &mut tree, &mut path)?;
+    let new = tree.root;
+    let buf = txn.dirty_mut(new);
+    let (off, len) = crate::format::node::value_range(buf, idx);
+    buf[off..off + len].copy_from_slice(bytes);
+    write::finish(txn, Db::MAIN, tree);
+    if new != root {
+        *copied = Some((root, new));
+    }
+    Ok(Some((new, idx as u16)))
+}
+
+/// Where the record of `name` lies in the main tree after its put, if that
+/// tree is one leaf (the next commit rewrites it there): the leaf and index.
+fn record_place(txn: &RwTxn<'_>, name: &[u8]) -> Result<Option<(u32, u16)>> {
+    let main = txn.st.tables[1].as_ref().expect("main");
+    if main.tree.height != 1 {
+        return Ok(None);
+    }
+    let mut path = write::Path::new();
+    if !write::find_path(txn, &main.tree, name, main.cmp, &mut path)? {
+        return Err(Error::Problem("a table record vanished after its put".into()));
+    }
+    let (leaf, idx) = path.at(0);
+    Ok(Some((leaf, idx as u16)))
+}
+
 /// Commits the transaction (docs/format.md, "Commit and recovery").
 pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let ps = txn.env.page_size;
     // 1. Records of changed named tables.
+    let mut copied = None;
     for dbi in 2..txn.st.tables.len() {
         // (The name is shared: its clone is a count, not a copy.)
-        let (name, bytes) = match txn.st.tables[dbi].as_ref() {
-            Some(t) if t.dirty => (t.name.clone().ok_or(Error::BadDbi)?, t.tree.to_bytes()),
+        let (name, bytes, at) = match txn.st.tables[dbi].as_ref() {
+            Some(t) if t.dirty => (t.name.clone().ok_or(Error::BadDbi)?, t.tree.to_bytes(), t.record_at),
             _ => continue,
         };
-        write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+        let at = match at {
+            Some(at) => rewrite_in_place(txn, at, &name, &bytes, &mut copied)?,
+            None => None,
+        };
+        let at = match at {
+            Some(at) => Some(at),
+            None => {
+                write::put(txn, Db::MAIN, &name, Val::Bytes(&bytes), PutFlags::empty(), crate::format::node::N_TREE)?;
+                record_place(txn, &name)?
+            }
+        };
+        if let Some(t) = txn.st.tables[dbi].as_mut() {
+            t.record_at = at;
+        }
     }
     // 2. GC records.
     let meta_txnid = save_gc(txn)?;

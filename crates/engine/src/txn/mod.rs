@@ -247,6 +247,11 @@ pub(crate) struct Table {
     pub append_leaf: Option<u32>,
     /// Generation of the handle slot this state belongs to (see `Db`).
     pub gen: u32,
+    /// Where the table's record was left in the main tree by the commit
+    /// that last wrote it, when that tree is one leaf: (the leaf, the
+    /// record's index). The next commit rewrites the record there while the
+    /// main tree's root is still that page, unchanged (`txn::commit`).
+    pub record_at: Option<(u32, u16)>,
 }
 
 impl Table {
@@ -256,7 +261,7 @@ impl Table {
 
     pub(crate) fn new(tree: Tree, name: Option<Arc<[u8]>>) -> Table {
         let flags = DbFlags::from_bits_truncate(tree.flags as u32);
-        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None, gen: 0 }
+        Table { tree, flags, cmp: Cmp::for_keys(flags), dirty: false, name, append_leaf: None, gen: 0, record_at: None }
     }
 
     /// The state of named table `db`.
