@@ -607,14 +607,7 @@ fn renamable(txn: &RwTxn<'_>, bytes: usize, gc: &crate::txn::View, path: &write:
     // leaf must be clean: the update knows the record is where it was if
     // the GC's root is still that clean page (an edit copies it first).
     let last = gc.tree.height == 1 && path.at(0).1 as u64 + 1 == gc.tree.items;
-    !txn.saving_gc && txn.st.stale_gc.is_none() && bytes <= STALE_MAX && last && is_clean(txn, gc.tree.root)
-}
-
-/// Whether `pgno` is a page of the base snapshot this transaction has not
-/// changed: neither dirty nor spilled (a spilled page is changed in place
-/// when it is taken back).
-fn is_clean(txn: &RwTxn<'_>, pgno: u32) -> bool {
-    !txn.page_is_dirty(pgno) && !txn.st.spilled.contains(&pgno)
+    !txn.saving_gc && txn.st.stale_gc.is_none() && bytes <= STALE_MAX && last && txn.page_unchanged(gc.tree.root)
 }
 
 /// Whether a list of distinct page numbers sorted descending holds a run
@@ -1071,7 +1064,7 @@ fn settle_stale(txn: &mut RwTxn<'_>, stale: StaleGc) -> Result<Option<write::Val
     let mut path = write::Path::new();
     // An edit of the tree copies its root first: a root that is the same
     // clean page as then means the record is where it was.
-    let last = if gc.tree.root == root && is_clean(txn, root) {
+    let last = if gc.tree.root == root && txn.page_unchanged(root) {
         path.push(root, idx as usize);
         true
     } else {

@@ -29,7 +29,7 @@ fn rewrite_in_place(
     let (leaf, idx) = (at.0, at.1 as usize);
     let root = match *copied {
         Some((old, new)) if old == leaf && main.root == new => new,
-        _ if main.root == leaf && !txn.page_is_dirty(leaf) && !txn.st.spilled.contains(&leaf) => leaf,
+        _ if main.root == leaf && txn.page_unchanged(leaf) => leaf,
         _ => return Ok(None),
     };
     if main.height != 1 {

@@ -381,8 +381,9 @@ pub struct RwTxn<'env> {
     pub(crate) runs_scanned: usize,
     pub(crate) detent: Option<u64>,
     pub(crate) gc_exhausted: bool,
-    /// The GC holds no record older than this transaction (it renamed the
-    /// last one): nothing in it can be reclaimed, whatever the readers do.
+    /// The GC holds no record older than this transaction (it consumed the
+    /// last one, left in place for the GC update to rename): nothing in it
+    /// can be reclaimed, whatever the readers do.
     pub(crate) gc_spent: bool,
     pub(crate) in_reclaim: bool,
     pub(crate) saving_gc: bool,
@@ -431,9 +432,9 @@ pub(crate) struct WriteState {
     /// bytes). Their keys are no reader's: the commit may put pages it took
     /// and did not use back into them (`gc::return_leftovers`).
     pub(crate) partly_taken: Vec<(u64, usize)>,
-    /// The key of a GC record this transaction consumed whole and left in
-    /// place: the GC update makes it the own record or deletes it
-    /// (`gc::renamable`). Its pages are reclaimed already.
+    /// A GC record this transaction consumed whole and left in place (its
+    /// key and where it was): the GC update makes it the own record or
+    /// deletes it (`gc::renamable`). Its pages are reclaimed already.
     pub(crate) stale_gc: Option<crate::gc::StaleGc>,
     /// Reclaimed pages the GC update put into the own record while a reader
     /// older than the base snapshot pins it, kept when `partly_taken` is not

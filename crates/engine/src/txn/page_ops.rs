@@ -94,6 +94,14 @@ impl RwTxn<'_> {
         self.st.dirty.contains_key(&pgno)
     }
 
+    /// Whether `pgno` is a page of the base snapshot this transaction has
+    /// not changed: neither dirty nor spilled (a spilled page is changed in
+    /// place when it is taken back). An edit of a tree copies its root
+    /// first, so a root still unchanged means the tree is as it was.
+    pub(crate) fn page_unchanged(&self, pgno: u32) -> bool {
+        !self.page_is_dirty(pgno) && !self.st.spilled.contains(&pgno)
+    }
+
     /// With WRITEMAP: the `n` pages at `pgno`, which this transaction
     /// allocated, to be edited in place in the map. `None` without WRITEMAP,
     /// outside the file or the map, and where an open parent transaction
