@@ -622,6 +622,17 @@ fn gc_records(env: &Env) -> (Vec<(u64, u64)>, u64) {
     (s.gc_records.iter().map(|r| (r.txnid, r.pages)).collect(), s.info.last_txnid)
 }
 
+/// A durable environment whose main table holds 3,000 records of 40 bytes.
+fn loaded_env(dir: &Path) -> Env {
+    let env = open_small(dir, 64 << 20, Durability::SyncDurable);
+    let mut txn = env.begin_rw_txn().expect("begin");
+    for i in 0..3000u64 {
+        txn.put(Db::MAIN, &key(i), &[1; 40], PutFlags::empty()).expect("put");
+    }
+    txn.commit().expect("commit");
+    env
+}
+
 /// A small commit consumes its predecessor's GC record and leaves it in
 /// place; its GC update gives it the commit's own id and fills it
 /// (`gc::settle_stale`). After each such commit the GC holds one record,
@@ -631,12 +642,7 @@ fn gc_records(env: &Env) -> (Vec<(u64, u64)>, u64) {
 #[test]
 fn small_commits_turn_the_consumed_record_into_their_own() {
     let dir = tempdir();
-    let env = open_small(dir.path(), 64 << 20, Durability::SyncDurable);
-    let mut txn = env.begin_rw_txn().expect("begin");
-    for i in 0..3000u64 {
-        txn.put(Db::MAIN, &key(i), &[1; 40], PutFlags::empty()).expect("put");
-    }
-    txn.commit().expect("commit");
+    let env = loaded_env(dir.path());
     for t in 0..60u64 {
         let mut txn = env.begin_rw_txn().expect("begin");
         txn.put(Db::MAIN, &key(t * 37 % 3000), &[t as u8; 40], PutFlags::empty()).expect("put");
@@ -679,12 +685,7 @@ fn small_commits_turn_the_consumed_record_into_their_own() {
 #[test]
 fn a_consumed_record_is_found_again_after_older_ones_go() {
     let dir = tempdir();
-    let env = open_small(dir.path(), 64 << 20, Durability::SyncDurable);
-    let mut txn = env.begin_rw_txn().expect("begin");
-    for i in 0..3000u64 {
-        txn.put(Db::MAIN, &key(i), &[1; 40], PutFlags::empty()).expect("put");
-    }
-    txn.commit().expect("commit");
+    let env = loaded_env(dir.path());
     for round in 0..5u64 {
         let reader = env.begin_ro_txn().expect("ro");
         for t in 0..20u64 {
