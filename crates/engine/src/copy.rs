@@ -221,7 +221,7 @@ fn hand_on(buf: &mut [u8], next_key: usize) -> Vec<Vec<u8>> {
     // Leaf nodes only (a packer's leaves), at least one entry stays.
     for m in 1..n {
         moved += crate::format::node::stored_size(buf, n - m) + 2;
-        let key = raw_key(&buf[PAGEHDRSZ + page.entry(n - m)..]).len();
+        let key = crate::format::node::key_range(buf, n - m).1;
         let gain = even_ceil(next_key) as isize - even_ceil(key) as isize - moved as isize;
         if moved > even_ceil(next_key) {
             break;
