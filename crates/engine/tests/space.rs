@@ -733,7 +733,7 @@ fn consumed_records_left_in_place_under_spilling() {
             })
             .open(dir.path())
             .expect("open");
-        let mut rng = common::Rng(seed * 0x9e37_79b9_7f4a_7c15);
+        let mut rng = common::Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut reader = None;
         for step in 0..150u64 {
             let mut txn = env.begin_rw_txn().expect("begin");
