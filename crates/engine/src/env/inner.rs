@@ -32,6 +32,16 @@ const META_BYTES: usize = META_OFF + META_LEN;
 /// Page offsets of the 4-byte words that change whenever a meta is
 /// rewritten: `txnid_a`, `sign` and `txnid_b` (see
 /// [`EnvInner::writer_metas`]).
+/// The [`META_FINGERPRINT`] words of a meta slot's first bytes.
+fn fingerprint(raw: &[u8; META_BYTES]) -> [u32; META_FINGERPRINT.len()] {
+    // (A loop: `array::map` was not inlined, 160 instructions a commit.)
+    let mut words = [0u32; META_FINGERPRINT.len()];
+    for (w, &o) in words.iter_mut().zip(&META_FINGERPRINT) {
+        *w = u32::from_ne_bytes([raw[o], raw[o + 1], raw[o + 2], raw[o + 3]]);
+    }
+    words
+}
+
 const META_FINGERPRINT: [usize; 6] = {
     use crate::format::meta::{SIGN_AT, TXNID_A_AT, TXNID_B_AT};
     let at = [TXNID_A_AT, SIGN_AT, TXNID_B_AT];
@@ -49,6 +59,8 @@ const META_FINGERPRINT: [usize; 6] = {
 /// wrote them (see [`EnvInner::writer_metas`]), or as `read_troika` found them.
 pub(crate) struct WriterMetas {
     raw: [[u8; META_BYTES]; 3],
+    /// Each slot's [`META_FINGERPRINT`] words, from `raw`.
+    prints: [[u32; META_FINGERPRINT.len()]; 3],
     metas: [Meta; 3],
     states: [(u64, bool); 3],
     troika: Troika,
@@ -340,7 +352,8 @@ impl EnvInner {
         if states[troika.recent].0 == 0 {
             return Err(Error::Invalid(format!("{}: no valid meta page", self.data_path.display())));
         }
-        Ok(WriterMetas { raw, metas, states, troika })
+        let prints = std::array::from_fn(|i| fingerprint(&raw[i]));
+        Ok(WriterMetas { raw, prints, metas, states, troika })
     }
 
     /// For a write transaction, whose caller holds the writer lock (so no
@@ -363,14 +376,9 @@ impl EnvInner {
         map: &Mmap,
     ) -> Result<(&'k Meta, Troika, u64)> {
         let ps = self.page_size;
-        let unchanged = known.as_ref().is_some_and(|k| {
-            (0..3).all(|i| {
-                META_FINGERPRINT.iter().all(|&o| {
-                    let was = u32::from_ne_bytes(k.raw[i][o..o + 4].try_into().expect("4 bytes"));
-                    map.u32_volatile(i * ps + o) == Some(was)
-                })
-            })
-        });
+        let unchanged = known
+            .as_ref()
+            .is_some_and(|k| (0..3).all(|i| map.u32s_volatile(i * ps, &META_FINGERPRINT) == Some(k.prints[i])));
         if !unchanged {
             let mut raw = [[0u8; META_BYTES]; 3];
             for (i, r) in raw.iter_mut().enumerate() {
@@ -393,6 +401,7 @@ impl EnvInner {
     pub(crate) fn note_meta_written(known: &mut Option<WriterMetas>, i: usize, meta: &Meta, body: &[u8; META_LEN]) {
         if let Some(k) = known.as_mut() {
             k.raw[i][META_OFF..].copy_from_slice(body);
+            k.prints[i] = fingerprint(&k.raw[i]);
             k.metas[i] = meta.clone();
             k.states[i] = (meta.txnid(), meta.is_steady());
             k.troika = troika(k.states);

@@ -288,17 +288,27 @@ impl Mmap {
         true
     }
 
-    /// The 4-aligned `u32` at `off`, read with one volatile load (for bytes
-    /// another process may be writing, as [`Mmap::copy_volatile`]); `None`
-    /// if `off` is not 4-aligned or the word is not inside the mapping.
-    pub fn u32_volatile(&self, off: usize) -> Option<u32> {
-        if !off.is_multiple_of(4) || off.checked_add(4)? > self.len {
+    /// The 4-aligned `u32` words at `base + offs[j]`, each read with one
+    /// volatile load (for bytes another process may be writing, as
+    /// [`Mmap::copy_volatile`]); `None` if one is not 4-aligned or not
+    /// inside the mapping. Checked once for all of them: inlined with
+    /// constant offsets, only `base` is tested at run time (a write
+    /// transaction reads 18 words of the metas this way at its start).
+    #[inline]
+    pub fn u32s_volatile<const N: usize>(&self, base: usize, offs: &[usize; N]) -> Option<[u32; N]> {
+        let last = offs.iter().copied().max().unwrap_or(0);
+        if !base.is_multiple_of(4) || offs.iter().any(|o| !o.is_multiple_of(4)) {
             return None;
         }
-        // The mapping is page-aligned, so the address is 4-aligned, and
-        // `off + 4 <= self.len`.
-        // SAFETY: inside the live mapping, aligned; a volatile read creates no reference.
-        Some(unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(off).cast::<u32>()) })
+        if base.checked_add(last)?.checked_add(4)? > self.len {
+            return None;
+        }
+        Some(std::array::from_fn(|j| {
+            // `base + offs[j] + 4 <= base + last + 4 <= self.len`, and both
+            // terms are 4-aligned, as is the page-aligned mapping.
+            // SAFETY: inside the live mapping, aligned; a volatile read creates no reference.
+            unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(base + offs[j]).cast::<u32>()) }
+        }))
     }
 
     /// WRITEMAP: writes `bytes` at `off` in place, for bytes that readers of
@@ -645,6 +655,24 @@ mod tests {
         m.prefault(4096, 1 << 30);
         assert_eq!(&m.bytes(4096, 5).unwrap(), b"hello");
         assert!(m.bytes(8192, 8192).unwrap().iter().all(|&b| b == 0));
+    }
+
+    /// Words read at once at offsets from a base: the file's bytes, and
+    /// `None` for a misaligned word or one reaching past the map.
+    #[test]
+    fn words_at_offsets() {
+        let mut f = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+        f.write_all(&bytes).unwrap();
+        let m = Mmap::map(&f, 8192).unwrap();
+        let word = |o: usize| u32::from_ne_bytes(bytes[o..o + 4].try_into().unwrap());
+        let offs = [0, 28, 4];
+        assert_eq!(m.u32s_volatile(4096, &offs), Some([word(4096), word(4124), word(4100)]));
+        assert_eq!(m.u32s_volatile(8192 - 32, &offs), Some([word(8160), word(8188), word(8164)]));
+        assert_eq!(m.u32s_volatile(8192 - 28, &offs), None, "the last word past the map");
+        assert_eq!(m.u32s_volatile(4098, &offs), None, "a misaligned base");
+        assert_eq!(m.u32s_volatile(0, &[0, 6]), None, "a misaligned offset");
+        assert_eq!(m.u32s_volatile(usize::MAX - 3, &offs), None, "an overflowing offset");
     }
 
     /// Claims dropped while a page is out leave its memory mapped (the map
