@@ -453,7 +453,6 @@ fn link_right<W: TreeWriter + ?Sized>(
     insert_at(w, tree, path, level - 1, pidx + 1, sep, right, 0, &[], Some(rightmost))
 }
 
-/// Whether the path follows the last entry of every branch.
 /// The split point (`1..total`, where `before[sp]` is the bytes of the
 /// entries before it and `before[total]` all of them) whose halves differ
 /// least in bytes among those `valid` accepts, the lowest on a tie; `None`
@@ -487,6 +486,7 @@ fn best_split(before: &[usize], mut valid: impl FnMut(usize) -> Result<bool>) ->
     Ok(best.map(|b| b.0))
 }
 
+/// Whether the path follows the last entry of every branch.
 pub(crate) fn is_rightmost<W: TreeWriter + ?Sized>(w: &W, path: &Path) -> Result<bool> {
     for l in 0..path.leaf() {
         let (pg, i) = path.at(l);

@@ -29,9 +29,7 @@ pub(crate) struct Snapshot {
 
 /// The bytes of a meta slot that are read: the page header and the body.
 const META_BYTES: usize = META_OFF + META_LEN;
-/// Page offsets of the 4-byte words that change whenever a meta is
-/// rewritten: `txnid_a`, `sign` and `txnid_b` (see
-/// [`EnvInner::writer_metas`]).
+
 /// The [`META_FINGERPRINT`] words of a meta slot's first bytes.
 fn fingerprint(raw: &[u8; META_BYTES]) -> [u32; META_FINGERPRINT.len()] {
     // (A loop: `array::map` was not inlined, 160 instructions a commit.)
@@ -42,6 +40,9 @@ fn fingerprint(raw: &[u8; META_BYTES]) -> [u32; META_FINGERPRINT.len()] {
     words
 }
 
+/// Page offsets of the 4-byte words that change whenever a meta is
+/// rewritten: `txnid_a`, `sign` and `txnid_b` (see
+/// [`EnvInner::writer_metas`]).
 const META_FINGERPRINT: [usize; 6] = {
     use crate::format::meta::{SIGN_AT, TXNID_A_AT, TXNID_B_AT};
     let at = [TXNID_A_AT, SIGN_AT, TXNID_B_AT];
