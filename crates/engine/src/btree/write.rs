@@ -407,7 +407,10 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
                 let child = child_at(op, old_of(j), pgno)?;
                 node::insert(buf, at, &[], child, 0, &[]);
             } else {
-                node::append_raw(buf, raw_node(op, old_of(j), pgno)?);
+                // The node's bytes, measured (and checked to lie in the
+                // page) by `raw_node` for `before`: not parsed again.
+                let off = PAGEHDRSZ + op.entry(old_of(j));
+                node::append_raw(buf, &op.buf[off..off + before[j + 1] - before[j] - 2]);
             }
         }
         Ok(())
