@@ -416,8 +416,10 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
         Ok(())
     };
     fill(w.dirty_mut(right), sp..total)?;
+    // The header rewritten whole; the bytes between the halves' entries and
+    // nodes keep what they held, as a new map page's and a copy's gap do
+    // (zeroing the page was a 4 KiB `memset` a split).
     let left = w.dirty_mut(pgno);
-    left.fill(0);
     fpage::init_page(left, pgno, page_flags, op.txnid());
     fill(left, 0..sp)?;
     w.recycle(old);
