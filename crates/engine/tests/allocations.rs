@@ -187,7 +187,33 @@ fn hot_paths_do_not_allocate() {
     };
     let small_pwrite = small_commits(false);
     let small_writemap = small_commits(true);
+    // Large values with WRITEMAP, one rewritten per transaction (values of
+    // 2 to 5 pages, each written straight into the map; without WRITEMAP a
+    // chunk of several pages is a heap buffer of its own, as in LMDB).
+    let blob_writemap = {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::builder().max_dbs(4).write_map(true).open(dir.path()).expect("open");
+        let value = vec![7u8; 5 * 4096];
+        let len = |i: u64| 6_000 + (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % 12_000;
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let db = txn.create_db(Some("blobs"), DbFlags::empty()).expect("db");
+        for k in 0..64u64 {
+            txn.put(db, &k.to_be_bytes(), &value[..len(k)], PutFlags::empty()).expect("put");
+        }
+        txn.commit().expect("commit");
+        let one = |i: u64| {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            txn.put(db, &(i % 64).to_be_bytes(), &value[..len(i)], PutFlags::empty()).expect("put");
+            txn.commit().expect("commit");
+        };
+        // The GC's work lists reach their steady capacities in a few
+        // hundred commits more than the one-put ones (after 300, 3 of the
+        // next 300 still grew one).
+        (0..2000).for_each(one);
+        allocations(|| (2000..2300).for_each(one))
+    };
     eprintln!("allocations: {small_pwrite} for 300 one-put commits, {small_writemap} with WRITEMAP");
+    eprintln!("allocations: {blob_writemap} for 300 commits of a large value with WRITEMAP");
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
         "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
@@ -205,4 +231,5 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
     assert_eq!(small_pwrite, 0, "one-put commits allocate");
     assert_eq!(small_writemap, 0, "one-put commits with WRITEMAP allocate");
+    assert_eq!(blob_writemap, 0, "commits of a large value with WRITEMAP allocate");
 }

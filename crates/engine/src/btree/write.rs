@@ -10,8 +10,6 @@
 //! life cycle, limits, the table being edited), generic and statically
 //! dispatched; `btree/mem.rs` runs them on pages in memory in unit tests.
 
-use std::borrow::Cow;
-
 use super::walk::{self, Kind, NodeEv, PageEv, Spec, Visitor, Walk};
 use super::writer::{check_value_size, Counted, TreeWriter};
 use super::{child_at, key_at, load, search_branch, search_leaf, Cmp, MAX_DEPTH};
@@ -573,15 +571,15 @@ fn make_value<'v, W: TreeWriter + ?Sized>(
     klen: usize,
     val: &Val<'v>,
     nflags: u8,
-) -> Result<(u32, u8, Cow<'v, [u8]>)> {
+) -> Result<(u32, u8, NodeData<'v>)> {
     let len = val.len();
     if w.limits().fits_inline(klen, len) {
         // Inline bytes are copied straight from the caller's slice.
         let data = match val {
-            Val::Bytes(b) => Cow::Borrowed(*b),
+            Val::Bytes(b) => NodeData::Inline(b),
             // A reserved value starts as zeros (no allocation: it is inline,
             // so shorter than a page).
-            Val::Reserve(n) | Val::Filled(n) => Cow::Borrowed(&ZEROS[..*n]),
+            Val::Reserve(n) | Val::Filled(n) => NodeData::Inline(&ZEROS[..*n]),
         };
         return Ok((len as u32, nflags, data));
     }
@@ -589,7 +587,25 @@ fn make_value<'v, W: TreeWriter + ?Sized>(
     let pgno = w.new_large(n)?;
     val.copy_to(&mut w.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
     tree.inc_large(n as u32, pgno)?;
-    Ok((len as u32, nflags | N_BIG, Cow::Owned(pgno.to_le_bytes().to_vec())))
+    Ok((len as u32, nflags | N_BIG, NodeData::Large(pgno.to_le_bytes())))
+}
+
+/// The bytes a leaf node holds after its key: the value itself, or the
+/// first page number of the large chunk holding it (kept here, not on the
+/// heap: a large value's put allocated 4 bytes for it).
+enum NodeData<'v> {
+    Inline(&'v [u8]),
+    Large([u8; 4]),
+}
+
+impl std::ops::Deref for NodeData<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            NodeData::Inline(b) => b,
+            NodeData::Large(p) => p,
+        }
+    }
 }
 
 /// Put (upsert by default). `nflags` are node flags (N_TREE for table records).
