@@ -44,6 +44,12 @@ pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<Pgno
 /// Most buffers kept between transactions.
 pub(crate) const POOL_LIMIT: usize = 1024;
 
+/// Most large-value chunks (buffers of several pages) kept between
+/// transactions, and the most bytes they hold; a chunk over a quarter of
+/// that is not kept.
+const CHUNKS_KEPT: usize = 16;
+const CHUNK_BYTES_KEPT: usize = 1 << 20;
+
 /// The memory of a dirty page or large chunk: a heap buffer, or, with
 /// WRITEMAP, the page itself in the writable map of the data file (edited in
 /// place; nothing to write at commit).
@@ -125,6 +131,9 @@ const DIRTY_SET_MIN: usize = 32;
 #[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
+    /// Large-value chunks, oldest first, and their bytes in all.
+    chunks: Vec<Box<[u8]>>,
+    chunk_bytes: usize,
     /// The most pages a transaction dirtied since the dirty set was last kept.
     dirty_pages: usize,
     /// With WRITEMAP: the claims on the map the last map page came from,
@@ -203,18 +212,55 @@ impl PagePool {
         }
     }
 
-    /// Keeps `buf` for reuse if it is one page of `page_size` bytes and the pool
-    /// has room; drops it otherwise (large-value chunks are not pooled).
+    /// A buffer for a large-value chunk of `len` bytes (several pages of
+    /// `page_size`), its last page zeroed. A kept chunk of that length is
+    /// reused: the value written into it covers every page before its last
+    /// (it would fit in fewer pages otherwise), so no earlier bytes reach
+    /// the file, as with libmdbx, which zeroes only a new chunk's last page
+    /// too. Without the pool a blob update zeroed and allocated its whole
+    /// chunk (callgrind, values of 20,000 bytes on average: memset 23,600
+    /// of the commit's 71,657 instructions).
+    pub(crate) fn chunk(&mut self, len: usize, page_size: usize) -> Box<[u8]> {
+        match self.chunks.iter().position(|b| b.len() == len) {
+            Some(i) => {
+                let mut b = self.chunks.remove(i);
+                self.chunk_bytes -= len;
+                b[len - page_size..].fill(0);
+                b
+            }
+            None => vec![0u8; len].into_boxed_slice(),
+        }
+    }
+
+    /// Keeps `buf` for reuse: a page of `page_size` bytes if the pool has
+    /// room, a large-value chunk if it is not too large (the oldest kept
+    /// ones make room for it); drops it otherwise.
     #[inline(always)]
     pub(crate) fn recycle(&mut self, buf: impl Into<PageBuf>, page_size: usize) {
         match buf.into() {
             PageBuf::Heap(buf) => {
-                if buf.len() == page_size && self.bufs.len() < POOL_LIMIT {
-                    self.bufs.push(buf);
+                if buf.len() == page_size {
+                    if self.bufs.len() < POOL_LIMIT {
+                        self.bufs.push(buf);
+                    }
+                } else {
+                    self.keep_chunk(buf);
                 }
             }
             PageBuf::Map(m) => self.give_back(m),
         }
+    }
+
+    fn keep_chunk(&mut self, buf: Box<[u8]>) {
+        let len = buf.len();
+        if len > CHUNK_BYTES_KEPT / 4 {
+            return;
+        }
+        while self.chunks.len() >= CHUNKS_KEPT || self.chunk_bytes + len > CHUNK_BYTES_KEPT {
+            self.chunk_bytes -= self.chunks.remove(0).len();
+        }
+        self.chunk_bytes += len;
+        self.chunks.push(buf);
     }
 
     /// With WRITEMAP: `[off, off + len)` of `map` to be edited in place
@@ -293,6 +339,39 @@ impl PagePool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A large-value chunk comes back for a chunk of its length, its last
+    /// page zeroed; the kept chunks stay within their count and bytes.
+    #[test]
+    fn reuses_chunks_within_bounds() {
+        let mut pool = PagePool::default();
+        let mut c = pool.chunk(3 * 256, 256);
+        assert!(c.iter().all(|&b| b == 0));
+        c.fill(7);
+        let at = c.as_ptr() as usize;
+        pool.recycle(c, 256);
+        // Another length: a new zeroed one.
+        let other = pool.chunk(2 * 256, 256);
+        assert!(other.iter().all(|&b| b == 0) && other.as_ptr() as usize != at);
+        let c = pool.chunk(3 * 256, 256);
+        assert_eq!(c.as_ptr() as usize, at, "the kept chunk is reused");
+        assert!(c[..2 * 256].iter().all(|&b| b == 7) && c[2 * 256..].iter().all(|&b| b == 0));
+        assert_eq!(pool.chunk_bytes, 0);
+        // Bounded: by count, then by bytes (the oldest go first), and a
+        // chunk over a quarter of the bytes is not kept.
+        for _ in 0..2 * CHUNKS_KEPT {
+            pool.recycle(vec![0u8; 512].into_boxed_slice(), 256);
+        }
+        assert_eq!((pool.chunks.len(), pool.chunk_bytes), (CHUNKS_KEPT, CHUNKS_KEPT * 512));
+        for _ in 0..8 {
+            pool.recycle(vec![0u8; CHUNK_BYTES_KEPT / 4].into_boxed_slice(), 256);
+        }
+        assert_eq!(pool.chunk_bytes, CHUNK_BYTES_KEPT);
+        assert!(pool.chunks.iter().all(|c| c.len() == CHUNK_BYTES_KEPT / 4));
+        pool.recycle(vec![0u8; CHUNK_BYTES_KEPT / 4 + 256].into_boxed_slice(), 256);
+        assert_eq!(pool.chunks.len(), 4);
+        assert_eq!(pool.chunk_bytes, pool.chunks.iter().map(|c| c.len()).sum::<usize>());
+    }
 
     #[test]
     fn reuses_buffers_and_respects_the_limit() {

@@ -137,7 +137,8 @@ impl RwTxn<'_> {
     /// allocated: with WRITEMAP the pages themselves, as the file holds them
     /// (a free page of this database, or zeros past its old end), as
     /// libmdbx's new map pages are; else a zeroed heap buffer (libmdbx also
-    /// zeroes its heap pages). The caller initialises the header
+    /// zeroes its heap pages), or for a large chunk one whose last page is
+    /// zeroed (`PagePool::chunk`: the value overwrites the others). The caller initialises the header
     /// (`init_page`, `init_large`). Zeroing a map page took 15% of a one-put
     /// WRITEMAP commit's time at 64 KiB pages (alternating runs of the
     /// benchmark's small-commit row: +18% without it, +2% at 4 KiB).
@@ -146,7 +147,7 @@ impl RwTxn<'_> {
         match self.map_page(pgno, n) {
             Some(m) => PageBuf::Map(m),
             None if n == 1 => self.st.pool.zeroed(ps).into(),
-            None => vec![0u8; n * ps].into_boxed_slice().into(),
+            None => self.st.pool.chunk(n * ps, ps).into(),
         }
     }
 }
