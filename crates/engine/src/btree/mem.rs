@@ -286,7 +286,7 @@ impl TreeWriter for MemWriter {
         self.insert_dirty(pgno, buf);
         Ok(pgno)
     }
-    fn new_large(&mut self, n: usize) -> Result<u32> {
+    fn new_large(&mut self, n: usize, _value_len: usize) -> Result<u32> {
         let pgno = self.alloc(n);
         let mut buf = vec![0u8; n * self.limits.page_size].into_boxed_slice();
         fpage::init_large(&mut buf, pgno, n as u32, self.txnid);

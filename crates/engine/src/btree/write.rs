@@ -584,7 +584,7 @@ fn make_value<'v, W: TreeWriter + ?Sized>(
         return Ok((len as u32, nflags, data));
     }
     let n = w.limits().large_pages(len);
-    let pgno = w.new_large(n)?;
+    let pgno = w.new_large(n, len)?;
     val.copy_to(&mut w.dirty_mut_full(pgno)[PAGEHDRSZ..PAGEHDRSZ + len]);
     tree.inc_large(n as u32, pgno)?;
     Ok((len as u32, nflags | N_BIG, NodeData::Large(pgno.to_le_bytes())))

@@ -68,8 +68,10 @@ pub(crate) trait TreeWriter {
 
     /// A new zeroed branch or leaf page with `flags`, dirty.
     fn new_page(&mut self, flags: u16) -> Result<u32>;
-    /// A new large chunk of `n` pages, dirty.
-    fn new_large(&mut self, n: usize) -> Result<u32>;
+    /// A new large chunk of `n` pages, dirty, for a value of `value_len`
+    /// bytes that the caller writes after the header: the bytes after it
+    /// are zeros, except with WRITEMAP (the pages as the file held them).
+    fn new_large(&mut self, n: usize, value_len: usize) -> Result<u32>;
     /// Copy-on-write: a dirty copy of `pgno` (`pgno` itself if it is dirty).
     fn touch(&mut self, pgno: u32) -> Result<u32>;
     /// Frees `n` pages at `pgno` (a page or a large chunk).

@@ -136,18 +136,19 @@ impl RwTxn<'_> {
     /// Memory for `n` pages at `pgno`, which this transaction just
     /// allocated: with WRITEMAP the pages themselves, as the file holds them
     /// (a free page of this database, or zeros past its old end), as
-    /// libmdbx's new map pages are; else a zeroed heap buffer (libmdbx also
-    /// zeroes its heap pages), or for a large chunk one whose last page is
-    /// zeroed (`PagePool::chunk`: the value overwrites the others). The caller initialises the header
-    /// (`init_page`, `init_large`). Zeroing a map page took 15% of a one-put
-    /// WRITEMAP commit's time at 64 KiB pages (alternating runs of the
-    /// benchmark's small-commit row: +18% without it, +2% at 4 KiB).
-    fn fresh_buf(&mut self, pgno: u32, n: usize) -> PageBuf {
+    /// libmdbx's new map pages are; else a heap buffer, zeroed from byte
+    /// `used` (libmdbx also zeroes its heap pages): the caller writes the
+    /// bytes before it, the header (`init_page`, `init_large`) and for a
+    /// large chunk its value (`PagePool::chunk`). Zeroing a map page took
+    /// 15% of a one-put WRITEMAP commit's time at 64 KiB pages (alternating
+    /// runs of the benchmark's small-commit row: +18% without it, +2% at 4
+    /// KiB).
+    fn fresh_buf(&mut self, pgno: u32, n: usize, used: usize) -> PageBuf {
         let ps = self.env.page_size;
         match self.map_page(pgno, n) {
             Some(m) => PageBuf::Map(m),
             None if n == 1 => self.st.pool.zeroed(ps).into(),
-            None => self.st.pool.chunk(n * ps, ps).into(),
+            None => self.st.pool.chunk(n * ps, used).into(),
         }
     }
 }
@@ -155,17 +156,20 @@ impl RwTxn<'_> {
 /// A new zeroed branch/leaf page in the dirty set.
 pub(crate) fn new_page(txn: &mut RwTxn<'_>, flags: u16) -> Result<u32> {
     let pgno = alloc(txn, 1)?;
-    let mut buf = txn.fresh_buf(pgno, 1);
+    let mut buf = txn.fresh_buf(pgno, 1, 0);
     txn.st.ops.newly += 1;
     fpage::init_page(&mut buf, pgno, flags, txn.txnid);
     txn.dirty_insert(pgno, buf);
     Ok(pgno)
 }
 
-/// A new large chunk of `n` pages in the dirty set.
-pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize) -> Result<u32> {
+/// A new large chunk of `n` pages in the dirty set, for a value of
+/// `value_len` bytes (see [`TreeWriter::new_large`]).
+///
+/// [`TreeWriter::new_large`]: crate::btree::writer::TreeWriter::new_large
+pub(crate) fn new_large(txn: &mut RwTxn<'_>, n: usize, value_len: usize) -> Result<u32> {
     let pgno = alloc(txn, n)?;
-    let mut buf = txn.fresh_buf(pgno, n);
+    let mut buf = txn.fresh_buf(pgno, n, crate::format::PAGEHDRSZ + value_len);
     txn.st.ops.newly += n as u64;
     fpage::init_large(&mut buf, pgno, n as u32, txn.txnid);
     txn.dirty_insert(pgno, buf);
@@ -305,5 +309,40 @@ mod tests {
         txn.commit().unwrap();
         let st = env.inner.writer_state.lock().unwrap();
         assert!(st.spilled.is_empty() && st.spilled.capacity() <= crate::pool::LIST_KEEP);
+    }
+
+    /// Without WRITEMAP a large value's chunk is a heap buffer, reused from
+    /// one transaction to the next: the file gets the value and zeros after
+    /// it, never bytes of the value the buffer held before (here longer
+    /// ones of the same number of pages, filled with another byte).
+    #[test]
+    fn a_reused_chunk_writes_zeros_after_its_value() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env::builder().durability(Durability::SafeNoSync).open(d.path()).unwrap();
+        let ps = env.inner.page_size;
+        // Lengths of 3-page chunks, falling: each reused buffer held a
+        // longer value.
+        let len = |round: usize| 3 * ps - 64 - 97 * (round % 9);
+        let mut checked = 0;
+        for round in 0..40 {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for k in 0..4u64 {
+                txn.put(Db::MAIN, &k.to_be_bytes(), &vec![round as u8 + 1; len(round)], PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
+            let txn = env.begin_rw_txn().unwrap();
+            let file = std::fs::read(d.path().join("mdbx.dat")).unwrap();
+            for k in 0..4u64 {
+                let loc = crate::btree::write::find_value(&txn, Db::MAIN, &k.to_be_bytes()).unwrap().unwrap();
+                assert_eq!(loc.len, len(round));
+                let chunk = &file[loc.pgno as usize * ps..(loc.pgno as usize + 3) * ps];
+                let (value, after) = chunk[loc.off..].split_at(loc.len);
+                assert!(value.iter().all(|&b| b == round as u8 + 1), "round {round}, key {k}: the value");
+                assert!(after.iter().all(|&b| b == 0), "round {round}, key {k}: bytes after the value");
+                checked += 1;
+            }
+            txn.abort();
+        }
+        assert_eq!(checked, 160);
     }
 }

@@ -56,8 +56,8 @@ impl TreeWriter for RwTxn<'_> {
         page_ops::new_page(self, flags)
     }
     #[inline]
-    fn new_large(&mut self, n: usize) -> Result<u32> {
-        page_ops::new_large(self, n)
+    fn new_large(&mut self, n: usize, value_len: usize) -> Result<u32> {
+        page_ops::new_large(self, n, value_len)
     }
     #[inline]
     fn touch(&mut self, pgno: u32) -> Result<u32> {
