@@ -64,14 +64,16 @@ pub(crate) struct Mmap {
 
 /// Granules per chunk of [`HandedBits`] (512 words of 64 bits: 128 MiB of
 /// map at 4 KiB pages per 4 KiB chunk).
-const CHUNK_BITS: usize = 512 * 64;
+const CHUNK_BITS: usize = CHUNK_WORDS * 64;
+const CHUNK_WORDS: usize = 512;
 
 /// A bit per granule of a writable map, in chunks allocated on first use
 /// (a map may reserve terabytes of address space; the writer touches the
 /// chunks of the pages it allocates).
 #[derive(Debug, Default)]
 struct HandedBits {
-    chunks: Vec<Option<Box<[u64]>>>,
+    /// (Arrays: a word's index within a chunk needs no bounds check.)
+    chunks: Vec<Option<Box<[u64; CHUNK_WORDS]>>>,
 }
 
 impl HandedBits {
@@ -92,7 +94,7 @@ impl HandedBits {
 
     #[cold]
     fn add_chunk(&mut self, c: usize) {
-        self.chunks[c] = Some(vec![0; CHUNK_BITS / 64].into_boxed_slice());
+        self.chunks[c] = Some(Box::new([0; CHUNK_WORDS]));
     }
 
     /// Sets the bits of granules `first..first + n`, all or none: false
@@ -435,8 +437,9 @@ impl MapClaims {
     }
 
     /// Takes back a page these claims handed out (its range may be handed
-    /// out again); a page of another map is returned.
-    #[inline]
+    /// out again); a page of another map is returned. (Inline: a call per
+    /// page a transaction edited.)
+    #[inline(always)]
     pub fn give_back(&mut self, page: MapPage) -> Result<(), MapPage> {
         let base = self.map.ptr.as_ptr() as usize;
         let off = (page.ptr.as_ptr() as usize).wrapping_sub(base);
