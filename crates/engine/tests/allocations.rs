@@ -231,6 +231,11 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
     assert_eq!(small_pwrite, 0, "one-put commits allocate");
     assert_eq!(small_writemap, 0, "one-put commits with WRITEMAP allocate");
-    assert_eq!(blob_pwrite, 0, "commits of a large value allocate");
-    assert_eq!(blob_writemap, 0, "commits of a large value with WRITEMAP allocate");
+    // (Debug builds check each settled GC update against a plan made on
+    // copies of the lists, `gc::replan`, which allocates: a large value's
+    // commit goes through it. CI runs this test in release.)
+    if !cfg!(debug_assertions) {
+        assert_eq!(blob_pwrite, 0, "commits of a large value allocate");
+        assert_eq!(blob_writemap, 0, "commits of a large value with WRITEMAP allocate");
+    }
 }
