@@ -182,11 +182,9 @@ fn a_session_at_the_terminal() {
     fresh_prompt(&mut p, "demo [rw txn] numbers> ");
     p.send_line("commit").unwrap();
     expect(&mut p, "committed transaction");
-    fresh_prompt(&mut p, "demo [rw] numbers> ");
 
     // Ctrl-D leaves.
-    p.send_control('d').unwrap();
-    p.exp_eof().unwrap();
+    quit(&mut p, "demo [rw] numbers> ");
     let status = p.process().wait().unwrap();
     let status = format!("{status:?}");
     assert!(status.starts_with("Exited(") && status.ends_with(", 0)"), "{status}");
