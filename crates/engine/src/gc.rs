@@ -781,6 +781,9 @@ pub(crate) struct FreeLists<'a> {
     pub reclaimed: &'a mut RunList,
     /// The high-water mark of allocated pages.
     pub first_unallocated: &'a mut u32,
+    /// The radix sort's second buffer for these lists (kept, so sorting
+    /// them allocates nothing once it has grown).
+    pub sorting: &'a mut Vec<u32>,
 }
 
 /// What writing the GC records needs besides tree edits: the transaction's
@@ -832,6 +835,7 @@ impl GcWriter for RwTxn<'_> {
             loose: &mut st.loose,
             reclaimed: &mut st.reclaimed,
             first_unallocated: &mut self.geo.first_unallocated,
+            sorting: &mut st.sorting,
         }
     }
     fn consumed(&self) -> &[u64] {
@@ -968,7 +972,8 @@ fn return_leftovers(txn: &mut RwTxn<'_>) -> Result<()> {
         // The own record without them.
         let loc = write::locate(txn, Db::GC, &t.to_le_bytes())?;
         read_record(txn, loc, &mut pages)?;
-        crate::radix::sort_desc(&mut placed);
+        // (A rare path, whose lists are allocated anyway.)
+        crate::radix::sort_desc(&mut placed, &mut Vec::new());
         let want = pages.len() - placed.len().min(pages.len());
         let mut out = placed.iter().peekable();
         pages.retain(|p| {
@@ -1185,7 +1190,7 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch, stale: Opti
         if spare.is_empty() && fold == 0 {
             l.retired.append(l.loose);
         } else {
-            crate::radix::sort_desc(l.loose);
+            crate::radix::sort_desc(l.loose, l.sorting);
             l.reclaimed.extend_desc(l.loose);
             l.loose.clear();
             if l.reclaimed.is_empty() && layout.iter().any(|p| spare.contains(&p.0)) && {
@@ -1272,7 +1277,7 @@ fn own_pages<W: GcWriter + ?Sized>(w: &mut W, rest: &mut Vec<u32>, own: usize, k
     l.reclaimed.drain_into(rest);
     let folded = own.saturating_sub(l.retired.len()).min(rest.len());
     let from = rest.len() - folded;
-    crate::radix::sort_desc(l.retired);
+    crate::radix::sort_desc(l.retired, l.sorting);
     crate::radix::merge_desc(l.retired, &rest[from..]);
     let n = l.retired.len();
     l.retired.dedup();
@@ -1679,6 +1684,7 @@ mod tests {
                 loose: &mut self.loose,
                 reclaimed: &mut self.reclaimed,
                 first_unallocated: &mut self.next,
+                sorting: &mut self.sorting,
             }
         }
         fn consumed(&self) -> &[u64] {

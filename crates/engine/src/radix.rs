@@ -10,46 +10,57 @@
 const MIN_RADIX: usize = 64;
 
 /// Sorts `v` by `key`, ascending and stable: an LSD radix sort over the
-/// bytes of the keys that are not the same in every element.
-pub(crate) fn sort_by_key<T: Copy + Default>(v: &mut Vec<T>, key: impl Fn(T) -> u32) {
+/// bytes of the keys that are not the same in every element. `scratch` is
+/// the second buffer the passes alternate with (its contents are lost; the
+/// caller keeps it between sorts, so a commit's sorts allocate nothing
+/// once it has grown: a new one each sort was the steady state's only
+/// allocation in transactions that write a few hundred pages).
+pub(crate) fn sort_by_key<T: Copy + Default>(v: &mut Vec<T>, scratch: &mut Vec<T>, key: impl Fn(T) -> u32) {
     if v.len() < MIN_RADIX {
         v.sort_by_key(|&x| key(x));
         return;
     }
     let k0 = key(v[0]);
     let varies = v.iter().fold(0u32, |acc, &x| acc | (key(x) ^ k0));
-    let mut from = std::mem::take(v);
-    let mut to = vec![T::default(); from.len()];
+    scratch.clear();
+    scratch.resize(v.len(), T::default());
+    let (mut from, mut to) = (&mut *v, &mut *scratch);
+    let mut passes = 0;
     for shift in [0, 8, 16, 24] {
         if (varies >> shift) & 0xFF == 0 {
             continue;
         }
         let digit = |x: T| (key(x) >> shift) as usize & 0xFF;
         let mut start = [0usize; 256];
-        for &x in &from {
+        for &x in from.iter() {
             start[digit(x)] += 1;
         }
         let mut sum = 0;
         for s in start.iter_mut() {
             (*s, sum) = (sum, sum + *s);
         }
-        for &x in &from {
+        for &x in from.iter() {
             let d = digit(x);
             to[start[d]] = x;
             start[d] += 1;
         }
         std::mem::swap(&mut from, &mut to);
+        passes += 1;
     }
-    *v = from;
+    if passes % 2 == 1 {
+        // The sorted elements are in `scratch`: the buffers trade places.
+        std::mem::swap(v, scratch);
+    }
 }
 
-/// Sorts page numbers in descending order (the order of the GC's lists).
-/// (The test for a list with nothing to sort is inline: the GC update
-/// sorts its loose pages, usually none, each commit.)
+/// Sorts page numbers in descending order (the order of the GC's lists),
+/// with `scratch` as in [`sort_by_key`]. (The test for a list with nothing
+/// to sort is inline: the GC update sorts its loose pages, usually none,
+/// each commit.)
 #[inline]
-pub(crate) fn sort_desc(pages: &mut Vec<u32>) {
+pub(crate) fn sort_desc(pages: &mut Vec<u32>, scratch: &mut Vec<u32>) {
     if pages.len() > 1 {
-        sort_by_key(pages, |p| !p);
+        sort_by_key(pages, scratch, |p| !p);
     }
 }
 
@@ -100,16 +111,19 @@ mod tests {
     #[test]
     fn sorts_like_a_comparison_sort() {
         let mut next = numbers(0x9E37_79B9_7F4A_7C15);
+        // Scratch buffers kept from sort to sort, holding other elements:
+        // one pass (below 256), two and four passes.
+        let (mut scratch, mut scratch32) = (vec![(7, 7); 5000], vec![9; 17]);
         for (n, below) in [(0, 1), (5, 100), (63, 1000), (64, 200), (820, 14_200), (3000, u64::from(u32::MAX) + 1)] {
             // Pairs (page, position): stability shows in the positions.
             let mut v: Vec<(u32, u32)> = (0..n).map(|i| ((next() % below) as u32, i)).collect();
             let mut want = v.clone();
             want.sort_by_key(|x| x.0);
-            super::sort_by_key(&mut v, |x| x.0);
+            super::sort_by_key(&mut v, &mut scratch, |x| x.0);
             assert_eq!(v, want, "{n} keys below {below}");
             let mut pages: Vec<u32> = v.iter().map(|x| x.0).collect();
             pages.reverse();
-            super::sort_desc(&mut pages);
+            super::sort_desc(&mut pages, &mut scratch32);
             assert!(pages.is_sorted_by(|a, b| a >= b), "{n} pages below {below}: not descending");
             assert_eq!(pages.len(), n as usize);
         }

@@ -4,7 +4,8 @@
 //! In steady state a get, a cursor step, an overwrite put of an existing
 //! key, adding or deleting one value of an existing multimap key, and a
 //! whole small write transaction (begin, a put, a get, commit) allocate
-//! nothing.
+//! nothing; nor do transactions of random inserts and deletes, whose
+//! pages split and merge.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -212,8 +213,57 @@ fn hot_paths_do_not_allocate() {
         allocations(|| (2000..2300).for_each(one))
     };
     let (blob_pwrite, blob_writemap) = (blobs(false), blobs(true));
+    // Inserts and deletes at a steady table size: each transaction inserts
+    // 100 new random keys (leaves split) and deletes the 100 smallest keys
+    // (leaves empty at the left edge and merge). The keys of each
+    // transaction are worked out first, outside the count.
+    const CHURN_TXNS: usize = 1300;
+    // (keys inserted, keys deleted) by each transaction.
+    type Churn = (Vec<[u8; 8]>, Vec<[u8; 8]>);
+    let schedule: Vec<Churn> = {
+        let key = |i: u64| i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes();
+        let mut live: std::collections::BTreeSet<[u8; 8]> = (0..20_000).map(key).collect();
+        let mut next = 20_000;
+        let mut txns = vec![(live.iter().copied().collect(), Vec::new())];
+        for _ in 0..CHURN_TXNS {
+            let ins: Vec<[u8; 8]> = (next..next + 100).map(key).collect();
+            next += 100;
+            live.extend(ins.iter().copied());
+            let del: Vec<[u8; 8]> = (0..100).map(|_| live.pop_first().expect("live")).collect();
+            txns.push((ins, del));
+        }
+        txns
+    };
+    let churn = |write_map: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::builder().max_dbs(4).write_map(write_map).open(dir.path()).expect("open");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let db = txn.create_db(Some("churn"), DbFlags::empty()).expect("db");
+        txn.commit().expect("commit");
+        let one = |(ins, del): &Churn| {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            for k in ins {
+                txn.put(db, k, &[9; 40], PutFlags::empty()).expect("put");
+            }
+            for k in del {
+                assert!(txn.del(db, k, None).expect("del"));
+            }
+            txn.commit().expect("commit");
+        };
+        schedule[..1001].iter().for_each(one);
+        let before = env.page_ops();
+        let n = allocations(|| schedule[1001..].iter().for_each(one));
+        let after = env.page_ops();
+        (n, after.split - before.split, after.merge - before.merge)
+    };
+    let ((churn_pwrite, splits, merges), (churn_writemap, ..)) = (churn(false), churn(true));
+    assert!(splits > 100 && merges > 100, "the churn splits and merges pages: {splits} splits, {merges} merges");
     eprintln!("allocations: {small_pwrite} for 300 one-put commits, {small_writemap} with WRITEMAP");
     eprintln!("allocations: {blob_pwrite} for 300 commits of a large value, {blob_writemap} with WRITEMAP");
+    eprintln!(
+        "allocations: {churn_pwrite} for 300 transactions of 100 inserts and 100 deletes \
+         ({splits} splits, {merges} merges), {churn_writemap} with WRITEMAP"
+    );
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
         "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
@@ -231,6 +281,8 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
     assert_eq!(small_pwrite, 0, "one-put commits allocate");
     assert_eq!(small_writemap, 0, "one-put commits with WRITEMAP allocate");
+    assert_eq!(churn_pwrite, 0, "inserts and deletes allocate");
+    assert_eq!(churn_writemap, 0, "inserts and deletes with WRITEMAP allocate");
     // (Debug builds check each settled GC update against a plan made on
     // copies of the lists, `gc::replan`, which allocates: a large value's
     // commit goes through it. CI runs this test in release.)

@@ -78,6 +78,8 @@ pub(crate) struct MemWriter {
     pub retired: Vec<u32>,
     /// Free pages at hand for allocation.
     pub reclaimed: RunList,
+    /// The radix sort's second buffer (`gc::FreeLists::sorting`).
+    pub sorting: Vec<u32>,
     pub tables: Vec<MemTable>,
     pub splits: u64,
     pub merges: u64,
@@ -119,6 +121,7 @@ impl MemWriter {
             dirty: HashSet::new(),
             next: NUM_METAS,
             loose: Vec::new(),
+            sorting: Vec::new(),
             retired: Vec::new(),
             reclaimed: RunList::default(),
             tables: Vec::new(),

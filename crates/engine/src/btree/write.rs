@@ -112,25 +112,16 @@ impl Path {
     }
 }
 
-/// An owned node while pages are rebuilt.
-struct OwnedNode {
-    key: Vec<u8>,
-    hdr: u32,
-    flags: u8,
-    data: Vec<u8>,
-}
-
-fn read_nodes(buf: &[u8], pgno: u32) -> Result<Vec<OwnedNode>> {
-    let page = Page { buf };
-    (0..page.num_entries())
-        .map(|i| {
-            if page.is_dupfix() {
-                return Ok(OwnedNode { key: key_at(page, i, pgno)?.to_vec(), hdr: 0, flags: 0, data: Vec::new() });
-            }
-            let n = node::node(page, i, pgno)?;
-            Ok(OwnedNode { key: n.key.to_vec(), hdr: n.dsize, flags: n.flags, data: n.data.to_vec() })
-        })
-        .collect()
+/// Inserts entry `i` of `src` (a pooled copy of page `src_pgno`) into the
+/// page `buf` at `at`, under `key` instead of its own if given (a branch
+/// entry taking its parent's separator). The entry is read from the copy,
+/// so `buf` may be a page it came from.
+fn copy_entry(buf: &mut [u8], at: usize, src: Page<'_>, i: usize, src_pgno: u32, key: Option<&[u8]>) -> Result<()> {
+    if src.is_dupfix() {
+        return p_insert(buf, at, key.map_or_else(|| key_at(src, i, src_pgno), Ok)?, 0, 0, &[]);
+    }
+    let n = node::node(src, i, src_pgno)?;
+    p_insert(buf, at, key.unwrap_or(n.key), n.dsize, n.flags, n.data)
 }
 
 /// The stored bytes of node `i` (header, key, value, padding), bounds-checked.
@@ -342,7 +333,8 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     let new_size = need(&old, key, data);
     // Bytes the entries before each position take: `before[j]` for entries
     // `..j` (so each split point is weighed without summing again).
-    let mut before: Vec<usize> = Vec::with_capacity(total + 1);
+    let mut before = w.take_sizes();
+    before.reserve(total + 1);
     before.push(0);
     for j in 0..total {
         let size = match (j == idx, dupfix_k) {
@@ -383,7 +375,8 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
         let valid = |sp: usize| -> Result<bool> { Ok(sp >= min && total - sp >= min && fits(sp)?) };
         best_split(&before, valid)?.ok_or_else(|| Error::Problem("no valid page split".into()))?
     };
-    let sep: Vec<u8> = if sp == idx { key.to_vec() } else { key_at(op, old_of(sp), pgno)?.to_vec() };
+    // (Borrowed from the copy, given back once the parent has it.)
+    let sep = if sp == idx { key } else { key_at(op, old_of(sp), pgno)? };
     w.count(Counted::Split);
     let right = w.new_page(page_flags)?;
     // Both halves are built in place from the copy `old`: the right one in
@@ -420,13 +413,15 @@ pub(crate) fn insert_at<W: TreeWriter + ?Sized>(
     let left = w.dirty_mut(pgno);
     fpage::init_page(left, pgno, page_flags, op.txnid());
     fill(left, 0..sp)?;
-    w.recycle(old);
+    w.keep_sizes(before);
     if is_branch {
         tree.inc_branch(1, pgno)?;
     } else {
         tree.inc_leaf(1, pgno)?;
     }
-    link_right(w, tree, path, level, pgno, right, &sep, rightmost)
+    let linked = link_right(w, tree, path, level, pgno, right, sep, rightmost);
+    w.recycle(old);
+    linked
 }
 
 /// After page `pgno` at `level` split: links its new right sibling `right`,
@@ -791,9 +786,17 @@ fn append_fast<W: TreeWriter + ?Sized>(
 /// Stores the edited tree of `db` (which forgets its APPEND hint).
 pub(crate) fn finish<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree) {
     tree.mod_txnid = w.txnid();
-    // Fails only for a handle the edit has already used successfully.
-    let _ = w.set_tree(db, tree, None);
+    // Fails only for a handle the edit has already used successfully. (The
+    // error is dropped out of line: `let _ =` dropped every result through
+    // a call, 11 instructions each, 4 a one-put commit.)
+    if let Err(e) = w.set_tree(db, tree, None) {
+        drop_cold(e);
+    }
 }
+
+#[cold]
+#[inline(never)]
+fn drop_cold(_: Error) {}
 
 /// [`finish`] after an APPEND put that left `lpg` the rightmost leaf: the
 /// next APPEND of the transaction may insert there directly.
@@ -971,18 +974,28 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
             }
         }
         let (left, right, ridx) = if sidx > pidx { (pgno, spg, sidx) } else { (spg, pgno, pidx) };
-        let sep = key_at(Page { buf: w.dirty_ref(ppg) }, ridx, ppg)?.to_vec();
+        // Entries move between pages read from pooled copies of the pages
+        // they come from (no entry is copied out on its own: each one cost
+        // two allocations, a merge of a leaf of 45 entries 90), and a
+        // branch's separator from a copy of the parent.
+        let parent = if is_branch { Some(w.copy_dirty(ppg)) } else { None };
+        let sep = match &parent {
+            Some(pc) => key_at(Page { buf: pc }, ridx, ppg)?,
+            None => &[],
+        };
         let extra = if is_branch { even_ceil(sep.len()) } else { 0 };
         if used(w.dirty_ref(left)) + used(w.dirty_ref(right)) + extra <= cap {
             // Merge right into left.
-            let mut rn = read_nodes(w.dirty_ref(right), right)?;
-            if is_branch {
-                rn[0].key = sep;
-            }
+            let src = w.copy_dirty(right);
+            let sp = Page { buf: &src };
             let base = Page { buf: w.dirty_ref(left) }.num_entries();
             let lb = w.dirty_mut(left);
-            for (i, nd) in rn.iter().enumerate() {
-                p_insert(lb, base + i, &nd.key, nd.hdr, nd.flags, &nd.data)?;
+            for i in 0..sp.num_entries() {
+                copy_entry(lb, base + i, sp, i, right, (is_branch && i == 0).then_some(sep))?;
+            }
+            w.recycle(src);
+            if let Some(pc) = parent {
+                w.recycle(pc);
             }
             w.free(right, 1);
             w.count(Counted::Merge);
@@ -996,51 +1009,57 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
             continue;
         }
         if !minimal {
+            if let Some(pc) = parent {
+                w.recycle(pc);
+            }
             return Ok(());
         }
-        // Borrow one node from the sibling (which then still has enough).
+        // Borrow one entry from the sibling (which then still has enough).
         let sib_n = Page { buf: w.dirty_ref(spg) }.num_entries();
         if sib_n <= if is_branch { 2 } else { 1 } {
             return Err(Error::Problem("cannot rebalance: neither merge nor borrow fits".into()));
         }
+        // The sibling as it was: the moved entry and the new separator
+        // (a key of the sibling's) are read from it.
+        let src = w.copy_dirty(spg);
+        let sp = Page { buf: &src };
         let new_sep;
         if sidx > pidx {
             // From the right sibling's front to our end.
-            let mut moved = read_nodes(w.dirty_ref(right), right)?.into_iter().next().expect("sibling has nodes");
             p_remove(w.dirty_mut(right), 0);
             if is_branch {
-                moved.key = sep;
-                let first = key_at(Page { buf: w.dirty_ref(right) }, 0, right)?.to_vec();
-                let c0 = child_at(Page { buf: w.dirty_ref(right) }, 0, right)?;
+                // Its second entry becomes its first, without a key.
                 p_remove(w.dirty_mut(right), 0);
-                p_insert(w.dirty_mut(right), 0, &[], c0, 0, &[])?;
-                new_sep = first;
-            } else {
-                new_sep = key_at(Page { buf: w.dirty_ref(right) }, 0, right)?.to_vec();
+                p_insert(w.dirty_mut(right), 0, &[], child_at(sp, 1, right)?, 0, &[])?;
             }
+            new_sep = key_at(sp, 1, right)?;
             let at = Page { buf: w.dirty_ref(left) }.num_entries();
-            p_insert(w.dirty_mut(left), at, &moved.key, moved.hdr, moved.flags, &moved.data)?;
+            copy_entry(w.dirty_mut(left), at, sp, 0, right, is_branch.then_some(sep))?;
         } else {
             // From the left sibling's end to our front.
-            let ln = Page { buf: w.dirty_ref(left) }.num_entries();
-            let mut moved = read_nodes(w.dirty_ref(left), left)?.pop().expect("sibling has nodes");
+            let ln = sp.num_entries();
             p_remove(w.dirty_mut(left), ln - 1);
             if is_branch {
+                // Our first entry takes the separator; the moved one comes
+                // before it without a key.
                 let c0 = child_at(Page { buf: w.dirty_ref(right) }, 0, right)?;
                 p_remove(w.dirty_mut(right), 0);
-                p_insert(w.dirty_mut(right), 0, &sep, c0, 0, &[])?;
-                new_sep = std::mem::take(&mut moved.key);
-            } else {
-                new_sep = moved.key.clone();
+                p_insert(w.dirty_mut(right), 0, sep, c0, 0, &[])?;
             }
-            p_insert(w.dirty_mut(right), 0, &moved.key, moved.hdr, moved.flags, &moved.data)?;
+            new_sep = key_at(sp, ln - 1, left)?;
+            copy_entry(w.dirty_mut(right), 0, sp, ln - 1, left, is_branch.then_some(&[][..]))?;
         }
         // Replace the separator in the parent (may split the parent).
         let child = child_at(Page { buf: w.dirty_ref(ppg) }, ridx, ppg)?;
         p_remove(w.dirty_mut(ppg), ridx);
         let mut ppath = *path;
         ppath.len = level;
-        return insert_at(w, tree, &ppath, level - 1, ridx, &new_sep, child, 0, &[], Some(false));
+        let r = insert_at(w, tree, &ppath, level - 1, ridx, new_sep, child, 0, &[], Some(false));
+        w.recycle(src);
+        if let Some(pc) = parent {
+            w.recycle(pc);
+        }
+        return r;
     }
 }
 

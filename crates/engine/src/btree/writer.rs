@@ -63,6 +63,13 @@ pub(crate) trait TreeWriter {
     fn copy_dirty(&mut self, pgno: u32) -> Box<[u8]>;
     /// Gives a buffer from `copy_dirty` back to the pool.
     fn recycle(&mut self, buf: Box<[u8]>);
+    /// An empty list kept for a page split's entry sizes (give it back with
+    /// `keep_sizes`, so splits allocate nothing once it has grown).
+    fn take_sizes(&mut self) -> Vec<usize> {
+        Vec::new()
+    }
+    /// Gives back the list of `take_sizes`.
+    fn keep_sizes(&mut self, _sizes: Vec<usize>) {}
 
     // The page life cycle.
 

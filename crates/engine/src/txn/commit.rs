@@ -146,7 +146,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     #[cfg(test)]
     tests::TO_WRITE.with(|t| *t.borrow_mut() = order.clone());
     // Page numbers are unique, so their order is the keys' order.
-    crate::radix::sort_by_key(&mut order, |k| (k >> 32) as u32);
+    crate::radix::sort_by_key(&mut order, &mut txn.st.write_order_scratch, |k| (k >> 32) as u32);
     let durable = txn.env.durability == crate::env::Durability::SyncDurable;
     // Write-through (libmdbx's writethrough threshold): a small durable
     // commit with nothing else waiting for a sync (no spilled pages, no lazy

@@ -452,6 +452,12 @@ pub(crate) struct WriteState {
     pub(crate) gc_scratch: crate::pool::GcScratch,
     /// The commit's order of the pages it writes (`txn::commit`).
     pub(crate) write_order: Vec<u64>,
+    /// The radix sort's second buffer for `write_order` (kept likewise).
+    pub(crate) write_order_scratch: Vec<u64>,
+    /// The radix sort's second buffer for the GC's page lists.
+    pub(crate) sorting: Vec<u32>,
+    /// A page split's entry sizes (`TreeWriter::take_sizes`).
+    pub(crate) split_sizes: Vec<usize>,
     /// The main tree of this transaction's commit, once it succeeded; kept
     /// with the table list for the next transaction (`tables_for`).
     pub(crate) committed_main: Option<Tree>,
@@ -510,6 +516,9 @@ impl Default for WriteState {
             ops: Default::default(),
             gc_scratch: Default::default(),
             write_order: Vec::new(),
+            write_order_scratch: Vec::new(),
+            split_sizes: Vec::new(),
+            sorting: Vec::new(),
             committed_main: None,
             read_loaded: Default::default(),
             metas: None,
@@ -589,6 +598,9 @@ impl WriteState {
         self.frames.clear();
         self.gc_scratch.empty_kept();
         empty_kept(&mut self.write_order);
+        empty_kept(&mut self.write_order_scratch);
+        empty_kept(&mut self.split_sizes);
+        empty_kept(&mut self.sorting);
         let read_loaded = self.read_loaded.get_mut();
         if main.is_some() {
             // Tables only read are as committed too.

@@ -52,6 +52,15 @@ impl TreeWriter for RwTxn<'_> {
         self.st.pool.recycle(buf, self.env.page_size);
     }
     #[inline]
+    fn take_sizes(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.st.split_sizes)
+    }
+    #[inline]
+    fn keep_sizes(&mut self, mut sizes: Vec<usize>) {
+        sizes.clear();
+        self.st.split_sizes = sizes;
+    }
+    #[inline]
     fn new_page(&mut self, flags: u16) -> Result<u32> {
         page_ops::new_page(self, flags)
     }
