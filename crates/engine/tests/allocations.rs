@@ -256,6 +256,73 @@ fn hot_paths_do_not_allocate() {
         let after = env.page_ops();
         (n, after.split - before.split, after.merge - before.merge)
     };
+    // The same in a multimap: each transaction adds 100 random values to
+    // random keys (a quarter to 4 keys whose values fill nested trees, the
+    // others to 5,000 keys of a few values each: single values, sub-pages
+    // growing, moving and shrinking) and deletes the 100 oldest values.
+    type MultiChurn = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+    let multi_schedule: Vec<MultiChurn> = {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut live = std::collections::VecDeque::new();
+        (0..CHURN_TXNS)
+            .map(|t| {
+                let ins: Vec<(u64, u64)> = (0..100)
+                    .map(|_| {
+                        let r = next();
+                        (if r % 4 == 0 { r % 16 / 4 } else { 4 + r % 5000 }, next())
+                    })
+                    .collect();
+                live.extend(ins.iter().copied());
+                let del = if t < 200 { Vec::new() } else { live.drain(..100).collect() };
+                (ins, del)
+            })
+            .collect()
+    };
+    let multi_churn = |write_map: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::builder().max_dbs(4).write_map(write_map).open(dir.path()).expect("open");
+        let mut txn = env.begin_rw_txn().expect("begin");
+        let db = txn.create_db(Some("multi"), DbFlags::DUP_SORT).expect("db");
+        txn.commit().expect("commit");
+        let txns = |batch: &[MultiChurn]| {
+            let mut txn = env.begin_rw_txn().expect("begin");
+            for (ins, del) in batch {
+                for (k, v) in ins {
+                    txn.put(db, &k.to_be_bytes(), &v.to_be_bytes(), PutFlags::empty()).expect("put");
+                }
+                for (k, v) in del {
+                    assert!(txn.del(db, &k.to_be_bytes(), Some(&v.to_be_bytes())).expect("del"));
+                }
+            }
+            txn.commit().expect("commit");
+        };
+        let one = |t: &MultiChurn| txns(std::slice::from_ref(t));
+        multi_schedule[..990].iter().for_each(one);
+        // Without WRITEMAP the page pool keeps as many buffers as the
+        // largest transaction so far dirtied pages (up to 1,024), and a
+        // transaction that dirties more allocates the rest (2 buffers in
+        // the counted run without this): ten transactions in one first.
+        txns(&multi_schedule[990..1000]);
+        let n = allocations(|| multi_schedule[1000..].iter().for_each(one));
+        // Values of a key of the first four (in a nested tree) and of one of
+        // the others.
+        let txn = env.begin_ro_txn().expect("begin");
+        let mut c = txn.cursor(db).expect("cursor");
+        let mut count = |k: u64| {
+            c.set(&k.to_be_bytes()).expect("set").expect("key");
+            c.count().expect("count")
+        };
+        let recent = multi_schedule[CHURN_TXNS - 1].0.iter().find(|p| p.0 >= 4).expect("a key of the others").0;
+        (n, count(0), count(recent))
+    };
+    let ((multi_churn_pwrite, many, few), (multi_churn_writemap, ..)) = (multi_churn(false), multi_churn(true));
+    assert!(many > 1000 && few < 20, "the multimap churn's keys hold {many} and {few} values");
     let ((churn_pwrite, splits, merges), (churn_writemap, ..)) = (churn(false), churn(true));
     assert!(splits > 100 && merges > 100, "the churn splits and merges pages: {splits} splits, {merges} merges");
     eprintln!("allocations: {small_pwrite} for 300 one-put commits, {small_writemap} with WRITEMAP");
@@ -263,6 +330,10 @@ fn hot_paths_do_not_allocate() {
     eprintln!(
         "allocations: {churn_pwrite} for 300 transactions of 100 inserts and 100 deletes \
          ({splits} splits, {merges} merges), {churn_writemap} with WRITEMAP"
+    );
+    eprintln!(
+        "allocations: {multi_churn_pwrite} for 300 multimap transactions of 100 value puts and 100 value deletes, \
+         {multi_churn_writemap} with WRITEMAP"
     );
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
@@ -283,6 +354,8 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(small_writemap, 0, "one-put commits with WRITEMAP allocate");
     assert_eq!(churn_pwrite, 0, "inserts and deletes allocate");
     assert_eq!(churn_writemap, 0, "inserts and deletes with WRITEMAP allocate");
+    assert_eq!(multi_churn_pwrite, 0, "multimap value puts and deletes allocate");
+    assert_eq!(multi_churn_writemap, 0, "multimap value puts and deletes with WRITEMAP allocate");
     // (Debug builds check each settled GC update against a plan made on
     // copies of the lists, `gc::replan`, which allocates: a large value's
     // commit goes through it. CI runs this test in release.)

@@ -19,7 +19,8 @@ use crate::format::{even_ceil, put_u16, u16_at, u32_at, NODESIZE, PAGEHDRSZ, P_I
 /// deletes edit its bytes (`subpage_copy`), so the cost of a change is one
 /// copy of the sub-page, not an allocation per value.
 enum Repr {
-    Plain(Vec<u8>),
+    /// One value, in the node itself (read with `plain_value`).
+    Plain,
     /// A sub-page with this many values.
     Sub(usize),
     Nested(Tree),
@@ -49,7 +50,7 @@ fn read_repr<W: TreeWriter + ?Sized>(w: &W, t: &View, lpg: u32, idx: usize) -> R
             if t.flags.contains(DbFlags::DUP_FIXED) && n.data.len() as u32 != t.tree.dupfix_size {
                 return Err(Error::corrupted(lpg, "value size differs from the table's DUPFIXED size"));
             }
-            Repr::Plain(n.data.to_vec())
+            Repr::Plain
         }
         N_DUP => {
             let sp = Page { buf: n.data };
@@ -71,6 +72,14 @@ fn read_repr<W: TreeWriter + ?Sized>(w: &W, t: &View, lpg: u32, idx: usize) -> R
         }
         _ => return Err(Error::corrupted(lpg, "bad node flags in a DUPSORT table")),
     })
+}
+
+/// The value of a key with one value, node `idx` on leaf `lpg` (checked by
+/// `read_repr`), read where it lies: copied out only when the key gets a
+/// second one.
+fn plain_value<'p>(pages: &crate::btree::pages::Pages<'p>, lpg: u32, idx: usize) -> Result<&'p [u8]> {
+    let leaf = Page { buf: pages.get(lpg)? };
+    Ok(node::node(leaf, idx, lpg)?.data)
 }
 
 /// The sub-page of node `idx` on leaf `lpg` (checked by `read_repr`).
@@ -98,34 +107,43 @@ fn item_size(dupfix: bool, vlen: usize) -> usize {
 /// and the nodes, for one more item. Entries that point outside the node area
 /// of `sp` are reported as corruption of the host page.
 fn subpage_copy(sp: Page<'_>, extra: usize, host: u32) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    subpage_copy_into(sp, extra, host, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`subpage_copy`] into `buf` (its contents replaced; a buffer the write
+/// transaction keeps, so the copy allocates nothing once it has grown).
+fn subpage_copy_into(sp: Page<'_>, extra: usize, host: u32, buf: &mut Vec<u8>) -> Result<()> {
     let n = sp.num_entries();
-    let (mut buf, lower, upper);
+    let (lower, upper);
+    buf.clear();
     if sp.is_dupfix() {
         let k = sp.dupfix_ksize() as usize;
         let items = sp.buf.get(PAGEHDRSZ..PAGEHDRSZ + n * k).ok_or_else(|| Error::corrupted(host, "bad sub-page"))?;
-        buf = vec![0u8; PAGEHDRSZ + items.len() + extra];
-        fpage::init_page(&mut buf, host, pflags::SUBPAGE_DUPFIX, 0);
-        fpage::set_dupfix_ksize(&mut buf, k as u16);
+        buf.resize(PAGEHDRSZ + items.len() + extra, 0);
+        fpage::init_page(buf, host, pflags::SUBPAGE_DUPFIX, 0);
+        fpage::set_dupfix_ksize(buf, k as u16);
         buf[PAGEHDRSZ..PAGEHDRSZ + items.len()].copy_from_slice(items);
         (lower, upper) = (2 * n, 2 * n + extra);
     } else {
         let old_upper = sp.upper();
         let area = sp.buf.get(PAGEHDRSZ + old_upper..).ok_or_else(|| Error::corrupted(host, "bad sub-page bounds"))?;
         let size = PAGEHDRSZ + 2 * n + extra + area.len();
-        buf = vec![0u8; size];
-        fpage::init_page(&mut buf, host, pflags::SUBPAGE_LEAF, 0);
-        fpage::set_dupfix_ksize(&mut buf, 0xFFFF);
+        buf.resize(size, 0);
+        fpage::init_page(buf, host, pflags::SUBPAGE_LEAF, 0);
+        fpage::set_dupfix_ksize(buf, 0xFFFF);
         (lower, upper) = (2 * n, size - PAGEHDRSZ - area.len());
         buf[PAGEHDRSZ + upper..].copy_from_slice(area);
         check_subpage_nodes(sp, host)?;
         for j in 0..n {
             let e = u16_at(sp.buf, PAGEHDRSZ + 2 * j) as usize;
-            put_u16(&mut buf, PAGEHDRSZ + 2 * j, (e - old_upper + upper) as u16);
+            put_u16(buf, PAGEHDRSZ + 2 * j, (e - old_upper + upper) as u16);
         }
     }
-    fpage::set_lower(&mut buf, lower);
-    fpage::set_upper(&mut buf, upper);
-    Ok(buf)
+    fpage::set_lower(buf, lower);
+    fpage::set_upper(buf, upper);
+    Ok(())
 }
 
 /// Checks that every node of a (node, not DUPFIX) sub-page that passed
@@ -180,18 +198,25 @@ fn subpage_squeeze(buf: &mut Vec<u8>) {
 
 /// A sub-page holding `vals` (sorted), exactly sized.
 fn build_subpage(vals: &[Vec<u8>], dupfix: bool, host: u32) -> Vec<u8> {
-    let size = if dupfix {
-        PAGEHDRSZ + vals.len() * vals[0].len()
-    } else {
-        PAGEHDRSZ + vals.iter().map(|v| 2 + NODESIZE + even_ceil(v.len())).sum::<usize>()
-    };
-    let mut buf = vec![0u8; size];
-    fpage::init_page(&mut buf, host, if dupfix { pflags::SUBPAGE_DUPFIX } else { pflags::SUBPAGE_LEAF }, 0);
-    fpage::set_dupfix_ksize(&mut buf, if dupfix { vals[0].len() as u16 } else { 0xFFFF });
-    for (i, v) in vals.iter().enumerate() {
-        write::p_insert_sized(&mut buf, i, v, 0, 0, &[]);
-    }
+    let mut buf = Vec::new();
+    build_subpage_into(&mut buf, vals, dupfix, host);
     buf
+}
+
+/// [`build_subpage`] into `buf` (its contents replaced).
+fn build_subpage_into<V: AsRef<[u8]>>(buf: &mut Vec<u8>, vals: &[V], dupfix: bool, host: u32) {
+    let size = if dupfix {
+        PAGEHDRSZ + vals.len() * vals[0].as_ref().len()
+    } else {
+        PAGEHDRSZ + vals.iter().map(|v| 2 + NODESIZE + even_ceil(v.as_ref().len())).sum::<usize>()
+    };
+    buf.clear();
+    buf.resize(size, 0);
+    fpage::init_page(buf, host, if dupfix { pflags::SUBPAGE_DUPFIX } else { pflags::SUBPAGE_LEAF }, 0);
+    fpage::set_dupfix_ksize(buf, if dupfix { vals[0].as_ref().len() as u16 } else { 0xFFFF });
+    for (i, v) in vals.iter().enumerate() {
+        write::p_insert_sized(buf, i, v.as_ref(), 0, 0, &[]);
+    }
 }
 
 /// Node content (header size, flags, bytes) for a key holding `vals`: a plain
@@ -325,7 +350,7 @@ fn replace_node<W: TreeWriter + ?Sized>(
     tree: &mut Tree,
     path: &Path,
     key: &[u8],
-    c: (u32, u8, Vec<u8>),
+    c: (u32, u8, &[u8]),
 ) -> Result<()> {
     let (lpg, idx) = path.at(path.leaf());
     write::p_remove(w.dirty_mut(lpg), idx);
@@ -334,13 +359,13 @@ fn replace_node<W: TreeWriter + ?Sized>(
     // off alone, as an append does, and the leaf it leaves stays full
     // (split in the middle, such a load took 28 pages where libmdbx's
     // takes 21).
-    insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, &c.2, None)
+    insert_at(w, tree, path, path.leaf(), idx, key, c.0, c.1, c.2, None)
 }
 
 /// Frees a key's values (its nested tree pages); returns how many values it had.
 fn drop_values<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, r: &Repr, host: u32) -> Result<u64> {
     Ok(match r {
-        Repr::Plain(_) => 1,
+        Repr::Plain => 1,
         Repr::Sub(n) => *n as u64,
         Repr::Nested(nt) => {
             let mut runs = Vec::new();
@@ -362,16 +387,21 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     let mut tree = t.tree;
     check_value(w, &t, &tree, val)?;
     let dcmp = dup_cmp(&t);
-    // The value as a one-value list, for the paths that build a new node
-    // (made there: adding to an existing key allocates nothing).
+    // The value as a one-value list, for the paths that build a node other
+    // than a plain one (made there: a new key's inline value and adding to
+    // an existing key's sub-page allocate nothing).
     let one = || [val.to_vec()];
     if tree.root == P_INVALID {
         if flags.contains(PutFlags::CURRENT) {
             return Err(Error::NotFound);
         }
         let pg = w.new_page(pflags::LEAF)?;
-        let c = content_for(w, &t, &mut tree, key, &one(), pg)?;
-        node::insert(w.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
+        if w.limits().fits_inline(key.len(), val.len()) {
+            node::insert(w.dirty_mut(pg), 0, key, val.len() as u32, 0, val);
+        } else {
+            let c = content_for(w, &t, &mut tree, key, &one(), pg)?;
+            node::insert(w.dirty_mut(pg), 0, key, c.0, c.1, &c.2);
+        }
         tree.inc_leaf(1, pg)?;
         tree = Tree { root: pg, height: 1, items: 1, ..tree };
         return done(w, db, tree, &t, val);
@@ -399,8 +429,14 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         touch_path(w, &mut tree, &mut path)?;
         let lpg = path.at(path.leaf()).0;
         tree.inc_items(1, lpg)?;
-        let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
-        insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, Some(rightmost))?;
+        if w.limits().fits_inline(key.len(), val.len()) {
+            // A new key's one value, as in a plain table (nothing is
+            // allocated: `content_for` returns a copy).
+            insert_at(w, &mut tree, &path, path.leaf(), idx, key, val.len() as u32, 0, val, Some(rightmost))?;
+        } else {
+            let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
+            insert_at(w, &mut tree, &path, path.leaf(), idx, key, c.0, c.1, &c.2, Some(rightmost))?;
+        }
         return done(w, db, tree, &t, val);
     }
     if flags.contains(PutFlags::NO_OVERWRITE) {
@@ -421,7 +457,7 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         tree.dec_items(n, lpg)?;
         tree.inc_items(1, lpg)?;
         let c = content_for(w, &t, &mut tree, key, &one(), lpg)?;
-        replace_node(w, &mut tree, &path, key, c)?;
+        replace_node(w, &mut tree, &path, key, (c.0, c.1, &c.2))?;
         return done(w, db, tree, &t, val);
     }
     let exists_or_append = |found: std::result::Result<usize, usize>, n: usize| -> Result<Option<usize>> {
@@ -440,16 +476,37 @@ pub(crate) fn put<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         }
     };
     let added = match repr {
-        Repr::Plain(old) => {
-            let found = match dcmp.cmp(&old, val) {
+        Repr::Plain => {
+            let found = match dcmp.cmp(plain_value(&w.pages(), lpg, idx)?, val) {
                 std::cmp::Ordering::Less => Err(1),
                 std::cmp::Ordering::Equal => Ok(0),
                 std::cmp::Ordering::Greater => Err(0),
             };
             let Some(pos) = exists_or_append(found, 1)? else { return Ok(()) };
-            let mut vals = vec![old];
-            vals.insert(pos, val.to_vec());
-            rebuild(w, &t, &mut tree, &mut path, key, &vals)?;
+            // The key's second value: its two values go into a sub-page,
+            // built in a kept buffer (a nested tree if that is too large).
+            let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
+            let (limit, nodemax) = (subpage_limit(w), w.limits().leaf_nodemax);
+            let mut buf = w.take_bytes();
+            let r = (|| {
+                let fits = {
+                    let old = plain_value(&w.pages(), lpg, idx)?;
+                    let two = if pos == 0 { [val, old] } else { [old, val] };
+                    build_subpage_into(&mut buf, &two, dupfix, lpg);
+                    buf.len() <= limit && NODESIZE + even_ceil(key.len() + buf.len()) <= nodemax
+                };
+                if fits {
+                    touch_path(w, &mut tree, &mut path)?;
+                    fpage::set_pgno(&mut buf, path.at(path.leaf()).0);
+                    replace_node(w, &mut tree, &path, key, (buf.len() as u32, N_DUP, &buf))
+                } else {
+                    let mut vals = vec![plain_value(&w.pages(), lpg, idx)?.to_vec()];
+                    vals.insert(pos, val.to_vec());
+                    rebuild(w, &t, &mut tree, &mut path, key, &vals)
+                }
+            })();
+            w.keep_bytes(buf);
+            r?;
             true
         }
         Repr::Sub(_) => add_to_subpage(w, &t, &mut tree, &mut path, key, val, &exists_or_append)?,
@@ -503,7 +560,7 @@ fn rebuild<W: TreeWriter + ?Sized>(
     touch_path(w, tree, path)?;
     let lpg = path.at(path.leaf()).0;
     let c = content_for(w, t, tree, key, vals, lpg)?;
-    replace_node(w, tree, path, key, c)
+    replace_node(w, tree, path, key, (c.0, c.1, &c.2))
 }
 
 /// Adds `val` to a key whose values are in a sub-page: a copy of the sub-page
@@ -523,7 +580,9 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
     let (lpg, idx) = path.at(path.leaf());
     let dupfix = t.flags.contains(DbFlags::DUP_FIXED);
     let (limit, nodemax) = (subpage_limit(w), w.limits().leaf_nodemax);
-    let grown = {
+    // Where the value goes and how: in place, into a grown copy (`Some`), or
+    // into a nested tree (`None`).
+    let (pos, copy) = {
         let pages = w.pages();
         let sp = subpage(&pages, lpg, idx)?;
         let n = sp.num_entries();
@@ -544,25 +603,24 @@ fn add_to_subpage<W: TreeWriter + ?Sized>(
                 2 * n + sp.buf.len() - PAGEHDRSZ - sp.upper()
             };
         let size = compact + add;
-        if size <= limit && NODESIZE + even_ceil(key.len() + size) <= nodemax {
-            let mut buf = subpage_copy(sp, add, lpg)?;
-            write::p_insert(&mut buf, pos, val, 0, 0, &[])?;
-            Ok(buf)
-        } else {
-            let mut vals = subpage_values(sp, lpg)?;
-            vals.insert(pos, val.to_vec());
-            Err(vals)
-        }
+        (pos, (size <= limit && NODESIZE + even_ceil(key.len() + size) <= nodemax).then_some(add))
     };
-    match grown {
-        Ok(mut sp) => {
-            touch_path(w, tree, path)?;
-            fpage::set_pgno(&mut sp, path.at(path.leaf()).0);
-            replace_node(w, tree, path, key, (sp.len() as u32, N_DUP, sp))?;
-        }
-        Err(vals) => rebuild(w, t, tree, path, key, &vals)?,
-    }
-    Ok(true)
+    let Some(add) = copy else {
+        let mut vals = subpage_values(subpage(&w.pages(), lpg, idx)?, lpg)?;
+        vals.insert(pos, val.to_vec());
+        rebuild(w, t, tree, path, key, &vals)?;
+        return Ok(true);
+    };
+    let mut buf = w.take_bytes();
+    let r = (|| {
+        subpage_copy_into(subpage(&w.pages(), lpg, idx)?, add, lpg, &mut buf)?;
+        write::p_insert(&mut buf, pos, val, 0, 0, &[])?;
+        touch_path(w, tree, path)?;
+        fpage::set_pgno(&mut buf, path.at(path.leaf()).0);
+        replace_node(w, tree, path, key, (buf.len() as u32, N_DUP, &buf))
+    })();
+    w.keep_bytes(buf);
+    r.map(|()| true)
 }
 
 /// The smallest page size at which a sub-page of nodes that grows where it
@@ -751,8 +809,8 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     // One value goes; counted before the tree changes (an emptied tree is
     // reset), once the value is known to be there.
     match repr {
-        Repr::Plain(old) => {
-            if !dcmp.cmp(&old, val).is_eq() {
+        Repr::Plain => {
+            if !dcmp.cmp(plain_value(&w.pages(), lpg, idx)?, val).is_eq() {
                 return Ok(false);
             }
             tree.dec_items(1, lpg)?;
@@ -760,7 +818,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
             remove_node(w, &mut tree, &mut path)?;
         }
         Repr::Sub(n) => {
-            let shrunk = {
+            let pos = {
                 let pages = w.pages();
                 let sp = subpage(&pages, lpg, idx)?;
                 let (pos, exact) = super::search_leaf(sp, val, dcmp, lpg)?;
@@ -775,21 +833,27 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
                     write::finish(w, db, tree);
                     return Ok(true);
                 }
-                let mut buf = subpage_copy(sp, 0, lpg)?;
-                write::p_remove(&mut buf, pos);
-                subpage_squeeze(&mut buf);
-                buf
+                pos
             };
-            touch_path(w, &mut tree, &mut path)?;
             if n == 1 {
+                touch_path(w, &mut tree, &mut path)?;
                 remove_node(w, &mut tree, &mut path)?;
             } else {
-                let mut sp = shrunk;
-                fpage::set_pgno(&mut sp, path.at(path.leaf()).0);
-                replace_node(w, &mut tree, &path, key, (sp.len() as u32, N_DUP, sp))?;
-                // A smaller node may leave the leaf underfull.
-                let leaf = path.leaf();
-                rebalance(w, &mut tree, &mut path, leaf)?;
+                // A shrunk copy replaces the sub-page, built in a kept buffer.
+                let mut buf = w.take_bytes();
+                let r = (|| {
+                    subpage_copy_into(subpage(&w.pages(), lpg, idx)?, 0, lpg, &mut buf)?;
+                    write::p_remove(&mut buf, pos);
+                    subpage_squeeze(&mut buf);
+                    touch_path(w, &mut tree, &mut path)?;
+                    fpage::set_pgno(&mut buf, path.at(path.leaf()).0);
+                    replace_node(w, &mut tree, &path, key, (buf.len() as u32, N_DUP, &buf))?;
+                    // A smaller node may leave the leaf underfull.
+                    let leaf = path.leaf();
+                    rebalance(w, &mut tree, &mut path, leaf)
+                })();
+                w.keep_bytes(buf);
+                r?;
             }
         }
         Repr::Nested(mut nt) => {

@@ -70,6 +70,13 @@ pub(crate) trait TreeWriter {
     }
     /// Gives back the list of `take_sizes`.
     fn keep_sizes(&mut self, _sizes: Vec<usize>) {}
+    /// An empty buffer kept for building a node's content (a multimap
+    /// key's sub-page), given back with `keep_bytes`.
+    fn take_bytes(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+    /// Gives back the buffer of `take_bytes`.
+    fn keep_bytes(&mut self, _bytes: Vec<u8>) {}
 
     // The page life cycle.
 

@@ -456,6 +456,8 @@ pub(crate) struct WriteState {
     pub(crate) write_order_scratch: Vec<u64>,
     /// The radix sort's second buffer for the GC's page lists.
     pub(crate) sorting: Vec<u32>,
+    /// A multimap node's content being built (`TreeWriter::take_bytes`).
+    pub(crate) node_bytes: Vec<u8>,
     /// A page split's entry sizes (`TreeWriter::take_sizes`).
     pub(crate) split_sizes: Vec<usize>,
     /// The main tree of this transaction's commit, once it succeeded; kept
@@ -518,6 +520,7 @@ impl Default for WriteState {
             write_order: Vec::new(),
             write_order_scratch: Vec::new(),
             split_sizes: Vec::new(),
+            node_bytes: Vec::new(),
             sorting: Vec::new(),
             committed_main: None,
             read_loaded: Default::default(),
@@ -600,6 +603,7 @@ impl WriteState {
         empty_kept(&mut self.write_order);
         empty_kept(&mut self.write_order_scratch);
         empty_kept(&mut self.split_sizes);
+        empty_kept(&mut self.node_bytes);
         empty_kept(&mut self.sorting);
         let read_loaded = self.read_loaded.get_mut();
         if main.is_some() {

@@ -61,6 +61,15 @@ impl TreeWriter for RwTxn<'_> {
         self.st.split_sizes = sizes;
     }
     #[inline]
+    fn take_bytes(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.st.node_bytes)
+    }
+    #[inline]
+    fn keep_bytes(&mut self, mut bytes: Vec<u8>) {
+        bytes.clear();
+        self.st.node_bytes = bytes;
+    }
+    #[inline]
     fn new_page(&mut self, flags: u16) -> Result<u32> {
         page_ops::new_page(self, flags)
     }
