@@ -319,9 +319,31 @@ fn hot_paths_do_not_allocate() {
             c.count().expect("count")
         };
         let recent = multi_schedule[CHURN_TXNS - 1].0.iter().find(|p| p.0 >= 4).expect("a key of the others").0;
-        (n, count(0), count(recent))
+        let (many, few) = (count(0), count(recent));
+        // Reads of the multimap: a cursor over every value, and each value
+        // of the last transaction found again. (A cursor allocates its
+        // inner cursor over a key's values once, at its first such key:
+        // positioned first outside the count.)
+        let mut c = txn.cursor(db).expect("cursor");
+        c.first().expect("first");
+        let mut values = 0;
+        let walk = allocations(|| {
+            let mut at = c.first().expect("first");
+            while at.is_some() {
+                values += 1;
+                at = c.next().expect("next");
+            }
+        });
+        let found = allocations(|| {
+            for (k, v) in &multi_schedule[CHURN_TXNS - 1].0 {
+                assert!(c.get_both(&k.to_be_bytes(), &v.to_be_bytes()).expect("get_both").is_some());
+            }
+        });
+        assert_eq!(values, 20_000, "the multimap's values");
+        (n, many, few, walk + found)
     };
-    let ((multi_churn_pwrite, many, few), (multi_churn_writemap, ..)) = (multi_churn(false), multi_churn(true));
+    let ((multi_churn_pwrite, many, few, multi_reads), (multi_churn_writemap, ..)) =
+        (multi_churn(false), multi_churn(true));
     assert!(many > 1000 && few < 20, "the multimap churn's keys hold {many} and {few} values");
     let ((churn_pwrite, splits, merges), (churn_writemap, ..)) = (churn(false), churn(true));
     assert!(splits > 100 && merges > 100, "the churn splits and merges pages: {splits} splits, {merges} merges");
@@ -333,7 +355,7 @@ fn hot_paths_do_not_allocate() {
     );
     eprintln!(
         "allocations: {multi_churn_pwrite} for 300 multimap transactions of 100 value puts and 100 value deletes, \
-         {multi_churn_writemap} with WRITEMAP"
+         {multi_churn_writemap} with WRITEMAP; {multi_reads} for a cursor over its 20,000 values and 100 get_both"
     );
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
@@ -355,6 +377,7 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(churn_pwrite, 0, "inserts and deletes allocate");
     assert_eq!(churn_writemap, 0, "inserts and deletes with WRITEMAP allocate");
     assert_eq!(multi_churn_pwrite, 0, "multimap value puts and deletes allocate");
+    assert_eq!(multi_reads, 0, "multimap cursor steps and get_both allocate");
     assert_eq!(multi_churn_writemap, 0, "multimap value puts and deletes with WRITEMAP allocate");
     // (Debug builds check each settled GC update against a plan made on
     // copies of the lists, `gc::replan`, which allocates: a large value's

@@ -48,6 +48,10 @@ pub struct Cursor<'t> {
     /// DUPSORT tables: cursor over the current key's values (`None`: the key has
     /// a single plain value).
     dup: Option<Box<Cursor<'t>>>,
+    /// The inner cursor's box while the current key has a plain value, kept
+    /// for the next key with several (a walk over a multimap of plain and
+    /// multi-value keys allocated one per change between them).
+    spare_dup: Option<Box<Cursor<'t>>>,
 }
 
 type Pair<'t> = (&'t [u8], &'t [u8]);
@@ -66,6 +70,7 @@ impl<'t> Cursor<'t> {
             eof: false,
             dup_cmp: None,
             dup: None,
+            spare_dup: None,
         }
     }
 
@@ -181,9 +186,9 @@ impl<'t> Cursor<'t> {
         } else {
             None
         };
-        self.dup = match inner {
+        match inner {
             Some(c) => {
-                let mut b = match self.dup.take() {
+                let mut b = match self.dup.take().or_else(|| self.spare_dup.take()) {
                     Some(mut b) => {
                         *b = c;
                         b
@@ -191,10 +196,14 @@ impl<'t> Cursor<'t> {
                     None => Box::new(c),
                 };
                 b.edge(last)?;
-                Some(b)
+                self.dup = Some(b);
             }
-            None => None,
-        };
+            None => {
+                if let Some(b) = self.dup.take() {
+                    self.spare_dup = Some(b);
+                }
+            }
+        }
         Ok(())
     }
 
