@@ -422,6 +422,50 @@ mod tests {
         }
     }
 
+    /// Deletes that make branches borrow an entry from a sibling in both
+    /// directions: long keys (so two branches and their separator do not fit
+    /// one page) loaded in order (so the branches are full), then deleted
+    /// from the front, from the back or at random. The tree agrees with the
+    /// model after each transaction.
+    #[test]
+    fn branches_borrow_from_both_sides() {
+        let long = |i: u64| format!("{i:06}-{}", "k".repeat(93)).into_bytes();
+        let before = write::BORROWS.with(|b| b.get());
+        for seed in 1..=4u64 {
+            let mut w = MemWriter::new(256);
+            let db = w.add_table(Kind::Table, DbFlags::empty());
+            let mut model = BTreeMap::new();
+            let mut rng = Rng::new(seed);
+            for i in 0..400 {
+                let v = vec![i as u8; 4];
+                put(&mut w, db, &long(i), &v, PutFlags::empty()).unwrap();
+                model.insert(long(i), v);
+            }
+            w.commit();
+            while !model.is_empty() {
+                for _ in 0..1 + rng.below(8) {
+                    let k = match seed {
+                        1 => model.keys().next().cloned(),
+                        2 => model.keys().next_back().cloned(),
+                        _ if model.is_empty() => None,
+                        _ => model.keys().nth(rng.below(model.len() as u64) as usize).cloned(),
+                    };
+                    let Some(k) = k else { break };
+                    assert!(write::del(&mut w, db, &k, None).unwrap());
+                    model.remove(&k);
+                }
+                w.commit();
+                same(&w, db, &model);
+                w.check();
+            }
+            assert!(w.store.is_empty(), "pages left: {:?}", w.store.keys().collect::<Vec<_>>());
+        }
+        let after = write::BORROWS.with(|b| b.get());
+        let (left, right) = (after.0 - before.0, after.1 - before.1);
+        eprintln!("borrows from the left {left}, from the right {right}");
+        assert!(left > 0 && right > 0, "borrows from the left {left}, from the right {right}");
+    }
+
     /// Flags of a put: NO_OVERWRITE, CURRENT, conditional delete.
     #[test]
     fn put_flags_and_conditional_delete() {

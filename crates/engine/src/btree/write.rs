@@ -1024,6 +1024,11 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
         let src = w.copy_dirty(spg);
         let sp = Page { buf: &src };
         let new_sep;
+        #[cfg(test)]
+        BORROWS.with(|b| {
+            let (l, r) = b.get();
+            b.set(if sidx > pidx { (l, r + 1) } else { (l + 1, r) });
+        });
         if sidx > pidx {
             // From the right sibling's front to our end.
             p_remove(w.dirty_mut(right), 0);
@@ -1103,6 +1108,13 @@ pub(crate) fn clear<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db) -> Result<()> 
     }
     finish(w, db, Tree { sequence: 0, ..t.tree.without_pages() });
     Ok(())
+}
+
+// Borrows between siblings made by `rebalance` on this thread: (from the
+// left sibling, from the right one).
+#[cfg(test)]
+thread_local! {
+    pub(crate) static BORROWS: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 #[cfg(test)]
