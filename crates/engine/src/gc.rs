@@ -803,6 +803,14 @@ pub(crate) trait GcWriter: TreeWriter {
         GcScratch::default()
     }
     fn keep_scratch(&mut self, _s: GcScratch) {}
+    /// The copies the debug check `replan` plans on (kept between
+    /// transactions by `RwTxn`, so the check allocates nothing either).
+    #[cfg(debug_assertions)]
+    fn take_replan(&mut self) -> ReplanLists {
+        ReplanLists::default()
+    }
+    #[cfg(debug_assertions)]
+    fn keep_replan(&mut self, _r: ReplanLists) {}
     /// Whether the update writes no records under spare keys any more.
     fn no_spare(&self) -> bool;
     /// From now on, no records under spare keys (see [`save_gc`]).
@@ -843,6 +851,14 @@ impl GcWriter for RwTxn<'_> {
     }
     fn take_scratch(&mut self) -> GcScratch {
         std::mem::take(&mut self.st.gc_scratch)
+    }
+    #[cfg(debug_assertions)]
+    fn take_replan(&mut self) -> ReplanLists {
+        std::mem::take(&mut self.st.replan)
+    }
+    #[cfg(debug_assertions)]
+    fn keep_replan(&mut self, r: ReplanLists) {
+        self.st.replan = r;
     }
     fn keep_scratch(&mut self, s: GcScratch) {
         self.st.gc_scratch = s;
@@ -1223,7 +1239,10 @@ fn write_gc_with<W: GcWriter + ?Sized>(w: &mut W, s: &mut GcScratch, stale: Opti
             || (quiet_before.is_some() && settled_own_inline(w.lists(), t, inline_cap, layout))
         {
             #[cfg(debug_assertions)]
-            assert_eq!(replan(w, t, spare, Caps { page: page_cap, inline: inline_cap }, fold, layout), *layout);
+            assert!(
+                replan(w, t, spare, Caps { page: page_cap, inline: inline_cap }, fold, layout),
+                "the GC update's last round was not settled: {layout:?}"
+            );
             stable = true;
             break;
         }
@@ -1373,8 +1392,25 @@ fn list_lens<W: GcWriter + ?Sized>(w: &mut W) -> (usize, usize, usize) {
     (l.reclaimed.len(), l.retired.len(), l.loose.len())
 }
 
-/// The plan of a next round of the GC update, on copies of the lists (a
-/// debug check that a round was settled).
+/// Copies of the free lists and a plan, for [`replan`].
+#[cfg(debug_assertions)]
+#[derive(Default)]
+pub(crate) struct ReplanLists {
+    reclaimed: RunList,
+    retired: Vec<u32>,
+    plan: Vec<(u64, usize, usize)>,
+}
+
+#[cfg(debug_assertions)]
+impl ReplanLists {
+    /// Whether a copy holds more than `n` pages (a bulk transaction's).
+    pub(crate) fn over(&self, n: usize) -> bool {
+        self.retired.capacity() > n || self.reclaimed.len() > n
+    }
+}
+
+/// Whether the plan of a next round of the GC update, made on copies of the
+/// lists, is `layout` (a debug check that a round was settled).
 #[cfg(debug_assertions)]
 fn replan<W: GcWriter + ?Sized>(
     w: &mut W,
@@ -1383,12 +1419,16 @@ fn replan<W: GcWriter + ?Sized>(
     caps: Caps,
     fold: usize,
     layout: &[(u64, usize, usize)],
-) -> Vec<(u64, usize, usize)> {
+) -> bool {
+    let mut r = w.take_replan();
     let l = w.lists();
-    let (mut reclaimed, mut retired) = (l.reclaimed.clone(), l.retired.clone());
-    let mut plan = Vec::new();
-    plan_gc(&mut reclaimed, &mut retired, t, spare, caps, 0, fold, layout, &mut plan);
-    plan
+    r.reclaimed.clone_from(l.reclaimed);
+    r.retired.clone_from(l.retired);
+    plan_gc(&mut r.reclaimed, &mut r.retired, t, spare, caps, 0, fold, layout, &mut r.plan);
+    let same = r.plan == layout;
+    r.plan.clear();
+    w.keep_replan(r);
+    same
 }
 
 /// Writes `pages` into the record reserved under `key` (`bytes` long), in

@@ -32,7 +32,7 @@ impl Run {
 }
 
 /// Free pages as maximal runs (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct RunList {
     /// Highest first; maximal: a run ends at least one page below the start
     /// of the run before it.
@@ -47,6 +47,24 @@ pub(crate) struct RunList {
     /// Work space of [`RunList::merge`]: an empty list of runs with the
     /// capacity it grew to.
     spare: Vec<Run>,
+}
+
+impl Clone for RunList {
+    fn clone(&self) -> RunList {
+        let mut l = RunList::default();
+        l.clone_from(self);
+        l
+    }
+
+    /// A copy into this list's own buffers (kept: copying allocates
+    /// nothing once they have grown).
+    fn clone_from(&mut self, src: &RunList) {
+        self.runs.clone_from(&src.runs);
+        self.len = src.len;
+        self.long.clone_from(&src.long);
+        self.hint = src.hint;
+        self.spare.clear();
+    }
 }
 
 impl RunList {

@@ -456,6 +456,9 @@ pub(crate) struct WriteState {
     pub(crate) write_order_scratch: Vec<u64>,
     /// The radix sort's second buffer for the GC's page lists.
     pub(crate) sorting: Vec<u32>,
+    /// The debug check's copies of the GC lists (`gc::replan`).
+    #[cfg(debug_assertions)]
+    pub(crate) replan: crate::gc::ReplanLists,
     /// A multimap node's content being built (`TreeWriter::take_bytes`).
     pub(crate) node_bytes: Vec<u8>,
     /// A page split's entry sizes (`TreeWriter::take_sizes`).
@@ -521,6 +524,8 @@ impl Default for WriteState {
             write_order_scratch: Vec::new(),
             split_sizes: Vec::new(),
             node_bytes: Vec::new(),
+            #[cfg(debug_assertions)]
+            replan: Default::default(),
             sorting: Vec::new(),
             committed_main: None,
             read_loaded: Default::default(),
@@ -604,6 +609,11 @@ impl WriteState {
         empty_kept(&mut self.write_order_scratch);
         empty_kept(&mut self.split_sizes);
         empty_kept(&mut self.node_bytes);
+        #[cfg(debug_assertions)]
+        if self.replan.over(crate::pool::LIST_KEEP) {
+            // A bulk transaction's copies (as for the lists above).
+            self.replan = Default::default();
+        }
         empty_kept(&mut self.sorting);
         let read_loaded = self.read_loaded.get_mut();
         if main.is_some() {
