@@ -131,9 +131,8 @@ const DIRTY_SET_MIN: usize = 32;
 #[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
-    /// Large-value chunks, oldest first, and their bytes in all.
+    /// Large-value chunks, oldest first (at most `CHUNKS_KEPT`).
     chunks: Vec<Box<[u8]>>,
-    chunk_bytes: usize,
     /// The most pages a transaction dirtied since the dirty set was last kept.
     dirty_pages: usize,
     /// With WRITEMAP: the claims on the map the last map page came from,
@@ -222,7 +221,6 @@ impl PagePool {
         match self.chunks.iter().position(|b| b.len() == len) {
             Some(i) => {
                 let mut b = self.chunks.remove(i);
-                self.chunk_bytes -= len;
                 b[used.min(len)..].fill(0);
                 b
             }
@@ -254,11 +252,15 @@ impl PagePool {
         if len > CHUNK_BYTES_KEPT / 4 {
             return;
         }
-        while self.chunks.len() >= CHUNKS_KEPT || self.chunk_bytes + len > CHUNK_BYTES_KEPT {
-            self.chunk_bytes -= self.chunks.remove(0).len();
+        while self.chunks.len() >= CHUNKS_KEPT || self.chunk_bytes() + len > CHUNK_BYTES_KEPT {
+            self.chunks.remove(0);
         }
-        self.chunk_bytes += len;
         self.chunks.push(buf);
+    }
+
+    /// The bytes of the kept chunks (a sum over at most `CHUNKS_KEPT`).
+    fn chunk_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.len()).sum()
     }
 
     /// With WRITEMAP: `[off, off + len)` of `map` to be edited in place
@@ -355,21 +357,20 @@ mod tests {
         let c = pool.chunk(3 * 256, 600);
         assert_eq!(c.as_ptr() as usize, at, "the kept chunk is reused");
         assert!(c[..600].iter().all(|&b| b == 7) && c[600..].iter().all(|&b| b == 0));
-        assert_eq!(pool.chunk_bytes, 0);
+        assert_eq!(pool.chunk_bytes(), 0);
         // Bounded: by count, then by bytes (the oldest go first), and a
         // chunk over a quarter of the bytes is not kept.
         for _ in 0..2 * CHUNKS_KEPT {
             pool.recycle(vec![0u8; 512].into_boxed_slice(), 256);
         }
-        assert_eq!((pool.chunks.len(), pool.chunk_bytes), (CHUNKS_KEPT, CHUNKS_KEPT * 512));
+        assert_eq!((pool.chunks.len(), pool.chunk_bytes()), (CHUNKS_KEPT, CHUNKS_KEPT * 512));
         for _ in 0..8 {
             pool.recycle(vec![0u8; CHUNK_BYTES_KEPT / 4].into_boxed_slice(), 256);
         }
-        assert_eq!(pool.chunk_bytes, CHUNK_BYTES_KEPT);
+        assert_eq!(pool.chunk_bytes(), CHUNK_BYTES_KEPT);
         assert!(pool.chunks.iter().all(|c| c.len() == CHUNK_BYTES_KEPT / 4));
         pool.recycle(vec![0u8; CHUNK_BYTES_KEPT / 4 + 256].into_boxed_slice(), 256);
         assert_eq!(pool.chunks.len(), 4);
-        assert_eq!(pool.chunk_bytes, pool.chunks.iter().map(|c| c.len()).sum::<usize>());
     }
 
     #[test]
