@@ -215,6 +215,43 @@ impl Txn<'_> {
         result
     }
 
+    /// Walks every record with one cursor, deleting at the cursor each one
+    /// `pick` selects (`mdb_cursor_del`: the cursor then stands on the
+    /// successor, which the next `MDB_NEXT` returns). Returns the records
+    /// walked and deleted.
+    pub fn walk_delete(&mut self, dbi: u32, mut pick: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(u64, u64)> {
+        let mut c = ptr::null_mut();
+        // SAFETY: a live transaction and a valid out-pointer.
+        check(unsafe { ffi::mdb_cursor_open(self.txn, dbi, &mut c) }, || "mdb_cursor_open".into())?;
+        let mut k = ffi::MDB_val { mv_size: 0, mv_data: ptr::null_mut() };
+        let mut v = ffi::MDB_val { mv_size: 0, mv_data: ptr::null_mut() };
+        let (mut walked, mut deleted) = (0, 0);
+        let mut op = ffi::MDB_FIRST;
+        let result = loop {
+            // SAFETY: an open cursor and valid MDB_vals.
+            let rc = unsafe { ffi::mdb_cursor_get(c, &mut k, &mut v, op) };
+            if rc == ffi::MDB_NOTFOUND {
+                break Ok((walked, deleted));
+            }
+            if let Err(e) = check(rc, || "mdb_cursor_get".into()) {
+                break Err(e);
+            }
+            walked += 1;
+            // SAFETY: filled by the cursor in this live transaction.
+            if unsafe { pick(slice(&k), slice(&v)) } {
+                // SAFETY: an open cursor of this write transaction, on a record.
+                if let Err(e) = check(unsafe { ffi::mdb_cursor_del(c, 0) }, || "mdb_cursor_del".into()) {
+                    break Err(e);
+                }
+                deleted += 1;
+            }
+            op = ffi::MDB_NEXT;
+        };
+        // SAFETY: the cursor was opened above and is closed once.
+        unsafe { ffi::mdb_cursor_close(c) };
+        result
+    }
+
     pub fn stat(&self, dbi: u32) -> Result<Stat> {
         // SAFETY: an all-zero MDB_stat is a valid value of this plain C struct.
         let mut s: ffi::MDB_stat = unsafe { std::mem::zeroed() };

@@ -555,6 +555,35 @@ impl Txn<'_> {
         }
     }
 
+    /// Walks every record with one cursor, deleting at the cursor each one
+    /// `pick` selects (`mdbx_cursor_del`: the cursor then stands on the
+    /// successor, which the next `MDBX_NEXT` returns). Returns the records
+    /// walked and deleted.
+    pub fn walk_delete(&mut self, dbi: Dbi, mut pick: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(u64, u64)> {
+        let cur = Cursor::open(self, dbi)?;
+        let (mut walked, mut deleted) = (0, 0);
+        let mut op = ffi::MDBX_FIRST;
+        loop {
+            let mut k = empty_val();
+            let mut v = empty_val();
+            // SAFETY: live cursor, out-pointers to locals.
+            let rc = unsafe { ffi::mdbx_cursor_get(cur.0, &mut k, &mut v, op) };
+            if rc == ffi::MDBX_NOTFOUND {
+                return Ok((walked, deleted));
+            }
+            check(rc, || format!("mdbx_cursor_get(dbi {dbi}, op {op})"))?;
+            walked += 1;
+            // SAFETY: on success k/v point into the map (or are empty),
+            // valid until the next cursor operation.
+            if pick(unsafe { slice_of(&k) }, unsafe { slice_of(&v) }) {
+                // SAFETY: live cursor of this write transaction, on a record.
+                check(unsafe { ffi::mdbx_cursor_del(cur.0, ffi::MDBX_CURRENT) }, || "mdbx_cursor_del".into())?;
+                deleted += 1;
+            }
+            op = ffi::MDBX_NEXT;
+        }
+    }
+
     /// Names of the named tables, in main-table key order: keys of the main
     /// table that open as tables (as `mdbx_dump -a` finds them).
     pub fn table_names(&self) -> Result<Vec<Vec<u8>>> {

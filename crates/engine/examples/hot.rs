@@ -1,4 +1,8 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|load] [PAGE_SIZE]`
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|wscan|rwscan|multiwscan|multirwscan|prune|load] [PAGE_SIZE]`
+//! (`wscan`/`rwscan`: a walk of the table with a read cursor / a write
+//! cursor inside a write transaction; `multi*`: the same over a multimap of
+//! 1,000 keys with values inline and in nested trees; `prune`: a write
+//! cursor's walk deleting 1 record in 10, as the benchmark's prune row.)
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
 //! the put mode, default 100,000).
@@ -140,6 +144,64 @@ fn main() -> rdbx::Result<()> {
                 }
                 println!("multidel {:?}", t1.elapsed());
             }
+        }
+        "wscan" | "rwscan" | "multiwscan" | "multirwscan" => {
+            let mut txn = env.begin_rw_txn()?;
+            let db = if what.starts_with("multi") {
+                let db = txn.create_db(Some("multi"), rdbx::DbFlags::DUP_SORT)?;
+                for i in 0..n {
+                    // Key i % 1000 gets n / 1000 values; every tenth key gets one.
+                    let k = i % 1000;
+                    if k % 10 != 0 || i < 1000 {
+                        txn.put(db, &k.to_be_bytes(), &i.to_be_bytes(), PutFlags::empty())?;
+                    }
+                }
+                db
+            } else {
+                Db::MAIN
+            };
+            let t1 = std::time::Instant::now();
+            let mut walked = 0u64;
+            for _ in 0..5 {
+                if what.ends_with("rwscan") {
+                    let mut c = txn.rw_cursor(db)?;
+                    while let Some((_, v)) = c.next()? {
+                        sum += v.len();
+                        walked += 1;
+                    }
+                } else {
+                    let mut c = txn.cursor(db)?;
+                    while let Some((_, v)) = c.next()? {
+                        sum += v.len();
+                        walked += 1;
+                    }
+                }
+            }
+            println!(
+                "{what} alone {:?} ({walked} steps, {:.1} ns a step)",
+                t1.elapsed(),
+                t1.elapsed().as_nanos() as f64 / walked as f64
+            );
+            txn.abort();
+        }
+        "prune" => {
+            let t1 = std::time::Instant::now();
+            let mut txn = env.begin_rw_txn()?;
+            let mut c = txn.rw_cursor(Db::MAIN)?;
+            let (mut walked, mut deleted) = (0u64, 0u64);
+            let mut at = c.first()?.map(|(k, _)| k[7] % 10 == 0);
+            while let Some(del) = at {
+                walked += 1;
+                if del {
+                    c.del()?;
+                    deleted += 1;
+                }
+                at = c.next()?.map(|(k, _)| k[7] % 10 == 0);
+            }
+            drop(c);
+            txn.commit()?;
+            sum = deleted as usize;
+            println!("{what} alone {:?} ({walked} walked, {deleted} deleted)", t1.elapsed());
         }
         _ => {}
     }

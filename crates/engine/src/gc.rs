@@ -567,7 +567,7 @@ fn reclaim_one(txn: &mut RwTxn<'_>, need: usize, run: usize) -> Result<bool> {
             Ok(())
         } else {
             // The record goes at the place the search found (nothing changed since).
-            write::del_at(txn, Db::GC, gc.tree, &mut path)
+            write::del_at(txn, Db::GC, gc.tree, &mut path).map(drop)
         }
         .map(|()| txn.st.consumed.push(key))
     };
@@ -1098,7 +1098,7 @@ fn settle_stale(txn: &mut RwTxn<'_>, stale: StaleGc) -> Result<Option<write::Val
     let renamed = if last { write::rename_last(txn, Db::GC, gc.tree, gc.cmp, &mut path, &own)? } else { None };
     match renamed {
         Some(loc) => Ok(Some(loc)),
-        None => write::del_at(txn, Db::GC, gc.tree, &mut path).map(|()| None),
+        None => write::del_at(txn, Db::GC, gc.tree, &mut path).map(|_| None),
     }
 }
 

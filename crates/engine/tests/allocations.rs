@@ -102,7 +102,6 @@ fn hot_paths_do_not_allocate() {
         }
         assert_eq!(n, N + 1, "the records and the record of table ints");
     });
-    drop(c);
     // Iterators: whole table both ways, and a bounded range (created
     // outside the count: a range owns copies of its bounds).
     let mut it = txn.iter(Db::MAIN).expect("iter");
@@ -134,6 +133,20 @@ fn hot_paths_do_not_allocate() {
             assert!(txn.get(Db::MAIN, k).expect("get").is_some());
         }
     });
+    // A write cursor's walk (its key buffer grows to the longest key at
+    // its first position, outside the count).
+    let mut c = txn.rw_cursor(Db::MAIN).expect("rw_cursor");
+    c.last().expect("last");
+    let mut rw_walked = 0;
+    let rw_steps = allocations(|| {
+        let mut at = c.first().expect("first").is_some();
+        while at {
+            rw_walked += 1;
+            at = c.next().expect("next").is_some();
+        }
+    });
+    assert_eq!(rw_walked, N + 1, "the write cursor's walk (the keys and the record of the table `ints`)");
+    drop(c);
     txn.commit().expect("commit");
 
     // Multimap: values added to and removed from existing keys' sub-pages.
@@ -321,11 +334,8 @@ fn hot_paths_do_not_allocate() {
         let recent = multi_schedule[CHURN_TXNS - 1].0.iter().find(|p| p.0 >= 4).expect("a key of the others").0;
         let (many, few) = (count(0), count(recent));
         // Reads of the multimap: a cursor over every value, and each value
-        // of the last transaction found again. (A cursor allocates its
-        // inner cursor over a key's values once, at its first such key:
-        // positioned first outside the count.)
+        // of the last transaction found again.
         let mut c = txn.cursor(db).expect("cursor");
-        c.first().expect("first");
         let mut values = 0;
         let walk = allocations(|| {
             let mut at = c.first().expect("first");
@@ -340,7 +350,29 @@ fn hot_paths_do_not_allocate() {
             }
         });
         assert_eq!(values, 20_000, "the multimap's values");
-        (n, many, few, walk + found)
+        drop(txn);
+        // A write cursor over every value, deleting every 200th (its key
+        // and value buffers are allocated at its first position, outside
+        // the count).
+        let mut w = env.begin_rw_txn().expect("begin");
+        let mut c = w.rw_cursor(db).expect("rw_cursor");
+        c.first().expect("first");
+        let (mut walked, mut deleted) = (0, 0);
+        let rw_walk = allocations(|| {
+            let mut at = c.first().expect("first").is_some();
+            while at {
+                if walked % 200 == 0 {
+                    c.del().expect("del");
+                    deleted += 1;
+                }
+                walked += 1;
+                at = c.next().expect("next").is_some();
+            }
+        });
+        assert_eq!((walked, deleted), (20_000, 100), "the write cursor's walk");
+        drop(c);
+        w.commit().expect("commit");
+        (n, many, few, walk + found + rw_walk)
     };
     let ((multi_churn_pwrite, many, few, multi_reads), (multi_churn_writemap, ..)) =
         (multi_churn(false), multi_churn(true));
@@ -355,12 +387,14 @@ fn hot_paths_do_not_allocate() {
     );
     eprintln!(
         "allocations: {multi_churn_pwrite} for 300 multimap transactions of 100 value puts and 100 value deletes, \
-         {multi_churn_writemap} with WRITEMAP; {multi_reads} for a cursor over its 20,000 values and 100 get_both"
+         {multi_churn_writemap} with WRITEMAP; {multi_reads} for a read cursor over its 20,000 values, 100 get_both \
+         and a write cursor over them deleting 100"
     );
     eprintln!("allocations: {multi_puts} for 100 multimap value puts, {multi_dels} for 100 value deletes");
     eprintln!(
         "allocations: {gets} for {} gets, {steps} for {} cursor steps, {iter_steps} for {} iterator steps, \
-         {puts} for {N} overwrite puts, {rw_gets} for {N} gets in a write transaction",
+         {puts} for {N} overwrite puts, {rw_gets} for {N} gets in a write transaction, \
+         {rw_steps} for {N} write cursor steps",
         2 * N,
         N,
         3 * N
@@ -370,6 +404,7 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(steps, 0, "cursor steps allocate");
     assert_eq!(puts, 0, "overwrite puts allocate");
     assert_eq!(rw_gets, 0, "gets in a write transaction allocate");
+    assert_eq!(rw_steps, 0, "write cursor steps allocate");
     assert_eq!(multi_puts, 0, "multimap puts of a new value of an existing key allocate");
     assert_eq!(multi_dels, 0, "multimap deletes of one value allocate");
     assert_eq!(small_pwrite, 0, "one-put commits allocate");
@@ -377,7 +412,7 @@ fn hot_paths_do_not_allocate() {
     assert_eq!(churn_pwrite, 0, "inserts and deletes allocate");
     assert_eq!(churn_writemap, 0, "inserts and deletes with WRITEMAP allocate");
     assert_eq!(multi_churn_pwrite, 0, "multimap value puts and deletes allocate");
-    assert_eq!(multi_reads, 0, "multimap cursor steps and get_both allocate");
+    assert_eq!(multi_reads, 0, "multimap cursor steps, get_both and write cursor steps and deletes allocate");
     assert_eq!(multi_churn_writemap, 0, "multimap value puts and deletes with WRITEMAP allocate");
     assert_eq!(blob_pwrite, 0, "commits of a large value allocate");
     assert_eq!(blob_writemap, 0, "commits of a large value with WRITEMAP allocate");

@@ -127,7 +127,6 @@ fn cursor_semantics_like_libmdbx() {
     for (probe, want) in [(&b"c"[..], Some(&b"d"[..])), (b"d", Some(b"d")), (b"g", None), (b"", Some(b"b"))] {
         assert_eq!(c.set_range(probe).unwrap().map(|p| p.0), want, "set_range {probe:?}");
     }
-    drop(c);
     drop(r);
 
     let mut txn = env.begin_rw_txn().unwrap();

@@ -69,7 +69,6 @@ fn every_durability_works_on_v6() {
             n += 1;
         }
         assert_eq!(n, 50, "{d:?}");
-        drop(c);
         drop(r);
         assert_eq!(env.lock_format(), Some(LockFormat::V6));
     }

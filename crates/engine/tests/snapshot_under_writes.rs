@@ -70,7 +70,6 @@ fn commits_in_the_middle_of_a_copy_leave_its_snapshot_alone() {
                 rec = c.next().unwrap();
             }
             assert_eq!(n, KEYS, "{ctx}: records in the copy");
-            drop(c);
             drop(txn);
             let r = copy.check(&CheckOptions::default(), &mut |_| {}).unwrap();
             assert_eq!(r.problem_count(), 0, "{ctx}: {:?}", r.problems);

@@ -78,6 +78,9 @@ pub trait Write: Read {
     fn append(&mut self, t: Self::Table, key: &[u8], value: &[u8]);
     /// Deletes the key (with `value`: that value of a multimap key).
     fn del(&mut self, t: Self::Table, key: &[u8], value: Option<&[u8]>);
+    /// Walks every record with one write cursor, deleting at the cursor
+    /// those `pick` selects: (records walked, deleted).
+    fn walk_delete(&mut self, t: Self::Table, pick: impl FnMut(&[u8]) -> bool) -> (u64, u64);
     fn commit(self);
 }
 
@@ -175,6 +178,20 @@ impl Write for rdbx::RwTxn<'_> {
     fn del(&mut self, t: Db, key: &[u8], value: Option<&[u8]>) {
         rdbx::RwTxn::del(self, t, key, value).unwrap();
     }
+    fn walk_delete(&mut self, t: Db, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
+        let mut c = self.rw_cursor(t).unwrap();
+        let (mut walked, mut deleted) = (0, 0);
+        let mut at = c.first().unwrap().map(|(k, _)| pick(k));
+        while let Some(del) = at {
+            walked += 1;
+            if del {
+                c.del().unwrap();
+                deleted += 1;
+            }
+            at = c.next().unwrap().map(|(k, _)| pick(k));
+        }
+        (walked, deleted)
+    }
     #[inline]
     fn commit(self) {
         rdbx::RwTxn::commit(self).unwrap();
@@ -265,6 +282,9 @@ impl Write for oracle::Txn<'_> {
     fn del(&mut self, t: oracle::Dbi, key: &[u8], value: Option<&[u8]>) {
         oracle::Txn::del(self, t, key, value).unwrap();
     }
+    fn walk_delete(&mut self, t: oracle::Dbi, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
+        oracle::Txn::walk_delete(self, t, |k, _| pick(k)).unwrap()
+    }
     #[inline]
     fn commit(self) {
         oracle::Txn::commit(self).unwrap();
@@ -346,6 +366,9 @@ impl Write for lmdb::Txn<'_> {
     #[inline]
     fn del(&mut self, t: u32, key: &[u8], value: Option<&[u8]>) {
         lmdb::Txn::del(self, t, key, value).unwrap();
+    }
+    fn walk_delete(&mut self, t: u32, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
+        lmdb::Txn::walk_delete(self, t, |k, _| pick(k)).unwrap()
     }
     #[inline]
     fn commit(self) {

@@ -48,7 +48,13 @@
 //!     of 4 KiB), then min(5,000, N) write transactions each overwriting one
 //!     of them with a value of a new length (from the same random sequence
 //!     on every engine): each commit frees a chunk of large pages and needs
-//!     a run of another length from the free pages.
+//!     a run of another length from the free pages;
+//! 11. prune: one write transaction walks the table of workloads 1-4 and
+//!     8 with one write cursor and deletes at the cursor every record whose
+//!     key's last byte is a multiple of 10 (about 1 in 10; the cursor then
+//!     stands on the successor, which its next step returns), as a pruning
+//!     job does; ops are the records walked. It runs last, so the pages it
+//!     frees change no other row.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
@@ -167,6 +173,10 @@ struct Times {
     small: Duration,
     /// Transactions updating one blob each.
     blobs: Duration,
+    /// The write cursor's walk deleting 1 record in 10, and its (records
+    /// walked, deleted).
+    prune: Duration,
+    pruned: (u64, u64),
     /// CRUD transactions on the plain and on the INTEGER_KEY table.
     crud: Duration,
     int_crud: Duration,
@@ -195,7 +205,10 @@ impl Times {
     /// Keeps the better (shorter) time of each row from `other`, a run of
     /// the same workloads on fresh files; the work done must be the same.
     fn keep_best(&mut self, other: Times) {
-        assert_eq!((self.found, self.scanned, self.multi_entries), (other.found, other.scanned, other.multi_entries));
+        assert_eq!(
+            (self.found, self.scanned, self.multi_entries, self.pruned),
+            (other.found, other.scanned, other.multi_entries, other.pruned)
+        );
         for (a, b) in [
             (&mut self.load, other.load),
             (&mut self.int_load, other.int_load),
@@ -211,6 +224,7 @@ impl Times {
             (&mut self.blobs, other.blobs),
             (&mut self.crud, other.crud),
             (&mut self.int_crud, other.int_crud),
+            (&mut self.prune, other.prune),
         ] {
             *a = (*a).min(b);
         }
@@ -382,6 +396,13 @@ fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     let txn = env.begin_ro();
     t.found += (0..BLOB_KEYS).map(|i| txn.get(blobs, &key(i)).map_or(0, |v| v.len() as u64)).sum::<u64>();
     drop(txn);
+
+    // Prune: a write cursor over the main table deletes 1 record in 10.
+    t.prune = prune_phase(|| {
+        let mut txn = env.begin_rw();
+        t.pruned = txn.walk_delete(db, |k| k[7] % 10 == 0);
+        txn.commit();
+    });
     env.close();
     t
 }
@@ -621,7 +642,16 @@ macro_rules! phases {
         }
     )*};
 }
-phases!(random_put_phase, multi_put_phase, multi_del_phase, small_commit_phase, blob_phase, crud_phase, int_crud_phase);
+phases!(
+    random_put_phase,
+    multi_put_phase,
+    multi_del_phase,
+    small_commit_phase,
+    blob_phase,
+    crud_phase,
+    int_crud_phase,
+    prune_phase
+);
 
 fn timed(f: impl FnOnce()) -> Duration {
     let start = Instant::now();
@@ -634,7 +664,7 @@ fn timed(f: impl FnOnce()) -> Duration {
 type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
 
 /// The rows, in the order printed.
-const ROWS: [Row; 14] = [
+const ROWS: [Row; 15] = [
     ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
     ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
     ("random get (shuffled)", |_, n, _| n, |t| t.get),
@@ -649,6 +679,7 @@ const ROWS: [Row; 14] = [
     ("integer keys: CRUD (ids appended)", |w, _, _| w.crud.len() as u64, |t| t.int_crud),
     ("small commits (1 put per txn)", |w, _, _| w.small_puts.len() as u64, |t| t.small),
     ("blob updates (6-46 KiB, 1 per txn)", |w, _, _| w.blobs.len() as u64, |t| t.blobs),
+    ("prune (write cursor, del 1 in 10)", |_, _, t| t.pruned.0, |t| t.prune),
 ];
 
 /// A row's name for `RDBX_BENCH_EACH` lines: "random put (txns of 1000)"
@@ -752,6 +783,7 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         assert_eq!(r.scanned, p.scanned, "records scanned: rdbx vs {peer}");
         assert_eq!(r.found, p.found, "get checksum: rdbx vs {peer}");
         assert_eq!(r.multi_entries, p.multi_entries, "multimap values: rdbx vs {peer}");
+        assert_eq!(r.pruned, p.pruned, "prune (records walked, deleted): rdbx vs {peer}");
     }
 
     println!();

@@ -2,9 +2,12 @@
 //! sibling links, so moving past the end of a leaf climbs until an index can move
 //! and descends again (docs/format.md, "Searching").
 //!
-//! On a DUPSORT table the cursor holds a second, inner cursor over the values of
+//! On a DUPSORT table the cursor holds a second, inner path over the values of
 //! the current key: over the key's sub-page (an inline miniature leaf) or over
 //! its nested tree, whose keys are the values (docs/format.md, "Multimap values").
+//! The inner path lives inside the cursor, not in a box of its own: a cursor
+//! allocates nothing, and a write cursor can build one at every step
+//! (`txn::write_cursor`).
 
 use super::{check_subpage, child_at, key_at, load, node_value, search_branch, search_leaf, Cmp, MAX_DEPTH};
 use crate::btree::pages::Pages;
@@ -21,7 +24,7 @@ struct Level<'t> {
     idx: usize,
 }
 
-/// Where a cursor's tree starts.
+/// Where a path's tree starts.
 #[derive(Clone, Copy)]
 enum Root<'t> {
     Empty,
@@ -31,9 +34,10 @@ enum Root<'t> {
     Inline(Page<'t>, u32),
 }
 
-/// A cursor over one table of a transaction. Keys and values borrow the
-/// transaction (zero-copy from the memory map for read-only transactions).
-pub struct Cursor<'t> {
+/// A position in one tree: the pages and indexes from its root to a leaf
+/// entry. A cursor moves one over the table and, on a multimap key with
+/// several values, a second over those values.
+struct Path<'t> {
     pages: Pages<'t>,
     root: Root<'t>,
     height: u16,
@@ -43,168 +47,96 @@ pub struct Cursor<'t> {
     stack: [Option<Level<'t>>; MAX_DEPTH],
     depth: usize,
     eof: bool,
+}
+
+/// A cursor over one table of a transaction. Keys and values borrow the
+/// transaction (zero-copy from the memory map for read-only transactions).
+pub struct Cursor<'t> {
+    p: Path<'t>,
     /// DUPSORT tables: comparator of the values.
     dup_cmp: Option<Cmp>,
-    /// DUPSORT tables: cursor over the current key's values (`None`: the key has
-    /// a single plain value).
-    dup: Option<Box<Cursor<'t>>>,
-    /// The inner cursor's box while the current key has a plain value, kept
-    /// for the next key with several (a walk over a multimap of plain and
-    /// multi-value keys allocated one per change between them).
-    spare_dup: Option<Box<Cursor<'t>>>,
+    /// DUPSORT tables: the path over the current key's values, when `in_dup`
+    /// (otherwise the key has a single plain value). Kept from key to key, so
+    /// that entering a key with several values only resets it.
+    dup: Option<Path<'t>>,
+    in_dup: bool,
 }
 
 type Pair<'t> = (&'t [u8], &'t [u8]);
 
-impl<'t> Cursor<'t> {
-    pub(crate) fn new(pages: Pages<'t>, root: u32, height: u16, cmp: Cmp) -> Cursor<'t> {
-        let root = if root == P_INVALID { Root::Empty } else { Root::Page(root) };
-        Cursor {
-            pages,
-            root,
-            height,
-            cmp,
-            front: pages.front,
-            stack: [None; MAX_DEPTH],
-            depth: 0,
-            eof: false,
-            dup_cmp: None,
-            dup: None,
-            spare_dup: None,
-        }
+/// A position of a cursor without its borrows: the page numbers and indexes
+/// of its paths. It stays valid as long as none of those pages changes: a
+/// write cursor keeps one between its moves and restores it when it has
+/// written nothing since (`txn::write_cursor`).
+pub(crate) struct Mark {
+    pgnos: [u32; MAX_DEPTH],
+    idxs: [u16; MAX_DEPTH],
+    depth: u8,
+    /// Levels `depth..depth + dup_depth` are the inner path's (a multimap
+    /// key with several values); `in_dup` says whether there is one.
+    dup_depth: u8,
+    in_dup: bool,
+}
+
+impl Mark {
+    /// A mark of no position yet.
+    pub(crate) const NONE: Mark =
+        Mark { pgnos: [0; MAX_DEPTH], idxs: [0; MAX_DEPTH], depth: 0, dup_depth: 0, in_dup: false };
+
+    /// The table's levels (pages and indexes from the root): what a search
+    /// for the record at the mark finds.
+    pub(crate) fn outer(&self) -> (&[u32], &[u16]) {
+        let d = self.depth as usize;
+        (&self.pgnos[..d], &self.idxs[..d])
     }
 
-    /// Makes this a cursor over a DUPSORT table whose values compare with `cmp`.
-    pub(crate) fn set_dup_cmp(&mut self, cmp: Option<Cmp>) {
-        self.dup_cmp = cmp;
+    /// Stands on the place the table's levels `pgnos`/`idxs` lead to (a
+    /// record with a single value, or past a leaf's end).
+    pub(crate) fn set_outer(&mut self, pgnos: &[u32], idxs: &[u16]) {
+        let d = pgnos.len().min(idxs.len()).min(MAX_DEPTH);
+        self.pgnos[..d].copy_from_slice(&pgnos[..d]);
+        self.idxs[..d].copy_from_slice(&idxs[..d]);
+        self.depth = d as u8;
+        self.dup_depth = 0;
+        self.in_dup = false;
+    }
+}
+
+impl<'t> Path<'t> {
+    fn new(pages: Pages<'t>, root: Root<'t>, height: u16, cmp: Cmp, front: u64) -> Path<'t> {
+        Path { pages, root, height, cmp, front, stack: [None; MAX_DEPTH], depth: 0, eof: false }
     }
 
-    /// Order of two keys under this table's key comparator.
-    #[inline]
-    pub(crate) fn key_order(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-        self.cmp.cmp(a, b)
-    }
-
-    /// Order of two records in this table: by key, then (multimaps) by value.
-    pub(crate) fn pair_order(&self, a: Pair<'_>, b: Pair<'_>) -> std::cmp::Ordering {
-        self.cmp.cmp(a.0, b.0).then_with(|| self.dup_cmp.map_or(std::cmp::Ordering::Equal, |c| c.cmp(a.1, b.1)))
-    }
-
-    /// Whether the cursor is not positioned on a record.
-    pub fn eof(&self) -> bool {
-        self.depth == 0 || self.eof
+    /// The same path object over another tree, unpositioned (its stack's
+    /// old levels are never read: only `..depth` is).
+    fn reset(&mut self, root: Root<'t>, height: u16, cmp: Cmp, front: u64) {
+        self.root = root;
+        self.height = height;
+        self.cmp = cmp;
+        self.front = front;
+        self.depth = 0;
+        self.eof = false;
     }
 
     fn top(&self) -> Level<'t> {
         self.stack[self.depth - 1].expect("positioned cursor has a leaf")
     }
 
+    /// The record under the path on a table without multi-value keys, or
+    /// the value under an inner path (as its key, with an empty value).
     #[inline]
-    fn current_pair(&self) -> Result<Pair<'t>> {
+    fn pair(&self) -> Result<Pair<'t>> {
         let l = self.top();
         if l.page.is_dupfix() || l.page.is_subpage() {
             // A page of values (nested tree leaf or sub-page): keys only.
             return Ok((key_at(l.page, l.idx, l.pgno)?, &[]));
         }
         let n = node::node(l.page, l.idx, l.pgno)?;
-        if self.dup_cmp.is_some() {
-            if let Some(d) = &self.dup {
-                return Ok((n.key, d.current_pair()?.0));
-            }
-        }
         if n.flags & N_DUP != 0 {
             return Err(Error::corrupted(l.pgno, "multi-value node in a table without DUPSORT"));
         }
         let v = node_value(&self.pages, &n, l.pgno, l.page.txnid())?;
         Ok((n.key, v))
-    }
-
-    /// The neighbour of the current record in the same leaf (`forward`: the
-    /// next one), on a table without multi-value keys, when it is a plain
-    /// record (key and value on the page); `None` sends the caller to the
-    /// general path, which also reports any damage found here. Returning
-    /// the pair by value rather than through the general path's `Result`
-    /// matters: merged with it, the pair was copied field by field and the
-    /// caller's load of it stalled on store forwarding, once per record.
-    #[inline(always)]
-    pub(crate) fn neighbour_in_leaf(&mut self, forward: bool) -> Option<Pair<'t>> {
-        if self.dup_cmp.is_some() || self.depth == 0 || (forward && self.eof) {
-            return None;
-        }
-        let l = self.stack[self.depth - 1].as_mut()?;
-        let idx = if forward {
-            l.idx + 1
-        } else {
-            // After running off the end the position is still the last record.
-            l.idx.checked_sub(1)?
-        };
-        if idx >= l.page.num_entries() || l.page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
-            return None;
-        }
-        let n = node::node(l.page, idx, l.pgno).ok()?;
-        if n.flags & (N_DUP | N_BIG) != 0 {
-            return None;
-        }
-        l.idx = idx;
-        if !forward {
-            self.eof = false;
-        }
-        Some((n.key, n.data))
-    }
-
-    /// Sets up the inner cursor for the node under the cursor (DUPSORT tables).
-    fn enter_dup(&mut self, last: bool) -> Result<()> {
-        let Some(dcmp) = self.dup_cmp else {
-            return Ok(());
-        };
-        let l = self.top();
-        let n = node::node(l.page, l.idx, l.pgno)?;
-        let inner = if n.flags == N_DUP {
-            let sp = Page { buf: n.data };
-            check_subpage(sp, l.pgno)?;
-            let mut c = Cursor::new(self.pages, P_INVALID, 1, dcmp);
-            c.root = Root::Inline(sp, l.pgno);
-            Some(c)
-        } else if n.flags == N_DUP | N_TREE {
-            if n.data.len() != TREE_SIZE {
-                return Err(Error::corrupted(l.pgno, "nested tree descriptor has a bad size"));
-            }
-            let t = Tree::read(n.data);
-            if t.root == P_INVALID || t.height == 0 {
-                return Err(Error::corrupted(l.pgno, "empty nested tree"));
-            }
-            if t.root < crate::format::NUM_METAS
-                || t.root >= self.pages.valid && !self.pages.dirty.is_some_and(|d| d.contains_key(&t.root))
-            {
-                return Err(Error::corrupted(l.pgno, "nested tree root outside the allocated pages"));
-            }
-            let mut c = Cursor::new(self.pages, t.root, t.height, dcmp);
-            c.front = l.page.txnid();
-            Some(c)
-        } else if n.flags & (N_DUP | N_TREE) != 0 {
-            return Err(Error::corrupted(l.pgno, "bad node flags in a DUPSORT table"));
-        } else {
-            None
-        };
-        match inner {
-            Some(c) => {
-                let mut b = match self.dup.take().or_else(|| self.spare_dup.take()) {
-                    Some(mut b) => {
-                        *b = c;
-                        b
-                    }
-                    None => Box::new(c),
-                };
-                b.edge(last)?;
-                self.dup = Some(b);
-            }
-            None => {
-                if let Some(b) = self.dup.take() {
-                    self.spare_dup = Some(b);
-                }
-            }
-        }
-        Ok(())
     }
 
     fn push(&mut self, pgno: u32, front: u64, mut idx_of: impl FnMut(Page<'t>) -> Result<usize>) -> Result<Page<'t>> {
@@ -252,29 +184,19 @@ impl<'t> Cursor<'t> {
         }
     }
 
-    fn edge(&mut self, last: bool) -> Result<Option<Pair<'t>>> {
+    /// Positions on the first (or last) entry; false on an empty tree.
+    fn edge(&mut self, last: bool) -> Result<bool> {
         self.depth = 0;
         self.eof = false;
         if matches!(self.root, Root::Empty) {
             self.eof = true;
-            return Ok(None);
+            return Ok(false);
         }
         self.descend_edge(last)?;
-        self.enter_dup(last)?;
-        self.current_pair().map(Some)
+        Ok(true)
     }
 
-    /// First record.
-    pub fn first(&mut self) -> Result<Option<Pair<'t>>> {
-        self.edge(false)
-    }
-
-    /// Last record.
-    pub fn last(&mut self) -> Result<Option<Pair<'t>>> {
-        self.edge(true)
-    }
-
-    /// Moves one key; returns false at the end (position unchanged).
+    /// Moves one entry; returns false at the end (position unchanged).
     fn step(&mut self, forward: bool) -> Result<bool> {
         let mut level = self.depth;
         while level > 0 {
@@ -303,161 +225,11 @@ impl<'t> Cursor<'t> {
                         }
                     }
                 }
-                self.enter_dup(!forward)?;
                 return Ok(true);
             }
             level -= 1;
         }
         Ok(false)
-    }
-
-    /// Moves within the current key's values; false when there is no further value.
-    fn step_dup(&mut self, forward: bool) -> Result<bool> {
-        match &mut self.dup {
-            Some(d) => d.step(forward),
-            None => Ok(false),
-        }
-    }
-
-    /// Next record (the next value of the key on DUPSORT tables); on an
-    /// unpositioned cursor the first.
-    #[allow(clippy::should_implement_trait)]
-    #[inline]
-    pub fn next(&mut self) -> Result<Option<Pair<'t>>> {
-        match self.neighbour_in_leaf(true) {
-            Some(p) => Ok(Some(p)),
-            None => self.next_general(),
-        }
-    }
-
-    #[inline(never)]
-    fn next_general(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return self.first();
-        }
-        if self.eof {
-            return Ok(None);
-        }
-        if self.step_dup(true)? || self.step(true)? {
-            self.current_pair().map(Some)
-        } else {
-            self.eof = true;
-            Ok(None)
-        }
-    }
-
-    /// Previous record; on an unpositioned cursor the last.
-    #[inline]
-    pub fn prev(&mut self) -> Result<Option<Pair<'t>>> {
-        match self.neighbour_in_leaf(false) {
-            Some(p) => Ok(Some(p)),
-            None => self.prev_general(),
-        }
-    }
-
-    #[inline(never)]
-    fn prev_general(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return self.last();
-        }
-        // After running off the end the position is still the last record, so
-        // stepping back from it gives its predecessor (as libmdbx does).
-        self.eof = false;
-        if self.step_dup(false)? || self.step(false)? {
-            self.current_pair().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// First value of the next key (DUPSORT); `next` on other tables.
-    pub fn next_nodup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return self.first();
-        }
-        if self.eof {
-            return Ok(None);
-        }
-        if self.step(true)? {
-            self.current_pair().map(Some)
-        } else {
-            self.eof = true;
-            Ok(None)
-        }
-    }
-
-    /// Last value of the previous key (DUPSORT); `prev` on other tables.
-    pub fn prev_nodup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return self.last();
-        }
-        self.eof = false;
-        if self.step(false)? {
-            self.current_pair().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Next value of the current key; `None` at its last value (position kept).
-    pub fn next_dup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 || self.eof {
-            return Ok(None);
-        }
-        if self.step_dup(true)? {
-            self.current_pair().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Previous value of the current key; `None` at its first value.
-    pub fn prev_dup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 || self.eof {
-            return Ok(None);
-        }
-        if self.step_dup(false)? {
-            self.current_pair().map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// First value of the current key.
-    pub fn first_dup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return Err(Error::NoData);
-        }
-        if let Some(d) = &mut self.dup {
-            d.edge(false)?;
-        }
-        self.current_pair().map(Some)
-    }
-
-    /// Last value of the current key.
-    pub fn last_dup(&mut self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 {
-            return Err(Error::NoData);
-        }
-        if let Some(d) = &mut self.dup {
-            d.edge(true)?;
-        }
-        self.current_pair().map(Some)
-    }
-
-    /// Number of values of the current key (1 on other tables).
-    pub fn count(&self) -> Result<u64> {
-        if self.depth == 0 || !self.at_valid_leaf_entry() {
-            return Err(Error::NoData);
-        }
-        let Some(_) = self.dup_cmp else { return Ok(1) };
-        let l = self.top();
-        let n = node::node(l.page, l.idx, l.pgno)?;
-        Ok(match n.flags {
-            N_DUP => Page { buf: n.data }.num_entries() as u64,
-            f if f == N_DUP | N_TREE => Tree::read(n.data).items,
-            _ => 1,
-        })
     }
 
     fn at_valid_leaf_entry(&self) -> bool {
@@ -496,15 +268,382 @@ impl<'t> Cursor<'t> {
         }
     }
 
+    /// Positions at the first entry `>= key`; false (at the end) if there is none.
+    fn lower_bound(&mut self, key: &[u8]) -> Result<bool> {
+        if self.seek(key)?.is_none() {
+            return Ok(false);
+        }
+        if self.at_valid_leaf_entry() {
+            return Ok(true);
+        }
+        // Past the last key of this leaf: step back onto it, then forward.
+        self.back_onto_leaf();
+        self.step(true)
+    }
+
+    /// From one past a leaf's last entry (after a seek) back onto it.
+    fn back_onto_leaf(&mut self) {
+        let l = self.top();
+        self.stack[self.depth - 1] = Some(Level { idx: l.idx - 1, ..l });
+    }
+
+    /// The levels of this path, written into `m` from level `at`; their number.
+    fn save(&self, m: &mut Mark, at: usize) -> Option<u8> {
+        if at + self.depth > MAX_DEPTH {
+            return None;
+        }
+        for i in 0..self.depth {
+            let l = self.stack[i]?;
+            m.pgnos[at + i] = l.pgno;
+            // Entries of a page are fewer than 2^15 (a page is at most 64 KiB).
+            m.idxs[at + i] = u16::try_from(l.idx).ok()?;
+        }
+        Some(self.depth as u8)
+    }
+
+    /// Takes back levels saved by [`Path::save`]: each page comes from its
+    /// number (unchanged since, so not checked again), the first from the
+    /// root for a sub-page.
+    fn restore(&mut self, m: &Mark, levels: std::ops::Range<usize>) -> Result<()> {
+        self.depth = 0;
+        self.eof = false;
+        let n = levels.len();
+        for (i, (&pgno, &idx)) in m.pgnos[levels.clone()].iter().zip(&m.idxs[levels]).enumerate() {
+            let page = match (self.root, i) {
+                (Root::Inline(sp, _), 0) => sp,
+                _ => Page { buf: self.pages.get(pgno)? },
+            };
+            self.stack[i] = Some(Level { page, pgno, idx: idx as usize });
+        }
+        self.depth = n;
+        Ok(())
+    }
+}
+
+impl<'t> Cursor<'t> {
+    pub(crate) fn new(pages: Pages<'t>, root: u32, height: u16, cmp: Cmp) -> Cursor<'t> {
+        let root = if root == P_INVALID { Root::Empty } else { Root::Page(root) };
+        Cursor { p: Path::new(pages, root, height, cmp, pages.front), dup_cmp: None, dup: None, in_dup: false }
+    }
+
+    /// Makes this a cursor over a DUPSORT table whose values compare with `cmp`.
+    pub(crate) fn set_dup_cmp(&mut self, cmp: Option<Cmp>) {
+        self.dup_cmp = cmp;
+    }
+
+    /// Order of two keys under this table's key comparator.
+    #[inline]
+    pub(crate) fn key_order(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        self.p.cmp.cmp(a, b)
+    }
+
+    /// Order of two records in this table: by key, then (multimaps) by value.
+    pub(crate) fn pair_order(&self, a: Pair<'_>, b: Pair<'_>) -> std::cmp::Ordering {
+        self.p.cmp.cmp(a.0, b.0).then_with(|| self.dup_cmp.map_or(std::cmp::Ordering::Equal, |c| c.cmp(a.1, b.1)))
+    }
+
+    /// Whether the cursor is not positioned on a record.
+    pub fn eof(&self) -> bool {
+        self.p.depth == 0 || self.p.eof
+    }
+
+    /// The inner path, when the current key has several values.
+    fn dup(&mut self) -> Option<&mut Path<'t>> {
+        if self.in_dup {
+            self.dup.as_mut()
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn current_pair(&self) -> Result<Pair<'t>> {
+        if let (true, Some(d)) = (self.in_dup, &self.dup) {
+            let l = self.p.top();
+            let n = node::node(l.page, l.idx, l.pgno)?;
+            return Ok((n.key, d.pair()?.0));
+        }
+        self.p.pair()
+    }
+
+    /// The neighbour of the current record in the same leaf (`forward`: the
+    /// next one), on a table without multi-value keys, when it is a plain
+    /// record (key and value on the page); `None` sends the caller to the
+    /// general path, which also reports any damage found here. Returning
+    /// the pair by value rather than through the general path's `Result`
+    /// matters: merged with it, the pair was copied field by field and the
+    /// caller's load of it stalled on store forwarding, once per record.
+    #[inline(always)]
+    pub(crate) fn neighbour_in_leaf(&mut self, forward: bool) -> Option<Pair<'t>> {
+        if self.dup_cmp.is_some() || self.p.depth == 0 || (forward && self.p.eof) {
+            return None;
+        }
+        let l = self.p.stack[self.p.depth - 1].as_mut()?;
+        let idx = if forward {
+            l.idx + 1
+        } else {
+            // After running off the end the position is still the last record.
+            l.idx.checked_sub(1)?
+        };
+        if idx >= l.page.num_entries() || l.page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
+            return None;
+        }
+        let n = node::node(l.page, idx, l.pgno).ok()?;
+        if n.flags & (N_DUP | N_BIG) != 0 {
+            return None;
+        }
+        l.idx = idx;
+        if !forward {
+            self.p.eof = false;
+        }
+        Some((n.key, n.data))
+    }
+
+    /// The inner tree of the node under the cursor (DUPSORT tables), as
+    /// (root, height, front); `None` for a single plain value.
+    fn inner_root(&self) -> Result<Option<(Root<'t>, u16, u64)>> {
+        let l = self.p.top();
+        let n = node::node(l.page, l.idx, l.pgno)?;
+        if n.flags == N_DUP {
+            let sp = Page { buf: n.data };
+            check_subpage(sp, l.pgno)?;
+            Ok(Some((Root::Inline(sp, l.pgno), 1, self.p.pages.front)))
+        } else if n.flags == N_DUP | N_TREE {
+            if n.data.len() != TREE_SIZE {
+                return Err(Error::corrupted(l.pgno, "nested tree descriptor has a bad size"));
+            }
+            let t = Tree::read(n.data);
+            if t.root == P_INVALID || t.height == 0 {
+                return Err(Error::corrupted(l.pgno, "empty nested tree"));
+            }
+            let pages = &self.p.pages;
+            if t.root < crate::format::NUM_METAS
+                || t.root >= pages.valid && !pages.dirty.is_some_and(|d| d.contains_key(&t.root))
+            {
+                return Err(Error::corrupted(l.pgno, "nested tree root outside the allocated pages"));
+            }
+            Ok(Some((Root::Page(t.root), t.height, l.page.txnid())))
+        } else if n.flags & (N_DUP | N_TREE) != 0 {
+            Err(Error::corrupted(l.pgno, "bad node flags in a DUPSORT table"))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Sets up the inner path for the node under the cursor (DUPSORT
+    /// tables), unpositioned; whether the key has several values.
+    fn open_dup(&mut self) -> Result<bool> {
+        let Some(dcmp) = self.dup_cmp else {
+            return Ok(false);
+        };
+        self.in_dup = false;
+        let Some((root, height, front)) = self.inner_root()? else {
+            return Ok(false);
+        };
+        match &mut self.dup {
+            Some(d) => d.reset(root, height, dcmp, front),
+            None => self.dup = Some(Path::new(self.p.pages, root, height, dcmp, front)),
+        }
+        self.in_dup = true;
+        Ok(true)
+    }
+
+    /// Sets up the inner path for the node under the cursor (DUPSORT
+    /// tables), on its first (or last) value.
+    fn enter_dup(&mut self, last: bool) -> Result<()> {
+        if self.open_dup()? {
+            if let Some(d) = self.dup() {
+                d.edge(last)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn edge(&mut self, last: bool) -> Result<Option<Pair<'t>>> {
+        if !self.p.edge(last)? {
+            return Ok(None);
+        }
+        self.enter_dup(last)?;
+        self.current_pair().map(Some)
+    }
+
+    /// First record.
+    pub fn first(&mut self) -> Result<Option<Pair<'t>>> {
+        self.edge(false)
+    }
+
+    /// Last record.
+    pub fn last(&mut self) -> Result<Option<Pair<'t>>> {
+        self.edge(true)
+    }
+
+    /// Moves one key; returns false at the end (position unchanged).
+    fn step(&mut self, forward: bool) -> Result<bool> {
+        if !self.p.step(forward)? {
+            return Ok(false);
+        }
+        self.enter_dup(!forward)?;
+        Ok(true)
+    }
+
+    /// Moves within the current key's values; false when there is no further value.
+    fn step_dup(&mut self, forward: bool) -> Result<bool> {
+        match self.dup() {
+            Some(d) => d.step(forward),
+            None => Ok(false),
+        }
+    }
+
+    /// Next record (the next value of the key on DUPSORT tables); on an
+    /// unpositioned cursor the first.
+    #[allow(clippy::should_implement_trait)]
+    #[inline]
+    pub fn next(&mut self) -> Result<Option<Pair<'t>>> {
+        match self.neighbour_in_leaf(true) {
+            Some(p) => Ok(Some(p)),
+            None => self.next_general(),
+        }
+    }
+
+    #[inline(never)]
+    fn next_general(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return self.first();
+        }
+        if self.p.eof {
+            return Ok(None);
+        }
+        if self.step_dup(true)? || self.step(true)? {
+            self.current_pair().map(Some)
+        } else {
+            self.p.eof = true;
+            Ok(None)
+        }
+    }
+
+    /// Previous record; on an unpositioned cursor the last.
+    #[inline]
+    pub fn prev(&mut self) -> Result<Option<Pair<'t>>> {
+        match self.neighbour_in_leaf(false) {
+            Some(p) => Ok(Some(p)),
+            None => self.prev_general(),
+        }
+    }
+
+    #[inline(never)]
+    fn prev_general(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return self.last();
+        }
+        // After running off the end the position is still the last record, so
+        // stepping back from it gives its predecessor (as libmdbx does).
+        self.p.eof = false;
+        if self.step_dup(false)? || self.step(false)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// First value of the next key (DUPSORT); `next` on other tables.
+    pub fn next_nodup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return self.first();
+        }
+        if self.p.eof {
+            return Ok(None);
+        }
+        if self.step(true)? {
+            self.current_pair().map(Some)
+        } else {
+            self.p.eof = true;
+            Ok(None)
+        }
+    }
+
+    /// Last value of the previous key (DUPSORT); `prev` on other tables.
+    pub fn prev_nodup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return self.last();
+        }
+        self.p.eof = false;
+        if self.step(false)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Next value of the current key; `None` at its last value (position kept).
+    pub fn next_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 || self.p.eof {
+            return Ok(None);
+        }
+        if self.step_dup(true)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Previous value of the current key; `None` at its first value.
+    pub fn prev_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 || self.p.eof {
+            return Ok(None);
+        }
+        if self.step_dup(false)? {
+            self.current_pair().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// First value of the current key.
+    pub fn first_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return Err(Error::NoData);
+        }
+        if let Some(d) = self.dup() {
+            d.edge(false)?;
+        }
+        self.current_pair().map(Some)
+    }
+
+    /// Last value of the current key.
+    pub fn last_dup(&mut self) -> Result<Option<Pair<'t>>> {
+        if self.p.depth == 0 {
+            return Err(Error::NoData);
+        }
+        if let Some(d) = self.dup() {
+            d.edge(true)?;
+        }
+        self.current_pair().map(Some)
+    }
+
+    /// Number of values of the current key (1 on other tables).
+    pub fn count(&self) -> Result<u64> {
+        if self.p.depth == 0 || !self.p.at_valid_leaf_entry() {
+            return Err(Error::NoData);
+        }
+        let Some(_) = self.dup_cmp else { return Ok(1) };
+        let l = self.p.top();
+        let n = node::node(l.page, l.idx, l.pgno)?;
+        Ok(match n.flags {
+            N_DUP => Page { buf: n.data }.num_entries() as u64,
+            f if f == N_DUP | N_TREE => Tree::read(n.data).items,
+            _ => 1,
+        })
+    }
+
     /// Positions at exactly `key` (its first value); `None` (and unpositioned) if absent.
     pub fn set(&mut self, key: &[u8]) -> Result<Option<Pair<'t>>> {
-        match self.seek(key)? {
+        match self.p.seek(key)? {
             Some(true) => {
                 self.enter_dup(false)?;
                 self.current_pair().map(Some)
             }
             _ => {
-                self.depth = 0;
+                self.p.depth = 0;
                 Ok(None)
             }
         }
@@ -512,21 +651,20 @@ impl<'t> Cursor<'t> {
 
     /// Positions at the first key `>= key` (lower bound).
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Pair<'t>>> {
-        if self.seek(key)?.is_none() {
+        if self.p.seek(key)?.is_none() {
             return Ok(None);
         }
-        if self.at_valid_leaf_entry() {
+        if self.p.at_valid_leaf_entry() {
             self.enter_dup(false)?;
             return self.current_pair().map(Some);
         }
         // Past the last key of this leaf: step back onto it, then forward.
-        let l = self.top();
-        self.stack[self.depth - 1] = Some(Level { idx: l.idx - 1, ..l });
+        self.p.back_onto_leaf();
         if self.step(true)? {
             self.current_pair().map(Some)
         } else {
             self.enter_dup(true)?;
-            self.eof = true;
+            self.p.eof = true;
             Ok(None)
         }
     }
@@ -537,7 +675,7 @@ impl<'t> Cursor<'t> {
         match self.get_both_range(key, val)? {
             Some((k, v)) if self.dup_cmp.expect("dupsort").cmp(v, val).is_eq() => Ok(Some((k, v))),
             _ => {
-                self.depth = 0;
+                self.p.depth = 0;
                 Ok(None)
             }
         }
@@ -549,10 +687,10 @@ impl<'t> Cursor<'t> {
         if self.set(key)?.is_none() {
             return Ok(None);
         }
-        match &mut self.dup {
+        match self.dup() {
             Some(d) => {
-                if d.set_range(val)?.is_none() {
-                    self.depth = 0;
+                if !d.lower_bound(val)? {
+                    self.p.depth = 0;
                     return Ok(None);
                 }
                 self.current_pair().map(Some)
@@ -562,7 +700,7 @@ impl<'t> Cursor<'t> {
                 if self.dup_cmp.expect("dupsort").cmp(v, val).is_ge() {
                     Ok(Some((k, v)))
                 } else {
-                    self.depth = 0;
+                    self.p.depth = 0;
                     Ok(None)
                 }
             }
@@ -573,11 +711,11 @@ impl<'t> Cursor<'t> {
     /// whether it matched exactly (libmdbx's `MDBX_SET_LOWERBOUND`).
     pub fn set_lowerbound(&mut self, key: &[u8], val: Option<&[u8]>) -> Result<Option<(bool, Pair<'t>)>> {
         let Some((k, v)) = self.set_range(key)? else { return Ok(None) };
-        let key_eq = self.cmp.cmp(k, key).is_eq();
+        let key_eq = self.p.cmp.cmp(k, key).is_eq();
         match (val, self.dup_cmp) {
             (Some(want), Some(dc)) if key_eq => {
-                if let Some(d) = &mut self.dup {
-                    if d.set_range(want)?.is_some() {
+                if let Some(d) = self.dup() {
+                    if d.lower_bound(want)? {
                         let (k, v) = self.current_pair()?;
                         return Ok(Some((dc.cmp(v, want).is_eq(), (k, v))));
                     }
@@ -597,7 +735,7 @@ impl<'t> Cursor<'t> {
         match self.set_lowerbound(key, val)? {
             None => Ok(None),
             Some((true, _)) if val.is_some() && self.dup_cmp.is_some() => self.next(),
-            Some((_, (k, _))) if val.is_none() && self.cmp.cmp(k, key).is_eq() => self.next_nodup(),
+            Some((_, (k, _))) if val.is_none() && self.p.cmp.cmp(k, key).is_eq() => self.next_nodup(),
             Some((true, _)) => self.next(),
             Some((false, p)) => Ok(Some(p)),
         }
@@ -608,10 +746,10 @@ impl<'t> Cursor<'t> {
     /// of them (libmdbx's `MDBX_GET_MULTIPLE`).
     pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         self.need_dups()?;
-        if self.depth == 0 || !self.at_valid_leaf_entry() {
+        if self.p.depth == 0 || !self.p.at_valid_leaf_entry() {
             return Err(Error::NoData);
         }
-        match &mut self.dup {
+        match self.dup() {
             None => Ok(Some(self.current_pair()?.1)),
             Some(d) => {
                 let l = d.top();
@@ -635,7 +773,7 @@ impl<'t> Cursor<'t> {
     /// DUPFIXED: the next page of values of the current key.
     pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         self.need_dups()?;
-        if self.depth == 0 {
+        if self.p.depth == 0 {
             return Err(Error::NoData);
         }
         if self.step_dup(true)? {
@@ -648,10 +786,10 @@ impl<'t> Cursor<'t> {
     /// DUPFIXED: the previous page of values of the current key.
     pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         self.need_dups()?;
-        if self.depth == 0 {
+        if self.p.depth == 0 {
             return Err(Error::NoData);
         }
-        let Some(d) = &mut self.dup else { return Ok(None) };
+        let Some(d) = self.dup() else { return Ok(None) };
         let l = d.top();
         let depth = d.depth;
         d.stack[depth - 1] = Some(Level { idx: 0, ..l });
@@ -671,7 +809,7 @@ impl<'t> Cursor<'t> {
 
     /// The record at the cursor; `Err(NoData)` when unpositioned.
     pub fn get_current(&self) -> Result<Option<Pair<'t>>> {
-        if self.depth == 0 || !self.at_valid_leaf_entry() {
+        if self.p.depth == 0 || !self.p.at_valid_leaf_entry() {
             return Err(Error::NoData);
         }
         self.current_pair().map(Some)
@@ -679,50 +817,103 @@ impl<'t> Cursor<'t> {
 
     /// Whether the cursor is on the first key of the table.
     pub fn on_first(&self) -> bool {
-        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx == 0))
+        self.p.depth > 0 && (0..self.p.depth).all(|i| self.p.stack[i].is_some_and(|l| l.idx == 0))
     }
 
     /// Whether the cursor is on the last key of the table.
     pub fn on_last(&self) -> bool {
-        self.depth > 0 && (0..self.depth).all(|i| self.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
+        self.p.depth > 0
+            && (0..self.p.depth).all(|i| self.p.stack[i].is_some_and(|l| l.idx + 1 == l.page.num_entries()))
     }
 
     /// First node as (key, node flags), without resolving its value.
     pub(crate) fn first_node(&mut self) -> Result<Option<(&'t [u8], u8)>> {
-        self.depth = 0;
-        self.eof = false;
-        if matches!(self.root, Root::Empty) {
+        if !self.p.edge(false)? {
+            self.p.eof = false;
             return Ok(None);
         }
-        self.descend_edge(false)?;
         self.current_node().map(Some)
     }
 
     /// Next node as (key, node flags).
     pub(crate) fn next_node(&mut self) -> Result<Option<(&'t [u8], u8)>> {
-        if self.depth == 0 || self.eof {
+        if self.p.depth == 0 || self.p.eof {
             return Ok(None);
         }
         if self.step(true)? {
             self.current_node().map(Some)
         } else {
-            self.eof = true;
+            self.p.eof = true;
             Ok(None)
         }
     }
 
     fn current_node(&self) -> Result<(&'t [u8], u8)> {
-        let l = self.top();
+        let l = self.p.top();
         let n = node::node(l.page, l.idx, l.pgno)?;
         Ok((n.key, n.flags))
     }
 
     /// The key at the cursor, if positioned.
     pub(crate) fn current_key(&self) -> Option<&'t [u8]> {
-        if self.depth == 0 || !self.at_valid_leaf_entry() {
+        if self.p.depth == 0 || !self.p.at_valid_leaf_entry() {
             return None;
         }
-        let l = self.top();
+        let l = self.p.top();
         key_at(l.page, l.idx, l.pgno).ok()
+    }
+
+    /// Writes the position into `m`; false (and `m` unusable) when the
+    /// cursor stands on no record. In place: a mark is a few hundred bytes,
+    /// and a write cursor takes one at every step.
+    pub(crate) fn mark_into(&self, m: &mut Mark) -> bool {
+        if self.eof() || !self.p.at_valid_leaf_entry() {
+            return false;
+        }
+        let Some(depth) = self.p.save(m, 0) else { return false };
+        m.depth = depth;
+        m.in_dup = false;
+        if let (true, Some(d)) = (self.in_dup, &self.dup) {
+            let Some(dd) = d.save(m, depth as usize) else { return false };
+            m.dup_depth = dd;
+            m.in_dup = true;
+        }
+        true
+    }
+
+    /// From a position where a record was deleted (on its successor, or
+    /// past its leaf's last entry) onto the successor; false if there is
+    /// none (the cursor is then at the end).
+    pub(crate) fn settle(&mut self) -> Result<bool> {
+        if self.p.depth == 0 {
+            return Ok(false);
+        }
+        if self.p.at_valid_leaf_entry() {
+            return Ok(true);
+        }
+        let l = self.p.top();
+        if l.idx == 0 {
+            return Err(Error::corrupted(l.pgno, "empty leaf page"));
+        }
+        self.p.back_onto_leaf();
+        if self.step(true)? {
+            return Ok(true);
+        }
+        self.p.eof = true;
+        Ok(false)
+    }
+
+    /// Stands on a position taken by [`Cursor::mark_into`] from a cursor over the
+    /// same table, none of whose pages has changed since.
+    pub(crate) fn restore(&mut self, m: &Mark) -> Result<()> {
+        let depth = m.depth as usize;
+        self.p.restore(m, 0..depth)?;
+        self.in_dup = false;
+        if m.in_dup && self.open_dup()? {
+            if let Some(d) = self.dup() {
+                d.restore(m, depth..depth + m.dup_depth as usize)?;
+            }
+        }
+        Ok(())
     }
 }

@@ -879,7 +879,10 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
 
 /// Deletes the entry `path` leads to in `tree`, the current tree of `db`
 /// (not a multimap's), as found by a descent with nothing changed since.
-pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, path: &mut Path) -> Result<()> {
+/// Returns whether the tree kept its shape: then `path` (its pages now this
+/// transaction's copies) leads to where the entry was, which holds its
+/// successor, or is one past the leaf's end if it was the leaf's last.
+pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, path: &mut Path) -> Result<bool> {
     let leaf = path.leaf();
     let (lpg, idx) = path.at(leaf);
     let (big, entries) = {
@@ -898,20 +901,36 @@ pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tre
         }
         w.free(lpg, 1);
         finish(w, db, tree.without_pages());
-        return Ok(());
+        return Ok(false);
     }
     touch_path(w, &mut tree, path)?;
     if let Some(b) = big {
         free_large(w, &mut tree, b)?;
     }
     p_remove(w.dirty_mut(path.at(leaf).0), idx);
+    let kept = stays(w.dirty_ref(path.at(leaf).0), leaf, w.limits().page_size - PAGEHDRSZ);
     rebalance(w, &mut tree, path, leaf)?;
     finish(w, db, tree);
-    Ok(())
+    Ok(kept)
 }
 
 fn used(buf: &[u8]) -> usize {
     buf.len() - PAGEHDRSZ - room(buf)
+}
+
+/// Whether the tree page `buf` at `level` (0: the root) stays as it is
+/// after a removal from it: [`rebalance`] changes nothing then. A root
+/// changes when it is an empty leaf or a branch of one child; another page
+/// when it is nearly empty (no entry, or a branch of one child) or less than
+/// a quarter full (of `cap` bytes).
+fn stays(buf: &[u8], level: usize, cap: usize) -> bool {
+    let p = Page { buf };
+    let n = p.num_entries();
+    if level == 0 {
+        return if p.is_branch() { n != 1 } else { n != 0 };
+    }
+    let minimal = if p.is_branch() { n < 2 } else { n == 0 };
+    !minimal && used(buf) * 4 >= cap
 }
 
 /// Restores the invariants after a removal from the page at `level`.
@@ -925,16 +944,20 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
     let cap = ps - PAGEHDRSZ;
     loop {
         let pgno = path.at(level).0;
-        let (n, is_branch, fill) = {
-            let b = w.dirty_ref(pgno);
-            let p = Page { buf: b };
-            (p.num_entries(), p.is_branch(), used(b))
+        let (n, is_branch) = {
+            let p = Page { buf: w.dirty_ref(pgno) };
+            (p.num_entries(), p.is_branch())
         };
+        if stays(w.dirty_ref(pgno), level, cap) {
+            return Ok(());
+        }
         if level == 0 {
-            if !is_branch && n == 0 {
+            if !is_branch {
+                // An empty leaf.
                 w.free(pgno, 1);
                 *tree = tree.without_pages();
-            } else if is_branch && n == 1 {
+            } else {
+                // A branch of one child.
                 let child = child_at(Page { buf: w.dirty_ref(pgno) }, 0, pgno)?;
                 w.free(pgno, 1);
                 tree.root = child;
@@ -944,9 +967,6 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
             return Ok(());
         }
         let minimal = if is_branch { n < 2 } else { n == 0 };
-        if !minimal && fill * 4 >= cap {
-            return Ok(());
-        }
         let (ppg, pidx) = path.at(level - 1);
         let pn = Page { buf: w.dirty_ref(ppg) }.num_entries();
         let sidx = if pidx + 1 < pn {

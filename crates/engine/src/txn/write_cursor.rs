@@ -1,10 +1,16 @@
 //! The write cursor: a cursor of a write transaction that can also put and
-//! delete, keeping its position as a record rather than a page path.
+//! delete, keeping its position as a record rather than a page path. Between
+//! moves that write nothing it also keeps the page path ([`Mark`]), so a walk
+//! steps from page to page as a read cursor does instead of searching from
+//! the root at every step.
 
 use super::{Db, RwTxn};
-use crate::btree::{cursor::Cursor, Cmp};
+use crate::btree::cursor::{Cursor, Mark};
+use crate::btree::{write, Cmp};
 use crate::error::{Error, Result};
 use crate::flags::PutFlags;
+use crate::format::node::{self, N_TREE};
+use crate::format::page::Page;
 
 /// A cursor of a write transaction that can also put and delete. It keeps its
 /// position as the record it stands on, (key, value) on multimaps (DUP_SORT
@@ -28,6 +34,13 @@ pub struct RwCursor<'t, 'env> {
     val: Vec<u8>,
     /// The record at the position was deleted: the cursor stands on its successor.
     after_del: bool,
+    /// The page path to the position, while nothing was written since it
+    /// was taken (`RwCursor` holds the transaction exclusively, so only its
+    /// own puts and deletes change pages; each drops it). Restoring it costs
+    /// a page look-up per level, finding the key again a search per level.
+    mark: Mark,
+    /// `mark` holds the position.
+    marked: bool,
 }
 
 type OwnedPair<'a> = Option<(&'a [u8], &'a [u8])>;
@@ -45,22 +58,55 @@ enum At {
     End,
 }
 
-/// A read cursor over `db` placed at the position `key`/`val` (see [`At`]).
-fn locate<'a>(
-    txn: &'a RwTxn<'_>,
-    db: Db,
-    dupsort: bool,
-    at: Option<(&[u8], &[u8])>,
-    after_del: bool,
-) -> Result<(Cursor<'a>, At)> {
-    let mut c = txn.cursor(db)?;
-    let Some((key, val)) = at else { return Ok((c, At::Nowhere)) };
-    let at = match c.set_lowerbound(key, dupsort.then_some(val))? {
+/// A read cursor over `db`, unpositioned. Built here and returned without
+/// a `Result` around it, so that it is built in its caller's place: a
+/// cursor holds two page paths (about 2 KiB), and a `Result` of one was
+/// copied twice at each step of a walk.
+#[inline(always)]
+fn fresh<'a>(txn: &'a RwTxn<'_>, t: &crate::txn::View) -> Cursor<'a> {
+    let mut c = Cursor::new(txn.pages(), t.tree.root, t.tree.height, t.cmp);
+    c.set_dup_cmp(Cmp::for_dups(t.flags));
+    c
+}
+
+/// Places `c` at the position `key`/`val` (see [`At`]).
+fn locate(c: &mut Cursor<'_>, dupsort: bool, at: Option<(&[u8], &[u8])>, after_del: bool) -> Result<At> {
+    let Some((key, val)) = at else { return Ok(At::Nowhere) };
+    Ok(match c.set_lowerbound(key, dupsort.then_some(val))? {
         None => At::End,
         Some((true, _)) if !after_del => At::On,
         Some(_) => At::Successor,
-    };
-    Ok((c, at))
+    })
+}
+
+/// Deletes the record of a plain table (not a multimap) that `mark` stands
+/// on, with nothing changed since it was taken: the path a search would
+/// find. Returns whether the tree kept its shape; `mark` then stands where
+/// the record was (see [`write::del_at`]).
+fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
+    txn.guarded(|t| {
+        if db.dbi == Db::GC.dbi {
+            return Err(Error::BadDbi);
+        }
+        let view = t.table(db)?;
+        let mut path = write::Path::new();
+        let (pgnos, idxs) = mark.outer();
+        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+            path.push(pgno, idx as usize);
+        }
+        if db.dbi == Db::MAIN.dbi {
+            let (lpg, idx) = path.at(path.leaf());
+            let leaf = Page { buf: t.pages().get(lpg)? };
+            if node::node(leaf, idx, lpg)?.flags & N_TREE != 0 {
+                return Err(Error::Incompatible("the key names a table; use drop_db".into()));
+            }
+        }
+        let kept = write::del_at(t, db, view.tree, &mut path)?;
+        if kept {
+            mark.set_outer(path.pgnos(), path.idxs());
+        }
+        Ok(kept)
+    })
 }
 
 /// Remembers `pair` as the position.
@@ -76,7 +122,33 @@ fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8]
 impl<'t, 'env> RwCursor<'t, 'env> {
     /// A cursor with no position yet.
     pub(super) fn new(txn: &'t mut RwTxn<'env>, db: Db, dupsort: bool) -> Self {
-        RwCursor { txn, db, dupsort, positioned: false, key: Vec::new(), val: Vec::new(), after_del: false }
+        RwCursor {
+            txn,
+            db,
+            dupsort,
+            positioned: false,
+            key: Vec::new(),
+            val: Vec::new(),
+            after_del: false,
+            mark: Mark::NONE,
+            marked: false,
+        }
+    }
+
+    /// Places `c` at the position: restored from the mark when there is
+    /// one, else found again from the remembered record.
+    fn place(&self, c: &mut Cursor<'_>, after_del: bool) -> Result<At> {
+        if self.marked && self.positioned {
+            c.restore(&self.mark)?;
+            if !after_del {
+                return Ok(At::On);
+            }
+            // After a delete at the cursor the mark stands where the record
+            // was: on its successor, or past its leaf's last entry.
+            return Ok(if c.settle()? { At::Successor } else { At::End });
+        }
+        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
+        locate(c, self.dupsort, at, after_del)
     }
 
     /// Finds the position again, runs `f` on a read cursor there and
@@ -87,12 +159,15 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
         let after_del = std::mem::take(&mut self.after_del);
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (mut c, at) = locate(self.txn, self.db, self.dupsort, at, after_del)?;
+        let t = self.txn.table(self.db)?;
+        let mut c = fresh(self.txn, &t);
+        let at = self.place(&mut c, after_del)?;
+        self.marked = false;
         let r = f(&mut c, at, &self.key)?;
         if let Some(p) = r {
             keep(&mut self.key, &mut self.val, self.dupsort, p);
             self.positioned = true;
+            self.marked = c.mark_into(&mut self.mark);
         }
         Ok(r)
     }
@@ -165,9 +240,9 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// The record at the cursor (after a delete: the successor of the deleted
     /// record, `None` if there is none); `Err(NoData)` when unpositioned.
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-        match at {
+        let t = self.txn.table(self.db)?;
+        let mut c = fresh(self.txn, &t);
+        match self.place(&mut c, self.after_del)? {
             At::Nowhere => Err(Error::NoData),
             At::On | At::Successor => c.get_current(),
             At::End => Ok(None),
@@ -180,9 +255,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
-            let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-            let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-            let (k, v) = match at {
+            let mut c = fresh(self.txn, &t);
+            let (k, v) = match self.place(&mut c, self.after_del)? {
                 At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
                 At::Nowhere | At::End => return Err(Error::NoData),
             };
@@ -192,6 +266,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
                 let old = v.to_vec();
                 if !dcmp.cmp(&old, val).is_eq() {
+                    self.marked = false;
                     // The new value first: a refused put changes nothing.
                     self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
                     self.txn.del(self.db, key, Some(&old))?;
@@ -202,6 +277,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 return Ok(());
             }
         }
+        self.marked = false;
         self.txn.put(self.db, key, val, flags)?;
         keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
         self.positioned = true;
@@ -210,15 +286,17 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// The record a delete applies to: the one at the cursor (after a
-    /// delete: the successor), remembered as the position.
+    /// delete: the successor), remembered as the position (and marked).
     fn target(&mut self) -> Result<()> {
-        let at = self.positioned.then_some((&self.key[..], &self.val[..]));
-        let (c, at) = locate(self.txn, self.db, self.dupsort, at, self.after_del)?;
-        let p = match at {
+        let t = self.txn.table(self.db)?;
+        let mut c = fresh(self.txn, &t);
+        let p = match self.place(&mut c, self.after_del)? {
             At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
             At::Nowhere | At::End => return Err(Error::NoData),
         };
         keep(&mut self.key, &mut self.val, self.dupsort, p);
+        self.marked = c.mark_into(&mut self.mark);
+        self.after_del = false;
         Ok(())
     }
 
@@ -227,6 +305,15 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// cursor then stands on the successor (see [`RwCursor`]).
     pub fn del(&mut self) -> Result<()> {
         self.target()?;
+        if !self.dupsort && std::mem::take(&mut self.marked) {
+            // A plain table's record: deleted where the mark stands, with
+            // no search; the mark then stands where it was (on the
+            // successor) unless the tree changed shape.
+            self.marked = del_marked(self.txn, self.db, &mut self.mark)?;
+            self.after_del = true;
+            return Ok(());
+        }
+        self.marked = false;
         let val = self.dupsort.then_some(&self.val[..]);
         if !self.txn.del(self.db, &self.key, val)? {
             return Err(Error::NoData);
@@ -239,6 +326,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
     pub fn del_all(&mut self) -> Result<()> {
         self.target()?;
+        self.marked = false;
         if !self.txn.del(self.db, &self.key, None)? {
             return Err(Error::NoData);
         }

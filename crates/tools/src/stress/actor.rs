@@ -682,7 +682,6 @@ impl Actor {
                 let t = env.begin_ro_txn()?;
                 let mut c = t.cursor(self.db)?;
                 c.first()?;
-                std::mem::forget(c);
                 std::mem::forget(t);
             } else {
                 let mut txn = env.begin_rw_txn()?;
