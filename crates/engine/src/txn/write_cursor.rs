@@ -154,10 +154,24 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Finds the position again, runs `f` on a read cursor there and
     /// remembers where it ends (a `None` from `f` keeps the position).
     /// `f` also gets the remembered key (after a delete: the deleted key).
+    ///
+    /// `step`: `f` is `next` (`Some(true)`) or `prev` (`Some(false)`). On a
+    /// plain table whose mark holds, a step to a neighbour in the same leaf
+    /// then builds no cursor at all ([`Mark::step_in_leaf`]).
     fn moved<'a>(
         &'a mut self,
+        step: Option<bool>,
         f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
+        if let (Some(forward), false, true, true, false) =
+            (step, self.dupsort, self.marked, self.positioned, self.after_del)
+        {
+            let pages = self.txn.pages();
+            if let Some(p) = self.mark.step_in_leaf(&pages, forward) {
+                keep(&mut self.key, &mut self.val, false, p);
+                return Ok(Some(p));
+            }
+        }
         let after_del = std::mem::take(&mut self.after_del);
         let t = self.txn.table(self.db)?;
         let mut c = fresh(self.txn, &t);
@@ -175,7 +189,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
     fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
         self.positioned = false;
-        self.moved(|c, _, _| f(c))
+        self.moved(None, |c, _, _| f(c))
     }
 
     /// First record.
@@ -191,7 +205,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// record); on an unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<OwnedPair<'_>> {
-        self.moved(|c, at, _| match at {
+        self.moved(Some(true), |c, at, _| match at {
             At::Nowhere => c.first(),
             At::On => c.next(),
             At::Successor => c.get_current(),
@@ -201,7 +215,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Previous record (the previous value of the key on multimaps); on an
     /// unpositioned cursor the last.
     pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
-        self.moved(|c, at, _| match at {
+        self.moved(Some(false), |c, at, _| match at {
             At::Nowhere | At::End => c.last(),
             At::On | At::Successor => c.prev(),
         })
@@ -210,7 +224,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// the deleted record's key); on an unpositioned cursor the first.
     pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
         let cmp = self.txn.table(self.db)?.cmp;
-        self.moved(|c, at, key| match at {
+        self.moved(None, |c, at, key| match at {
             At::Nowhere => c.first(),
             At::On => c.next_nodup(),
             // The successor may be a further value of the deleted record's key.
@@ -223,7 +237,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// deleted one, if its key has one); `None` at the key's last value.
     pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
         let cmp = self.txn.table(self.db)?.cmp;
-        self.moved(|c, at, key| match at {
+        self.moved(None, |c, at, key| match at {
             At::On => c.next_dup(),
             At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
             At::Nowhere | At::Successor | At::End => Ok(None),
