@@ -84,14 +84,18 @@ impl Mark {
         Mark { pgnos: [0; MAX_DEPTH], idxs: [0; MAX_DEPTH], depth: 0, dup_depth: 0, in_dup: false };
 
     /// The neighbour of the marked record in its leaf (`forward`: the next
-    /// one), on a plain table, when it is a plain record (key and value on
-    /// the page); the mark then stands on it. `None` (mark unchanged) sends
-    /// the caller to a cursor's general path, which also reports any damage
-    /// found here. A write cursor's walk takes this way: one page look-up a
-    /// step rather than a path restored level by level.
+    /// one) when it is a plain record (key and value on the page), or on a
+    /// multimap key with several values the neighbouring value on the
+    /// values' leaf; the mark then stands on it. `None` (mark unchanged)
+    /// sends the caller to a cursor's general path, which also reports any
+    /// damage found here. A write cursor's walk takes this way: a page
+    /// look-up or two a step rather than a path restored level by level.
     #[inline]
     pub(crate) fn step_in_leaf<'t>(&mut self, pages: &Pages<'t>, forward: bool) -> Option<Pair<'t>> {
-        if self.in_dup || self.depth == 0 {
+        if self.in_dup {
+            return self.step_in_values(pages, forward);
+        }
+        if self.depth == 0 {
             return None;
         }
         let leaf = self.depth as usize - 1;
@@ -107,6 +111,38 @@ impl Mark {
         }
         self.idxs[leaf] = idx as u16;
         Some((n.key, n.data))
+    }
+
+    /// [`Mark::step_in_leaf`] among a multimap key's values: the
+    /// neighbouring value on the same page of values (the key's sub-page, or
+    /// a leaf of its nested tree).
+    fn step_in_values<'t>(&mut self, pages: &Pages<'t>, forward: bool) -> Option<Pair<'t>> {
+        let (outer, inner) = (self.depth as usize, self.dup_depth as usize);
+        if outer == 0 || inner == 0 {
+            return None;
+        }
+        let lpg = self.pgnos[outer - 1];
+        let leaf = Page { buf: pages.get(lpg).ok()? };
+        let n = node::node(leaf, self.idxs[outer - 1] as usize, lpg).ok()?;
+        let at = outer + inner - 1;
+        let (page, pgno) = if n.flags == N_DUP && inner == 1 {
+            (Page { buf: n.data }, lpg)
+        } else if n.flags == N_DUP | N_TREE {
+            let pgno = self.pgnos[at];
+            (Page { buf: pages.get(pgno).ok()? }, pgno)
+        } else {
+            return None;
+        };
+        let idx = if forward { self.idxs[at] as usize + 1 } else { (self.idxs[at] as usize).checked_sub(1)? };
+        if idx >= page.num_entries() {
+            return None;
+        }
+        if !page.is_dupfix() && !page.is_subpage() && node::node(page, idx, pgno).ok()?.flags != 0 {
+            return None;
+        }
+        let v = key_at(page, idx, pgno).ok()?;
+        self.idxs[at] = idx as u16;
+        Some((n.key, v))
     }
 
     /// The table's levels (pages and indexes from the root): what a search

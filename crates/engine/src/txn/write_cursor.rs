@@ -155,20 +155,19 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// remembers where it ends (a `None` from `f` keeps the position).
     /// `f` also gets the remembered key (after a delete: the deleted key).
     ///
-    /// `step`: `f` is `next` (`Some(true)`) or `prev` (`Some(false)`). On a
-    /// plain table whose mark holds, a step to a neighbour in the same leaf
-    /// then builds no cursor at all ([`Mark::step_in_leaf`]).
+    /// `step`: `f` is `next` (`Some(true)`) or `prev` (`Some(false)`). While
+    /// the mark holds, a step to a neighbour on the same leaf (or the same
+    /// page of a key's values) then builds no cursor at all
+    /// ([`Mark::step_in_leaf`]).
     fn moved<'a>(
         &'a mut self,
         step: Option<bool>,
         f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
-        if let (Some(forward), false, true, true, false) =
-            (step, self.dupsort, self.marked, self.positioned, self.after_del)
-        {
+        if let (Some(forward), true, true, false) = (step, self.marked, self.positioned, self.after_del) {
             let pages = self.txn.pages();
             if let Some(p) = self.mark.step_in_leaf(&pages, forward) {
-                keep(&mut self.key, &mut self.val, false, p);
+                keep(&mut self.key, &mut self.val, self.dupsort, p);
                 return Ok(Some(p));
             }
         }
