@@ -90,10 +90,14 @@ impl Mark {
     /// sends the caller to a cursor's general path, which also reports any
     /// damage found here. A write cursor's walk takes this way: a page
     /// look-up or two a step rather than a path restored level by level.
+    ///
+    /// `by`: 1 the next record, -1 the previous one, 0 the record at the
+    /// mark itself (after a delete at the cursor, on a plain table: the
+    /// successor, if it is on the same leaf).
     #[inline]
-    pub(crate) fn step_in_leaf<'t>(&mut self, pages: &Pages<'t>, forward: bool) -> Option<Pair<'t>> {
+    pub(crate) fn step_in_leaf<'t>(&mut self, pages: &Pages<'t>, by: i8) -> Option<Pair<'t>> {
         if self.in_dup {
-            return self.step_in_values(pages, forward);
+            return if by == 0 { None } else { self.step_in_values(pages, by > 0) };
         }
         if self.depth == 0 {
             return None;
@@ -101,7 +105,7 @@ impl Mark {
         let leaf = self.depth as usize - 1;
         let pgno = self.pgnos[leaf];
         let page = Page { buf: pages.get(pgno).ok()? };
-        let idx = if forward { self.idxs[leaf] as usize + 1 } else { (self.idxs[leaf] as usize).checked_sub(1)? };
+        let idx = (self.idxs[leaf] as usize).checked_add_signed(by as isize)?;
         if idx >= page.num_entries() || page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
             return None;
         }

@@ -164,10 +164,18 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         step: Option<bool>,
         f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
-        if let (Some(forward), true, true, false) = (step, self.marked, self.positioned, self.after_del) {
+        if let (Some(forward), true, true) = (step, self.marked, self.positioned) {
+            // After a delete, `next` returns the successor the mark stands on.
+            let by = match (forward, self.after_del) {
+                (true, true) => Some(0),
+                (true, false) => Some(1),
+                (false, false) => Some(-1),
+                (false, true) => None,
+            };
             let pages = self.txn.pages();
-            if let Some(p) = self.mark.step_in_leaf(&pages, forward) {
+            if let Some(p) = by.and_then(|by| self.mark.step_in_leaf(&pages, by)) {
                 keep(&mut self.key, &mut self.val, self.dupsort, p);
+                self.after_del = false;
                 return Ok(Some(p));
             }
         }
@@ -266,10 +274,15 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
     /// value at the cursor (only that one) with `val`.
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+        // Whatever it writes, the mark may not hold afterwards.
+        let marked = std::mem::take(&mut self.marked);
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
             let mut c = fresh(self.txn, &t);
-            let (k, v) = match self.place(&mut c, self.after_del)? {
+            self.marked = marked;
+            let at = self.place(&mut c, self.after_del);
+            self.marked = false;
+            let (k, v) = match at? {
                 At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
                 At::Nowhere | At::End => return Err(Error::NoData),
             };
@@ -277,12 +290,14 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
             }
             if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
-                let old = v.to_vec();
-                if !dcmp.cmp(&old, val).is_eq() {
-                    self.marked = false;
+                if !dcmp.cmp(v, val).is_eq() {
+                    // The cursor stands on the record it replaces, whose
+                    // value its own buffer keeps (the put may move it).
+                    keep(&mut self.key, &mut self.val, true, (k, v));
+                    self.after_del = false;
                     // The new value first: a refused put changes nothing.
                     self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
-                    self.txn.del(self.db, key, Some(&old))?;
+                    self.txn.del(self.db, key, Some(&self.val))?;
                 }
                 keep(&mut self.key, &mut self.val, true, (key, val));
                 self.positioned = true;
@@ -290,7 +305,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 return Ok(());
             }
         }
-        self.marked = false;
         self.txn.put(self.db, key, val, flags)?;
         keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
         self.positioned = true;
@@ -301,6 +315,10 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// The record a delete applies to: the one at the cursor (after a
     /// delete: the successor), remembered as the position (and marked).
     fn target(&mut self) -> Result<()> {
+        if self.marked && self.positioned && !self.after_del {
+            // On the record the mark stands on: `key`/`val` hold it.
+            return Ok(());
+        }
         let t = self.txn.table(self.db)?;
         let mut c = fresh(self.txn, &t);
         let p = match self.place(&mut c, self.after_del)? {
