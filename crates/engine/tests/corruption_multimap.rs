@@ -85,10 +85,23 @@ fn exercise(dir: &Path, rng: &mut Rng) -> Result<(), String> {
             for (name, _) in TABLES {
                 let Ok(db) = txn.open_db(Some(name)) else { continue };
                 if let Ok(mut c) = txn.cursor(db) {
+                    let mut errors = 0;
                     for _ in 0..20_000 {
                         match c.next() {
                             Ok(Some(_)) => {}
-                            _ => break,
+                            Ok(None) => break,
+                            Err(_) => {
+                                // A cursor that met damage still answers
+                                // (a record or an error), as a caller that
+                                // goes on with it would ask.
+                                let _ = c.get_current();
+                                let _ = c.count();
+                                let _ = c.prev();
+                                errors += 1;
+                                if errors > 3 {
+                                    break;
+                                }
+                            }
                         }
                     }
                 }
@@ -110,6 +123,24 @@ fn exercise(dir: &Path, rng: &mut Rng) -> Result<(), String> {
                     } else {
                         txn.del(db, key.as_bytes(), Some(&val)).map(|_| ())
                     };
+                }
+            }
+            // A write cursor's walk deleting every third value (it keeps
+            // its page path between moves and deletes where it stands).
+            for (name, _) in TABLES {
+                let Ok(db) = txn.open_db(Some(name)) else { continue };
+                let Ok(mut c) = txn.rw_cursor(db) else { continue };
+                let mut at = c.first().map(|p| p.is_some());
+                for i in 0..3_000 {
+                    if !matches!(at, Ok(true)) {
+                        let _ = c.get_current();
+                        break;
+                    }
+                    if i % 3 == 0 && c.del().is_err() {
+                        let _ = c.next();
+                        break;
+                    }
+                    at = c.next().map(|p| p.is_some());
                 }
             }
             let _ = txn.commit();
@@ -173,4 +204,56 @@ fn damaged_multimap_pages_4096() {
 #[test]
 fn damaged_multimap_pages_256() {
     run(256, 300);
+}
+
+/// A cursor that fails to enter a key's nested tree (its only page
+/// damaged) keeps answering with errors: `get_current`, `count` and further
+/// moves after the failed step return `Err` or a record, never panic.
+#[test]
+fn cursor_after_a_damaged_nested_tree_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let env = builder(4096).open(tmp.path()).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        let db = txn.create_db(Some("dups"), DbFlags::DUP_SORT).unwrap();
+        // key0 and key2 with one value, key1 with 400 (a nested tree of one leaf).
+        for (k, n) in [(0u32, 1u64), (1, 400), (2, 1)] {
+            for v in 0..n {
+                txn.put(db, format!("key{k}").as_bytes(), &v.to_be_bytes(), PutFlags::empty()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    let path = tmp.path().join("mdbx.dat");
+    let mut img = std::fs::read(&path).unwrap();
+    let ps = 4096;
+    let rd16 = |img: &[u8], o: usize| u16::from_le_bytes([img[o], img[o + 1]]) as usize;
+    // The nested tree's root: the N_DUP | N_TREE node's descriptor.
+    let mut root = None;
+    for p in leaf_pages(&img, ps) {
+        let base = p * ps;
+        for i in 0..rd16(&img, base + 12) / 2 {
+            let node = base + 20 + rd16(&img, base + 20 + 2 * i);
+            if img[node + 4] == 0x06 {
+                let d = node + 8 + rd16(&img, node + 6);
+                root = Some(u32::from_le_bytes(img[d + 8..d + 12].try_into().unwrap()) as usize);
+            }
+        }
+    }
+    let root = root.expect("a nested tree");
+    // Its page flags: no kind at all.
+    img[root * ps + 10] = 0;
+    img[root * ps + 11] = 0;
+    std::fs::write(&path, &img).unwrap();
+    let env = builder(4096).open(tmp.path()).unwrap();
+    let txn = env.begin_ro_txn().unwrap();
+    let db = txn.open_db(Some("dups")).unwrap();
+    let mut c = txn.cursor(db).unwrap();
+    assert!(c.first().unwrap().is_some());
+    assert!(c.next().is_err(), "entering the damaged nested tree fails");
+    let _ = c.get_current();
+    let _ = c.count();
+    let _ = c.next();
+    let _ = c.prev();
+    let _ = c.get_current();
 }

@@ -192,6 +192,10 @@ impl<'t> Path<'t> {
     /// the value under an inner path (as its key, with an empty value).
     #[inline]
     fn pair(&self) -> Result<Pair<'t>> {
+        if self.depth == 0 {
+            // An inner path whose positioning failed (a damaged page).
+            return Err(Error::NoData);
+        }
         let l = self.top();
         if l.page.is_dupfix() || l.page.is_subpage() {
             // A page of values (nested tree leaf or sub-page): keys only.
@@ -519,7 +523,10 @@ impl<'t> Cursor<'t> {
     fn enter_dup(&mut self, last: bool) -> Result<()> {
         if self.open_dup()? {
             if let Some(d) = self.dup() {
-                d.edge(last)?;
+                if let Err(e) = d.edge(last) {
+                    self.in_dup = false;
+                    return Err(e);
+                }
             }
         }
         Ok(())
@@ -977,7 +984,10 @@ impl<'t> Cursor<'t> {
         self.in_dup = false;
         if m.in_dup && self.open_dup()? {
             if let Some(d) = self.dup() {
-                d.restore(m, depth..depth + m.dup_depth as usize)?;
+                if let Err(e) = d.restore(m, depth..depth + m.dup_depth as usize) {
+                    self.in_dup = false;
+                    return Err(e);
+                }
             }
         }
         Ok(())
