@@ -796,7 +796,12 @@ fn read_all(env: &Env, spec: BaseSpec, phase: &str, b: &Bounds, rep: &mut Report
     }
 }
 
-fn write_probe(env: &Env, spec: BaseSpec, b: &Bounds, rep: &mut Report) {
+/// Pages of the data file `data` as it is now (the writes grow it).
+fn file_pages(data: &Path, ps: usize) -> u32 {
+    std::fs::metadata(data).map_or(0, |m| m.len() / ps as u64) as u32
+}
+
+fn write_probe(env: &Env, spec: BaseSpec, data: &Path, b: &Bounds, rep: &mut Report) {
     let mut txn = match env.begin_rw_txn() {
         Ok(t) => t,
         Err(e) => return rep.err("rw-write", "begin_rw_txn", &e, b),
@@ -821,6 +826,45 @@ fn write_probe(env: &Env, spec: BaseSpec, b: &Bounds, rep: &mut Report) {
             if name == "ints" { 7919u64.to_ne_bytes().to_vec() } else { format!("{name}-00001").into_bytes() };
         if let Err(e) = txn.del(db, &victim, None) {
             rep.err("rw-write", &format!("del {name}"), &e, b);
+        }
+    }
+    // A write cursor's walk deleting every seventh record (it keeps its
+    // page path between its moves and deletes where it stands). Its
+    // deletes copy pages to new numbers, so damage it meets later may be
+    // named on a copy: a page past the original file, within the grown one.
+    let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
+    for name in ["plain", "ints"] {
+        let Ok(db) = txn.open_db(Some(name)) else { continue };
+        let mut c = match txn.rw_cursor(db) {
+            Ok(c) => c,
+            Err(e) => {
+                rep.err("rw-write", &format!("rw_cursor {name}"), &e, b);
+                continue;
+            }
+        };
+        let mut at = c.first().map(|p| p.is_some());
+        for i in 0..5_000 {
+            match at {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    rep.err("rw-write", &format!("cursor walk {name}"), &e, b);
+                    break;
+                }
+            }
+            if i % 7 == 0 {
+                if let Err(e) = c.del() {
+                    let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
+                    rep.err("rw-write", &format!("cursor del {name}"), &e, b);
+                    break;
+                }
+            }
+            at = c.next().map(|p| p.is_some());
+            if let Err(e) = &at {
+                let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
+                rep.err("rw-write", &format!("cursor walk {name}"), e, b);
+                break;
+            }
         }
     }
     if let Err(e) = txn.commit() {
@@ -878,8 +922,10 @@ fn child_main(dir: &Path, spec: BaseSpec, expect: Expect, max_page: u32) -> Repo
         match open_builder(spec.ps).durability(Durability::UtterlyNoSync).open(dir) {
             Ok(env) => {
                 read_all(&env, spec, "rw", &b, rep);
-                write_probe(&env, spec, &b, rep);
-                read_all(&env, spec, "rw-after-write", &b, rep);
+                write_probe(&env, spec, &data, &b, rep);
+                // The writes may have grown the file: its pages now exist.
+                let after = Bounds { max_page: b.max_page.max(file_pages(&data, spec.ps)), max_steps: b.max_steps };
+                read_all(&env, spec, "rw-after-write", &after, rep);
             }
             Err(e) => rep.err("rw", "open", &e, &b),
         }
