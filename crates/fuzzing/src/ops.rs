@@ -59,8 +59,11 @@ enum Op {
     Bulk { prefix: u8, n: u8, len: u8 },
     /// 10: put `n` values under one key of `multi`.
     BulkDup { key: Vec<u8>, n: u8, len: u8 },
-    /// 11: delete the first `n` records of a table with a write cursor.
-    CursorDel { multi: bool, n: u8 },
+    /// 11: delete records of a table with a write cursor: the first `n`
+    /// (`every` 0), or up to `n` while walking the whole table and
+    /// deleting every `every`-th record (each record walked is checked
+    /// against the model's order).
+    CursorDel { multi: bool, n: u8, every: u8 },
     /// 12: clear a table.
     Clear { multi: bool },
     /// 13: get a key of both tables and compare with the model.
@@ -133,7 +136,7 @@ impl Input<'_> {
             8 => Op::Reopen,
             9 => Op::Bulk { prefix: self.byte0(), n: self.byte0() % 64, len: self.byte0() },
             10 => Op::BulkDup { key: self.key(), n: self.byte0(), len: self.byte0() % 24 },
-            11 => Op::CursorDel { multi: bit, n: self.byte0() % 32 },
+            11 => Op::CursorDel { multi: bit, n: self.byte0() % 32, every: self.byte0() % 8 },
             12 => Op::Clear { multi: bit },
             13 => Op::Get { key: self.key() },
             14 => Op::DelRange { from: self.byte0(), n: self.byte0() % 32 },
@@ -490,7 +493,45 @@ fn apply(txn: &mut RwTxn<'_>, dbs: Dbs, op: Op, m: &mut Model) -> bool {
                 }
             }
         }
-        Op::CursorDel { multi, n } => {
+        Op::CursorDel { multi, n, every } if every > 0 => {
+            let db = if multi { dbs.multi } else { dbs.plain };
+            let order: Vec<(Vec<u8>, Vec<u8>)> = if multi {
+                m.multi.iter().flat_map(|(k, s)| s.iter().map(move |v| (k.clone(), v.clone()))).collect()
+            } else {
+                m.plain.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+            };
+            let own = |p: Option<(&[u8], &[u8])>| p.map(|(k, v)| (k.to_vec(), v.to_vec()));
+            let mut c = txn.rw_cursor(db).expect("rw_cursor");
+            let mut gone = Vec::new();
+            let mut i = 0;
+            let mut r = own(c.first().expect("rw_cursor first"));
+            while let Some(p) = r {
+                assert_eq!(Some(&p), order.get(i), "write cursor walk: record #{i}");
+                if i % every as usize == 0 && gone.len() < n as usize {
+                    match c.del() {
+                        Ok(()) => gone.push(i),
+                        Err(Error::MapFull) => return true,
+                        Err(e) => panic!("cursor del in a walk: {e:?}"),
+                    }
+                }
+                i += 1;
+                r = own(c.next().expect("rw_cursor next"));
+            }
+            assert_eq!(i, order.len(), "write cursor walk: records walked");
+            for i in gone {
+                let (k, v) = &order[i];
+                if multi {
+                    let s = m.multi.get_mut(k).expect("walked key in the model");
+                    s.remove(v);
+                    if s.is_empty() {
+                        m.multi.remove(k);
+                    }
+                } else {
+                    m.plain.remove(k);
+                }
+            }
+        }
+        Op::CursorDel { multi, n, .. } => {
             let db = if multi { dbs.multi } else { dbs.plain };
             let mut c = txn.rw_cursor(db).expect("rw_cursor");
             let mut deleted = 0;
