@@ -471,13 +471,34 @@ impl Actor {
                 txn.clear_db(self.db)?;
                 ops.push(Op::Drop);
                 ht.1 = ht.0;
-            } else {
+            } else if self.rng.chance(1, 2) {
                 let half = (ht.0 - ht.1) / 2;
                 for _ in 0..half {
                     let k = self.key(ht.1);
                     del(txn, self.db, &k, None, ops)?;
                     ht.1 += 1;
                 }
+            } else {
+                // The same deletes as a pruning job does them: a write
+                // cursor walks the table and deletes each key of the oldest
+                // half where it stands (with all its values).
+                let end = ht.1 + (ht.0 - ht.1) / 2;
+                let doomed = |k: &[u8]| {
+                    let x = self.decode(k);
+                    (ht.1..end).contains(&x) && self.key(x) == k
+                };
+                let mut c = txn.rw_cursor(self.db)?;
+                let mut at = c.first()?.map(|(k, _)| (doomed(k), k.to_vec()));
+                while let Some((hit, k)) = at {
+                    at = if hit {
+                        c.del_all()?;
+                        ops.push(Op::Del(k));
+                        c.get_current()?.map(|(k, _)| (doomed(k), k.to_vec()))
+                    } else {
+                        c.next_nodup()?.map(|(k, _)| (doomed(k), k.to_vec()))
+                    };
+                }
+                ht.1 = end;
             }
         }
         Ok(())
