@@ -1,8 +1,9 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|wscan|rwscan|multiwscan|multirwscan|prune|load] [PAGE_SIZE]`
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|wscan|rwscan|multiwscan|multirwscan|prune|rwupdate|load] [PAGE_SIZE]`
 //! (`wscan`/`rwscan`: a walk of the table with a read cursor / a write
 //! cursor inside a write transaction; `multi*`: the same over a multimap of
 //! 1,000 keys with values inline and in nested trees; `prune`: a write
-//! cursor's walk deleting 1 record in 10, as the benchmark's prune row.)
+//! cursor's walk deleting 1 record in 10, as the benchmark's prune row;
+//! `rwupdate`: a write cursor's walk replacing every value at the cursor.)
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
 //! the put mode, default 100,000).
@@ -183,6 +184,25 @@ fn main() -> rdbx::Result<()> {
                 t1.elapsed().as_nanos() as f64 / walked as f64
             );
             txn.abort();
+        }
+        "rwupdate" => {
+            let t1 = std::time::Instant::now();
+            let mut txn = env.begin_rw_txn()?;
+            let mut c = txn.rw_cursor(Db::MAIN)?;
+            let mut walked = 0u64;
+            let mut key = Vec::new();
+            let mut at = c.first()?.is_some();
+            while at {
+                key.clear();
+                key.extend_from_slice(c.get_current()?.map_or(&[][..], |(k, _)| k));
+                c.put(&key, &[8u8; 32], PutFlags::CURRENT)?;
+                walked += 1;
+                at = c.next()?.is_some();
+            }
+            drop(c);
+            txn.commit()?;
+            sum = walked as usize;
+            println!("{what} alone {:?} ({walked} updated)", t1.elapsed());
         }
         "prune" => {
             let t1 = std::time::Instant::now();

@@ -266,7 +266,7 @@ impl PagePool {
     /// With WRITEMAP: `[off, off + len)` of `map` to be edited in place
     /// (see [`MapClaims::page_mut`]), from the claims on `map` (made at its
     /// first page); `None` where they cannot hand it out.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn map_page(&mut self, map: &Arc<Mmap>, off: usize, len: usize) -> Option<MapPage> {
         if !self.claims.as_ref().is_some_and(|c| Arc::ptr_eq(c.map(), map)) {
             self.claims = Some(MapClaims::new(map)?);

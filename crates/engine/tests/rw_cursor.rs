@@ -424,3 +424,37 @@ proptest! {
         run(Table::Plain, &init, &ops)?;
     }
 }
+
+/// A walk over a plain table that replaces every value with a bigger one
+/// at the cursor (`put(.., CURRENT)`): leaves split under the cursor all
+/// the time, and the walk still visits every key once, in order.
+#[test]
+fn walk_replacing_values_with_bigger_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_env(256, dir.path());
+    let mut txn = env.begin_rw_txn().unwrap();
+    let db = txn.create_db(Some("plain"), DbFlags::empty()).unwrap();
+    let keys: Vec<Vec<u8>> = (0..300).map(|i| format!("k{i:04}").into_bytes()).collect();
+    for k in &keys {
+        txn.put(db, k, b"v", PutFlags::empty()).unwrap();
+    }
+    let big = |k: &[u8]| [k, &[b'x'; 50][..]].concat();
+    {
+        let mut c = txn.rw_cursor(db).unwrap();
+        let mut visited = Vec::new();
+        let mut cur = own(c.first()).unwrap();
+        while let Some((k, v)) = cur {
+            assert!(visited.len() < keys.len(), "the walk does not end");
+            assert_eq!(v, b"v", "{k:?}: visited twice or not from the table");
+            c.put(&k, &big(&k), PutFlags::CURRENT).unwrap();
+            assert_eq!(own(c.get_current()).unwrap(), Some((k.clone(), big(&k))), "get_current after put");
+            visited.push(k);
+            cur = own(c.next()).unwrap();
+        }
+        assert_eq!(visited, keys, "keys visited");
+    }
+    let want: Vec<Pair> = keys.iter().map(|k| (k.clone(), big(k))).collect();
+    assert_eq!(content(&txn, db), want);
+    txn.verify_table(db).unwrap();
+    txn.commit().unwrap();
+}

@@ -82,7 +82,7 @@ impl HandedBits {
     }
 
     /// The word holding granule `g`'s bit, and the bit.
-    #[inline]
+    #[inline(always)]
     fn word(&mut self, g: usize) -> (&mut u64, u64) {
         let c = g / CHUNK_BITS;
         if self.chunks[c].is_none() {
@@ -418,7 +418,7 @@ impl MapClaims {
     /// of any process references (the MVCC rule that also lets a writer
     /// `pwrite` them), which no `bytes` borrow reads (the transaction reads
     /// them only through this `MapPage`).
-    #[inline]
+    #[inline(always)]
     pub fn page_mut(&mut self, off: usize, len: usize) -> Option<MapPage> {
         let map = &*self.map;
         let end = off.checked_add(len)?;

@@ -106,7 +106,7 @@ impl RwTxn<'_> {
     /// allocated, to be edited in place in the map. `None` without WRITEMAP,
     /// outside the file or the map, and where an open parent transaction
     /// still relies on the pages' file contents (see `spill`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn map_page(&mut self, pgno: u32, n: usize) -> Option<crate::os::mmap::MapPage> {
         if !self.env.writemap {
             return None;

@@ -109,6 +109,30 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
     })
 }
 
+/// Replaces the value of the plain table's record that `mark` stands on
+/// (its key is `key`), with nothing changed since the mark was taken: the
+/// path a search would find. Returns whether the leaf kept its place (no
+/// split); `mark` then still stands on the record.
+fn put_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8], val: &[u8], flags: PutFlags) -> Result<bool> {
+    txn.guarded(|t| {
+        if db.dbi == Db::GC.dbi {
+            return Err(Error::BadDbi);
+        }
+        let mut path = write::Path::new();
+        let (pgnos, idxs) = mark.outer();
+        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+            path.push(pgno, idx as usize);
+        }
+        // A put over a table record is refused inside `put_on`.
+        write::put_on(t, db, key, write::Val::Bytes(val), flags, 0, Some(&mut path))?;
+        let kept = path.len > 0;
+        if kept {
+            mark.set_outer(path.pgnos(), path.idxs());
+        }
+        Ok(kept)
+    })
+}
+
 /// Remembers `pair` as the position.
 fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
     key.clear();
@@ -276,6 +300,18 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         // Whatever it writes, the mark may not hold afterwards.
         let marked = std::mem::take(&mut self.marked);
+        if flags.contains(PutFlags::CURRENT) && !self.dupsort && marked && self.positioned && !self.after_del {
+            // A plain table's record where the mark stands (`key` holds
+            // its key): replaced at the marked path, with no search; the
+            // mark still stands on it unless its leaf split.
+            let t = self.txn.table(self.db)?;
+            if !t.cmp.cmp(&self.key, key).is_eq() {
+                self.marked = true;
+                return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
+            }
+            self.marked = put_marked(self.txn, self.db, &mut self.mark, key, val, flags)?;
+            return Ok(());
+        }
         if flags.contains(PutFlags::CURRENT) {
             let t = self.txn.table(self.db)?;
             let mut c = fresh(self.txn, &t);
