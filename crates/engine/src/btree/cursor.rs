@@ -129,7 +129,7 @@ impl Mark {
         let leaf = Page { buf: pages.get(lpg).ok()? };
         let n = node::node(leaf, self.idxs[outer - 1] as usize, lpg).ok()?;
         let at = outer + inner - 1;
-        let (page, pgno) = if n.flags == N_DUP && inner == 1 {
+        let (page, pgno) = if n.flags == N_DUP && inner == 1 && n.data.len() >= PAGEHDRSZ {
             (Page { buf: n.data }, lpg)
         } else if n.flags == N_DUP | N_TREE {
             let pgno = self.pgnos[at];

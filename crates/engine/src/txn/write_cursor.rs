@@ -300,7 +300,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
         // Whatever it writes, the mark may not hold afterwards.
         let marked = std::mem::take(&mut self.marked);
-        if flags.contains(PutFlags::CURRENT) && !self.dupsort && marked && self.positioned && !self.after_del {
+        if flags == PutFlags::CURRENT && !self.dupsort && marked && self.positioned && !self.after_del {
             // A plain table's record where the mark stands (`key` holds
             // its key): replaced at the marked path, with no search; the
             // mark still stands on it unless its leaf split.
