@@ -1,9 +1,11 @@
-//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|wscan|rwscan|multiwscan|multirwscan|prune|rwupdate|load] [PAGE_SIZE]`
+//! Hot-path workload for profiling: `cargo run --release --example hot [get|scan|randscan|intget|intscan|intiter|put|multi|multidel|wscan|rwscan|multiwscan|multirwscan|prune|multiprune|rwupdate|load] [PAGE_SIZE]`
 //! (`wscan`/`rwscan`: a walk of the table with a read cursor / a write
 //! cursor inside a write transaction; `multi*`: the same over a multimap of
 //! 1,000 keys with values inline and in nested trees; `prune`: a write
 //! cursor's walk deleting 1 record in 10, as the benchmark's prune row;
-//! `rwupdate`: a write cursor's walk replacing every value at the cursor.)
+//! `rwupdate`: a write cursor's walk replacing every value at the cursor;
+//! `multiprune`: a multimap of N/10 keys with 10 values each (sub-pages),
+//! committed, then a write cursor's walk deleting every other value.)
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
 //! the put mode, default 100,000).
@@ -184,6 +186,31 @@ fn main() -> rdbx::Result<()> {
                 t1.elapsed().as_nanos() as f64 / walked as f64
             );
             txn.abort();
+        }
+        "multiprune" => {
+            let mut txn = env.begin_rw_txn()?;
+            let db = txn.create_db(Some("multi"), rdbx::DbFlags::DUP_SORT)?;
+            for i in 0..n {
+                txn.put(db, &(i / 10).to_be_bytes(), &i.to_be_bytes(), PutFlags::empty())?;
+            }
+            txn.commit()?;
+            let t1 = std::time::Instant::now();
+            let mut txn = env.begin_rw_txn()?;
+            let mut c = txn.rw_cursor(db)?;
+            let (mut walked, mut deleted) = (0u64, 0u64);
+            let mut at = c.first()?.is_some();
+            while at {
+                if walked % 2 == 0 {
+                    c.del()?;
+                    deleted += 1;
+                }
+                walked += 1;
+                at = c.next()?.is_some();
+            }
+            drop(c);
+            txn.commit()?;
+            sum = deleted as usize;
+            println!("{what} alone {:?} ({walked} walked, {deleted} deleted)", t1.elapsed());
         }
         "rwupdate" => {
             let t1 = std::time::Instant::now();

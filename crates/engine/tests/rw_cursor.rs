@@ -67,7 +67,8 @@ fn tables() -> [(&'static str, DbFlags); 2] {
 }
 
 /// Walks the table forward deleting every other record: every record is
-/// visited once, in order, and the rest stays.
+/// visited once, in order, and the rest stays. The table is committed
+/// first, so the deletes copy its pages on write under the cursor.
 #[test]
 fn walk_deleting_every_other_value() {
     for ps in [256, 4096] {
@@ -77,6 +78,8 @@ fn walk_deleting_every_other_value() {
             let mut txn = env.begin_rw_txn().unwrap();
             let db = txn.create_db(Some(name), flags).unwrap();
             let mut model = populate(&mut txn, db, flags.contains(DbFlags::DUP_FIXED));
+            txn.commit().unwrap();
+            let mut txn = env.begin_rw_txn().unwrap();
             let all: Vec<Pair> = model.iter().cloned().collect();
             let mut visited = Vec::new();
             {
@@ -438,6 +441,9 @@ fn walk_replacing_values_with_bigger_ones() {
     for k in &keys {
         txn.put(db, k, b"v", PutFlags::empty()).unwrap();
     }
+    // Committed first: the puts copy the pages on write under the cursor.
+    txn.commit().unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
     let big = |k: &[u8]| [k, &[b'x'; 50][..]].concat();
     {
         let mut c = txn.rw_cursor(db).unwrap();

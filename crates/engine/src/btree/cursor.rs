@@ -166,6 +166,23 @@ impl Mark {
         self.dup_depth = 0;
         self.in_dup = false;
     }
+
+    /// On a multimap key whose values are a sub-page: the index of the
+    /// marked value in it (the inner path's one level).
+    pub(crate) fn subpage_value(&self) -> Option<usize> {
+        (self.in_dup && self.dup_depth == 1).then(|| self.idxs[self.depth as usize] as usize)
+    }
+
+    /// The table's levels moved to the pages `pgnos` (the same levels and
+    /// indexes, the pages copied on write), the values' level kept.
+    pub(crate) fn move_outer(&mut self, pgnos: &[u32]) {
+        let d = (self.depth as usize).min(pgnos.len());
+        self.pgnos[..d].copy_from_slice(&pgnos[..d]);
+        if self.in_dup && self.dup_depth == 1 {
+            // A sub-page's level names its host leaf.
+            self.pgnos[self.depth as usize] = self.pgnos[self.depth as usize - 1];
+        }
+    }
 }
 
 impl<'t> Path<'t> {
@@ -959,6 +976,18 @@ impl<'t> Cursor<'t> {
     /// none (the cursor is then at the end).
     pub(crate) fn settle(&mut self) -> Result<bool> {
         if self.p.depth == 0 {
+            return Ok(false);
+        }
+        if self.in_dup {
+            // A value deleted from a key's sub-page: its successor is the
+            // next value of the key, else the next key's first.
+            if self.dup.as_ref().is_some_and(|d| d.depth > 0 && d.at_valid_leaf_entry()) {
+                return Ok(true);
+            }
+            if self.step(true)? {
+                return Ok(true);
+            }
+            self.p.eof = true;
             return Ok(false);
         }
         if self.p.at_valid_leaf_entry() {

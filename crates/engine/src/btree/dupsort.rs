@@ -769,6 +769,39 @@ fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
     write::p_remove(sub, pos);
 }
 
+/// Deletes value `pos` of the sub-page of the key `path` leads to in the
+/// multimap `db` (a write cursor's marked place: the path a search for the
+/// key finds, nothing changed since), when it goes in place: the key keeps
+/// other values and its sub-page stays in its node ([`remove_in_place_ok`]).
+/// Then `path` (its pages now this transaction's copies) still leads to
+/// the key, whose sub-page holds the value's successor at `pos` (or `pos`
+/// is one past its end). `Ok(false)`, nothing changed, otherwise: the
+/// caller deletes by search.
+pub(crate) fn del_in_subpage<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    db: W::Db,
+    path: &mut Path,
+    pos: usize,
+) -> Result<bool> {
+    let t = w.table(db)?;
+    let mut tree = t.tree;
+    let (lpg, idx) = path.at(path.leaf());
+    let Repr::Sub(n) = read_repr(w, &t, lpg, idx)? else { return Ok(false) };
+    {
+        let pages = w.pages();
+        let sp = subpage(&pages, lpg, idx)?;
+        if n < 2 || pos >= n || !remove_in_place_ok(sp, pos, lpg)? {
+            return Ok(false);
+        }
+    }
+    tree.dec_items(1, lpg)?;
+    touch_path(w, &mut tree, path)?;
+    let lpg = path.at(path.leaf()).0;
+    remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+    write::finish(w, db, tree);
+    Ok(true)
+}
+
 fn done<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
     if t.flags.contains(DbFlags::DUP_FIXED) && tree.dupfix_size == 0 {
         tree.dupfix_size = val.len() as u32;

@@ -109,6 +109,25 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
     })
 }
 
+/// Deletes the multimap value that `mark` stands on, value `pos` of its
+/// key's sub-page, in place (see [`crate::btree::dupsort::del_in_subpage`]);
+/// false, nothing changed, when it does not go in place. Then `mark` stands
+/// where the value was.
+fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, pos: usize) -> Result<bool> {
+    txn.guarded(|t| {
+        let mut path = write::Path::new();
+        let (pgnos, idxs) = mark.outer();
+        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+            path.push(pgno, idx as usize);
+        }
+        let done = crate::btree::dupsort::del_in_subpage(t, db, &mut path, pos)?;
+        if done {
+            mark.move_outer(path.pgnos());
+        }
+        Ok(done)
+    })
+}
+
 /// Replaces the value of the plain table's record that `mark` stands on
 /// (its key is `key`), with nothing changed since the mark was taken: the
 /// path a search would find. Returns whether the leaf kept its place (no
@@ -380,7 +399,15 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             self.after_del = true;
             return Ok(());
         }
-        self.marked = false;
+        if let (true, Some(pos)) = (std::mem::take(&mut self.marked), self.mark.subpage_value()) {
+            // A multimap value in its key's sub-page, removed in place where
+            // the mark stands (if it can be: else by search, below).
+            if del_marked_value(self.txn, self.db, &mut self.mark, pos)? {
+                self.marked = true;
+                self.after_del = true;
+                return Ok(());
+            }
+        }
         let val = self.dupsort.then_some(&self.val[..]);
         if !self.txn.del(self.db, &self.key, val)? {
             return Err(Error::NoData);
