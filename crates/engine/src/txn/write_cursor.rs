@@ -79,6 +79,17 @@ fn locate(c: &mut Cursor<'_>, dupsort: bool, at: Option<(&[u8], &[u8])>, after_d
     })
 }
 
+/// The table levels of `mark` as a write path: what a search for the
+/// marked record finds, while nothing changed since the mark was taken.
+fn marked_path(mark: &Mark) -> write::Path {
+    let mut path = write::Path::new();
+    let (pgnos, idxs) = mark.outer();
+    for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+        path.push(pgno, idx as usize);
+    }
+    path
+}
+
 /// Deletes the record of a plain table (not a multimap) that `mark` stands
 /// on, with nothing changed since it was taken: the path a search would
 /// find. Returns whether the tree kept its shape; `mark` then stands where
@@ -89,11 +100,7 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
             return Err(Error::BadDbi);
         }
         let view = t.table(db)?;
-        let mut path = write::Path::new();
-        let (pgnos, idxs) = mark.outer();
-        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
-            path.push(pgno, idx as usize);
-        }
+        let mut path = marked_path(mark);
         if db.dbi == Db::MAIN.dbi {
             let (lpg, idx) = path.at(path.leaf());
             let leaf = Page { buf: t.pages().get(lpg)? };
@@ -115,11 +122,7 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
 /// where the value was.
 fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, pos: usize) -> Result<bool> {
     txn.guarded(|t| {
-        let mut path = write::Path::new();
-        let (pgnos, idxs) = mark.outer();
-        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
-            path.push(pgno, idx as usize);
-        }
+        let mut path = marked_path(mark);
         let done = crate::btree::dupsort::del_in_subpage(t, db, &mut path, pos)?;
         if done {
             mark.move_outer(path.pgnos());
@@ -137,11 +140,7 @@ fn put_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8], val: &[u
         if db.dbi == Db::GC.dbi {
             return Err(Error::BadDbi);
         }
-        let mut path = write::Path::new();
-        let (pgnos, idxs) = mark.outer();
-        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
-            path.push(pgno, idx as usize);
-        }
+        let mut path = marked_path(mark);
         // A put over a table record is refused inside `put_on`.
         write::put_on(t, db, key, write::Val::Bytes(val), flags, 0, Some(&mut path))?;
         let kept = path.len > 0;
