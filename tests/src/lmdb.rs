@@ -237,8 +237,10 @@ impl Txn<'_> {
                 break Err(e);
             }
             walked += 1;
-            // SAFETY: filled by the cursor in this live transaction.
-            if unsafe { pick(slice(&k), slice(&v)) } {
+            // SAFETY: filled by the cursor in this live transaction; read
+            // before the next cursor operation.
+            let (ks, vs) = unsafe { (slice(&k), slice(&v)) };
+            if pick(ks, vs) {
                 // SAFETY: an open cursor of this write transaction, on a record.
                 if let Err(e) = check(unsafe { ffi::mdb_cursor_del(c, 0) }, || "mdb_cursor_del".into()) {
                     break Err(e);

@@ -574,8 +574,9 @@ impl Txn<'_> {
             check(rc, || format!("mdbx_cursor_get(dbi {dbi}, op {op})"))?;
             walked += 1;
             // SAFETY: on success k/v point into the map (or are empty),
-            // valid until the next cursor operation.
-            if pick(unsafe { slice_of(&k) }, unsafe { slice_of(&v) }) {
+            // valid until the next cursor operation, which comes after `pick`.
+            let (ks, vs) = unsafe { (slice_of(&k), slice_of(&v)) };
+            if pick(ks, vs) {
                 // SAFETY: live cursor of this write transaction, on a record.
                 check(unsafe { ffi::mdbx_cursor_del(cur.0, ffi::MDBX_CURRENT) }, || "mdbx_cursor_del".into())?;
                 deleted += 1;

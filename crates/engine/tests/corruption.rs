@@ -832,7 +832,8 @@ fn write_probe(env: &Env, spec: BaseSpec, data: &Path, b: &Bounds, rep: &mut Rep
     // page path between its moves and deletes where it stands). Its
     // deletes copy pages to new numbers, so damage it meets later may be
     // named on a copy: a page past the original file, within the grown one.
-    let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
+    let grown = || Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
+    let b = &grown();
     for name in ["plain", "ints"] {
         let Ok(db) = txn.open_db(Some(name)) else { continue };
         let mut c = match txn.rw_cursor(db) {
@@ -854,15 +855,13 @@ fn write_probe(env: &Env, spec: BaseSpec, data: &Path, b: &Bounds, rep: &mut Rep
             }
             if i % 7 == 0 {
                 if let Err(e) = c.del() {
-                    let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
-                    rep.err("rw-write", &format!("cursor del {name}"), &e, b);
+                    rep.err("rw-write", &format!("cursor del {name}"), &e, &grown());
                     break;
                 }
             }
             at = c.next().map(|p| p.is_some());
             if let Err(e) = &at {
-                let b = &Bounds { max_page: b.max_page.max(file_pages(data, spec.ps)), max_steps: b.max_steps };
-                rep.err("rw-write", &format!("cursor walk {name}"), e, b);
+                rep.err("rw-write", &format!("cursor walk {name}"), e, &grown());
                 break;
             }
         }

@@ -829,7 +829,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
         let (lpg, idx) = path.at(path.leaf());
         write::p_remove(w.dirty_mut(lpg), idx);
         let leaf = path.leaf();
-        rebalance(w, tree, path, leaf)
+        rebalance(w, tree, path, leaf).map(drop)
     };
     let Some(val) = val else {
         touch_path(w, &mut tree, &mut path)?;

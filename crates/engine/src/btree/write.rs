@@ -938,10 +938,9 @@ pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tre
         free_large(w, &mut tree, b)?;
     }
     p_remove(w.dirty_mut(path.at(leaf).0), idx);
-    let kept = stays(w.dirty_ref(path.at(leaf).0), leaf, w.limits().page_size - PAGEHDRSZ);
-    rebalance(w, &mut tree, path, leaf)?;
+    let changed = rebalance(w, &mut tree, path, leaf)?;
     finish(w, db, tree);
-    Ok(kept)
+    Ok(!changed)
 }
 
 fn used(buf: &[u8]) -> usize {
@@ -964,23 +963,30 @@ fn stays(buf: &[u8], level: usize, cap: usize) -> bool {
 }
 
 /// Restores the invariants after a removal from the page at `level`.
+/// Returns whether it changed anything: false when that page [`stays`],
+/// and `path` then still leads to it.
 pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
     w: &mut W,
     tree: &mut Tree,
     path: &mut Path,
     mut level: usize,
-) -> Result<()> {
+) -> Result<bool> {
     let ps = w.limits().page_size;
     let cap = ps - PAGEHDRSZ;
+    let first = level;
     loop {
         let pgno = path.at(level).0;
         let (n, is_branch) = {
-            let p = Page { buf: w.dirty_ref(pgno) };
+            let buf = w.dirty_ref(pgno);
+            if stays(buf, level, cap) {
+                // Unchanged only if this is the page the removal was from;
+                // a parent the loop came up to counts as a change (safe:
+                // the caller then searches again).
+                return Ok(level != first);
+            }
+            let p = Page { buf };
             (p.num_entries(), p.is_branch())
         };
-        if stays(w.dirty_ref(pgno), level, cap) {
-            return Ok(());
-        }
         if level == 0 {
             if !is_branch {
                 // An empty leaf.
@@ -994,7 +1000,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
                 tree.dec_height(pgno)?;
                 tree.dec_branch(1, pgno)?;
             }
-            return Ok(());
+            return Ok(true);
         }
         let minimal = if is_branch { n < 2 } else { n == 0 };
         let (ppg, pidx) = path.at(level - 1);
@@ -1062,7 +1068,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
             if let Some(pc) = parent {
                 w.recycle(pc);
             }
-            return Ok(());
+            return Ok(true);
         }
         // Borrow one entry from the sibling (which then still has enough).
         let sib_n = Page { buf: w.dirty_ref(spg) }.num_entries();
@@ -1114,7 +1120,7 @@ pub(crate) fn rebalance<W: TreeWriter + ?Sized>(
         if let Some(pc) = parent {
             w.recycle(pc);
         }
-        return r;
+        return r.map(|()| true);
     }
 }
 
