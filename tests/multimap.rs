@@ -485,6 +485,9 @@ trait Ops {
     /// DUP_FIXED: `packed` holds values of `size` bytes each.
     fn put_multiple(&mut self, t: usize, key: &[u8], packed: &[u8], size: usize, flags: u32) -> Result<usize, Fail>;
     fn del(&mut self, t: usize, key: &[u8], val: Option<&[u8]>) -> Result<bool, Fail>;
+    /// Walks the table with one write cursor, deleting at the cursor (one
+    /// value) each record `pick` selects; the records walked and deleted.
+    fn prune(&mut self, t: usize, pick: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(u64, u64), Fail>;
     /// The values stored under `key` now (for failure reports).
     fn values(&mut self, t: usize, key: &[u8]) -> Result<Vec<Vec<u8>>, String>;
 }
@@ -507,6 +510,20 @@ impl Ops for RdbxOps<'_, '_> {
     }
     fn del(&mut self, t: usize, key: &[u8], val: Option<&[u8]>) -> Result<bool, Fail> {
         self.txn.del(self.dbs[t], key, val).map_err(rdbx_fail)
+    }
+    fn prune(&mut self, t: usize, pick: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(u64, u64), Fail> {
+        let mut c = self.txn.rw_cursor(self.dbs[t]).map_err(rdbx_fail)?;
+        let (mut walked, mut deleted) = (0, 0);
+        let mut at = c.first().map_err(rdbx_fail)?.map(|(k, v)| pick(k, v));
+        while let Some(doomed) = at {
+            walked += 1;
+            if doomed {
+                c.del().map_err(rdbx_fail)?;
+                deleted += 1;
+            }
+            at = c.next().map_err(rdbx_fail)?.map(|(k, v)| pick(k, v));
+        }
+        Ok((walked, deleted))
     }
     fn values(&mut self, t: usize, key: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         let mut c = self.txn.cursor(self.dbs[t]).map_err(|e| format!("{e:?}"))?;
@@ -562,6 +579,9 @@ impl Ops for MdbxOps<'_, '_> {
     }
     fn del(&mut self, t: usize, key: &[u8], val: Option<&[u8]>) -> Result<bool, Fail> {
         self.txn.del(self.dbis[t], key, val).map_err(oracle_fail)
+    }
+    fn prune(&mut self, t: usize, pick: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(u64, u64), Fail> {
+        self.txn.walk_delete(self.dbis[t], pick).map_err(oracle_fail)
     }
     fn values(&mut self, t: usize, key: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         let all = self.txn.read_all(self.dbis[t])?;
@@ -821,6 +841,53 @@ impl<'a> Drv<'a> {
         }
     }
 
+    /// Walks table `t` with a write cursor deleting the `i`-th record
+    /// walked when `doomed(i)`: the walk must visit the model's records in
+    /// its order, and the model loses the same ones.
+    fn prune(&mut self, t: usize, doomed: fn(usize) -> bool) {
+        self.count += 1;
+        let kind = self.m[t].kind;
+        let want: Vec<(Vec<u8>, Vec<u8>)> = self.m[t]
+            .map
+            .iter()
+            .flat_map(|(k, s)| s.iter().map(move |v| (key_real(kind, k), val_real(kind, v))))
+            .collect();
+        let mut walked = Vec::new();
+        let got = self.ops.prune(t, &mut |k, v| {
+            walked.push((k.to_vec(), v.to_vec()));
+            doomed(walked.len() - 1)
+        });
+        let gone = (0..want.len()).filter(|&i| doomed(i)).count() as u64;
+        match got {
+            Ok((w, d)) if w == want.len() as u64 && d == gone => {}
+            other => panic!(
+                "{}: a pruning walk returned {other:?}, expected Ok(({}, {gone}))",
+                self.describe(t, &[], None),
+                want.len()
+            ),
+        }
+        if let Some(i) = (0..want.len()).find(|&i| walked[i] != want[i]) {
+            panic!(
+                "{}: the pruning walk's record #{i} is {} = {}, the model's {} = {}",
+                self.describe(t, &walked[i].0, Some(&walked[i].1)),
+                hex(&walked[i].0),
+                hex(&walked[i].1),
+                hex(&want[i].0),
+                hex(&want[i].1)
+            );
+        }
+        for (i, (k, v)) in want.iter().enumerate() {
+            if doomed(i) {
+                let ksk = key_sk(kind, k);
+                let s = self.m[t].map.get_mut(&ksk).unwrap();
+                s.remove(&val_sk(kind, v));
+                if s.is_empty() {
+                    self.m[t].map.remove(&ksk);
+                }
+            }
+        }
+    }
+
     /// A key of the table picked at random (`None` if the table is empty).
     fn some_key(&self, t: usize, rng: &mut Rng) -> Option<Vec<u8>> {
         let tb = &self.m[t];
@@ -980,6 +1047,16 @@ fn phase_delete(d: &mut Drv<'_>, rng: &mut Rng, sz: &Sizes) {
             }
             _ => d.put_fails(t, &vec![b'q'; sz.max_key + 1], &seq_val(kind, 5), 0, BAD_VALSIZE),
         }
+    }
+}
+
+/// A write cursor walks each table deleting 2 records in 3 at the cursor:
+/// single values, values of sub-pages (in place, and shrinking them out of
+/// their nodes) and of nested trees, whose leaves run under a quarter
+/// full and merge under the cursor.
+fn phase_prune(d: &mut Drv<'_>, _rng: &mut Rng, _sz: &Sizes) {
+    for t in 0..d.m.len() {
+        d.prune(t, |i| i % 3 != 1);
     }
 }
 
@@ -2289,8 +2366,13 @@ fn rdbx_writes_libmdbx_reads(ps: usize) {
     let mut rng = Rng::new(ps as u64 * 7 + 1);
     let env = rdbx_open(&path, ps);
     let dbs = rdbx_tables(&env, &model);
-    let phases: [(&str, Phase); 4] =
-        [("fill", phase_fill), ("delete", phase_delete), ("replace", phase_replace), ("drain", phase_drain)];
+    let phases: [(&str, Phase); 5] = [
+        ("fill", phase_fill),
+        ("delete", phase_delete),
+        ("replace", phase_replace),
+        ("prune", phase_prune),
+        ("drain", phase_drain),
+    ];
     let clock = std::time::Instant::now();
     let lap = |what: &str| eprintln!("ps {ps}: {:>7.2} s  {what}", clock.elapsed().as_secs_f64());
     for (name, phase) in phases {
@@ -2377,7 +2459,13 @@ fn libmdbx_writes_rdbx_reads(ps: usize) {
         ps,
         &mut model,
         &what,
-        &[("fill", phase_fill), ("delete", phase_delete), ("replace", phase_replace), ("drain", phase_drain)],
+        &[
+            ("fill", phase_fill),
+            ("delete", phase_delete),
+            ("replace", phase_replace),
+            ("prune", phase_prune),
+            ("drain", phase_drain),
+        ],
         &mut rng,
         &sz,
     );

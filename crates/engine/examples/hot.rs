@@ -4,7 +4,8 @@
 //! 1,000 keys with values inline and in nested trees; `prune`: a write
 //! cursor's walk deleting 1 record in 10, as the benchmark's prune row;
 //! `rwupdate`: a write cursor's walk replacing every value at the cursor;
-//! `multiprune`: a multimap of N/10 keys with 10 values each (sub-pages),
+//! `multiprune`: a multimap of N/10 keys with 10 values each (sub-pages;
+//! `RDBX_HOT_PER_KEY` values each instead, e.g. 1000: nested trees),
 //! committed, then a write cursor's walk deleting every other value.)
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
@@ -190,8 +191,9 @@ fn main() -> rdbx::Result<()> {
         "multiprune" => {
             let mut txn = env.begin_rw_txn()?;
             let db = txn.create_db(Some("multi"), rdbx::DbFlags::DUP_SORT)?;
+            let per_key: u64 = std::env::var("RDBX_HOT_PER_KEY").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
             for i in 0..n {
-                txn.put(db, &(i / 10).to_be_bytes(), &i.to_be_bytes(), PutFlags::empty())?;
+                txn.put(db, &(i / per_key.max(1)).to_be_bytes(), &i.to_be_bytes(), PutFlags::empty())?;
             }
             txn.commit()?;
             let t1 = std::time::Instant::now();

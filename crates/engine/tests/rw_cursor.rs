@@ -71,6 +71,20 @@ fn tables() -> [(&'static str, DbFlags); 2] {
 /// first, so the deletes copy its pages on write under the cursor.
 #[test]
 fn walk_deleting_every_other_value() {
+    walk_deleting(|i| i % 2 == 0);
+}
+
+/// As [`walk_deleting_every_other_value`], keeping 1 record in 7: leaves of
+/// the table and of the nested trees run under a quarter full and merge
+/// under the cursor, which stands where the walk goes on all the same.
+#[test]
+fn walk_deleting_most_values() {
+    walk_deleting(|i| i % 7 != 3);
+}
+
+/// A forward walk with a write cursor deleting the `i`-th record visited
+/// when `doomed(i)`, checked against the model at each step.
+fn walk_deleting(doomed: fn(usize) -> bool) {
     for ps in [256, 4096] {
         for (name, flags) in tables() {
             let dir = tempfile::tempdir().unwrap();
@@ -90,7 +104,7 @@ fn walk_deleting_every_other_value() {
                     assert_eq!(own(c.get_current()).unwrap().as_ref(), Some(&p), "{name} ps {ps}: get_current");
                     let i = visited.len();
                     visited.push(p.clone());
-                    if i % 2 == 0 {
+                    if doomed(i) {
                         c.del().unwrap();
                         model.remove(&p);
                         // The cursor stands on the successor.

@@ -97,7 +97,7 @@ impl Mark {
     #[inline]
     pub(crate) fn step_in_leaf<'t>(&mut self, pages: &Pages<'t>, by: i8) -> Option<Pair<'t>> {
         if self.in_dup {
-            return if by == 0 { None } else { self.step_in_values(pages, by > 0) };
+            return self.step_in_values(pages, by);
         }
         if self.depth == 0 {
             return None;
@@ -119,8 +119,8 @@ impl Mark {
 
     /// [`Mark::step_in_leaf`] among a multimap key's values: the
     /// neighbouring value on the same page of values (the key's sub-page, or
-    /// a leaf of its nested tree).
-    fn step_in_values<'t>(&mut self, pages: &Pages<'t>, forward: bool) -> Option<Pair<'t>> {
+    /// a leaf of its nested tree), or with `by` 0 the value at the mark.
+    fn step_in_values<'t>(&mut self, pages: &Pages<'t>, by: i8) -> Option<Pair<'t>> {
         let (outer, inner) = (self.depth as usize, self.dup_depth as usize);
         if outer == 0 || inner == 0 {
             return None;
@@ -137,7 +137,7 @@ impl Mark {
         } else {
             return None;
         };
-        let idx = if forward { self.idxs[at] as usize + 1 } else { (self.idxs[at] as usize).checked_sub(1)? };
+        let idx = (self.idxs[at] as usize).checked_add_signed(by as isize)?;
         if idx >= page.num_entries() {
             return None;
         }
@@ -167,21 +167,20 @@ impl Mark {
         self.in_dup = false;
     }
 
-    /// On a multimap key whose values are a sub-page: the index of the
-    /// marked value in it (the inner path's one level).
-    pub(crate) fn subpage_value(&self) -> Option<usize> {
-        (self.in_dup && self.dup_depth == 1).then(|| self.idxs[self.depth as usize] as usize)
+    /// On a multimap key with several values: the levels of the path among
+    /// them (for a sub-page one level, whose page is the key's leaf).
+    pub(crate) fn inner(&self) -> Option<(&[u32], &[u16])> {
+        let (d, dd) = (self.depth as usize, self.dup_depth as usize);
+        self.in_dup.then(|| (&self.pgnos[d..d + dd], &self.idxs[d..d + dd]))
     }
 
-    /// The table's levels moved to the pages `pgnos` (the same levels and
-    /// indexes, the pages copied on write), the values' level kept.
-    pub(crate) fn move_outer(&mut self, pgnos: &[u32]) {
-        let d = (self.depth as usize).min(pgnos.len());
-        self.pgnos[..d].copy_from_slice(&pgnos[..d]);
-        if self.in_dup && self.dup_depth == 1 {
-            // A sub-page's level names its host leaf.
-            self.pgnos[self.depth as usize] = self.pgnos[self.depth as usize - 1];
-        }
+    /// Both paths moved to the pages `outer` and `inner` (the same levels
+    /// and indexes, the pages copied on write).
+    pub(crate) fn move_to(&mut self, outer: &[u32], inner: &[u32]) {
+        let (d, dd) = (self.depth as usize, self.dup_depth as usize);
+        let (n, m) = (d.min(outer.len()), dd.min(inner.len()));
+        self.pgnos[..n].copy_from_slice(&outer[..n]);
+        self.pgnos[d..d + m].copy_from_slice(&inner[..m]);
     }
 }
 
@@ -979,10 +978,19 @@ impl<'t> Cursor<'t> {
             return Ok(false);
         }
         if self.in_dup {
-            // A value deleted from a key's sub-page: its successor is the
-            // next value of the key, else the next key's first.
-            if self.dup.as_ref().is_some_and(|d| d.depth > 0 && d.at_valid_leaf_entry()) {
-                return Ok(true);
+            // A value deleted from a key's values: its successor is the
+            // next value of the key (on the same page of values, or on the
+            // next leaf of a nested tree), else the next key's first.
+            if let Some(d) = self.dup.as_mut().filter(|d| d.depth > 0) {
+                if d.at_valid_leaf_entry() {
+                    return Ok(true);
+                }
+                if d.top().idx > 0 {
+                    d.back_onto_leaf();
+                    if d.step(true)? {
+                        return Ok(true);
+                    }
+                }
             }
             if self.step(true)? {
                 return Ok(true);

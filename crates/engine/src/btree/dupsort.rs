@@ -290,25 +290,6 @@ fn nested_insert<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val
     Ok(true)
 }
 
-/// Deletes `val` from a nested tree; false if absent.
-fn nested_delete<W: TreeWriter + ?Sized>(w: &mut W, t: &View, nt: &mut Tree, val: &[u8]) -> Result<bool> {
-    if nt.root == P_INVALID {
-        return Ok(false);
-    }
-    let mut path = Path::new();
-    let exact = find_path(w, nt, val, dup_cmp(t), &mut path)?;
-    if !exact {
-        return Ok(false);
-    }
-    nt.dec_items(1, path.at(path.leaf()).0)?;
-    touch_path(w, nt, &mut path)?;
-    let (leaf, idx) = (path.leaf(), path.at(path.leaf()).1);
-    write::p_remove(w.dirty_mut(path.at(leaf).0), idx);
-    rebalance(w, nt, &mut path, leaf)?;
-    nt.mod_txnid = w.txnid();
-    Ok(true)
-}
-
 fn nested_last<W: TreeWriter + ?Sized>(w: &W, t: &View, nt: &Tree) -> Result<Option<Vec<u8>>> {
     let mut c = super::cursor::Cursor::new(w.pages(), nt.root, nt.height, dup_cmp(t));
     Ok(c.last()?.map(|p| p.0.to_vec()))
@@ -769,37 +750,101 @@ fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
     write::p_remove(sub, pos);
 }
 
-/// Deletes value `pos` of the sub-page of the key `path` leads to in the
-/// multimap `db` (a write cursor's marked place: the path a search for the
-/// key finds, nothing changed since), when it goes in place: the key keeps
-/// other values and its sub-page stays in its node ([`remove_in_place_ok`]).
-/// Then `path` (its pages now this transaction's copies) still leads to
-/// the key, whose sub-page holds the value's successor at `pos` (or `pos`
-/// is one past its end). `Ok(false)`, nothing changed, otherwise: the
-/// caller deletes by search.
-pub(crate) fn del_in_subpage<W: TreeWriter + ?Sized>(
+/// Removes the node `path` leads to (its key and values) from the table
+/// whose descriptor is `tree`, its leaf already this transaction's copy.
+fn remove_node<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path) -> Result<bool> {
+    let (lpg, idx) = path.at(path.leaf());
+    write::p_remove(w.dirty_mut(lpg), idx);
+    let leaf = path.leaf();
+    rebalance(w, tree, path, leaf)
+}
+
+/// Removes the value `inner` leads to from `nt`, the nested tree of the key
+/// `path` leads to, in the table whose descriptor is `tree` (both paths as
+/// searches find them, nothing changed since); the key goes with its last
+/// value. Returns whether both trees kept their shape: the paths (their
+/// pages now this transaction's copies) then lead to where the value was,
+/// on its successor among the key's values or one past its leaf's end.
+fn del_nested_at<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &mut Path,
+    mut nt: Tree,
+    inner: &mut Path,
+) -> Result<bool> {
+    let lpg = path.at(path.leaf()).0;
+    tree.dec_items(1, lpg)?;
+    touch_path(w, tree, path)?;
+    let old = nt;
+    let leaf = inner.leaf();
+    nt.dec_items(1, inner.at(leaf).0)?;
+    touch_path(w, &mut nt, inner)?;
+    let (ipg, iidx) = inner.at(leaf);
+    write::p_remove(w.dirty_mut(ipg), iidx);
+    let changed = rebalance(w, &mut nt, inner, leaf)?;
+    nt.mod_txnid = w.txnid();
+    let lpg = path.at(path.leaf()).0;
+    tree.follow_nested(&old, &nt, lpg)?;
+    if nt.root == P_INVALID {
+        remove_node(w, tree, path)?;
+        return Ok(false);
+    }
+    store_nested(w, path, &nt);
+    Ok(!changed)
+}
+
+/// Deletes the multimap value a write cursor's mark stands on, where it
+/// lies: `path` leads to its key in the multimap `db`, `inner` to the value
+/// among the key's values (a sub-page's one level, whose page is the key's
+/// leaf, or the levels of its nested tree): what searches find, nothing
+/// changed since. `None`, nothing changed, when it does not go so: the
+/// caller then deletes by search. Else whether the trees kept their shape;
+/// then both paths, their pages moved to this transaction's copies, lead
+/// to where the value was: on its successor among the key's values, or one
+/// past the end of its page of values.
+///
+/// A value of a sub-page goes in place when the key keeps other values
+/// and its sub-page stays in its node ([`remove_in_place_ok`]); a value of
+/// a nested tree unless it is the key's last.
+pub(crate) fn del_at_mark<W: TreeWriter + ?Sized>(
     w: &mut W,
     db: W::Db,
     path: &mut Path,
-    pos: usize,
-) -> Result<bool> {
+    inner: &mut Path,
+) -> Result<Option<bool>> {
     let t = w.table(db)?;
     let mut tree = t.tree;
     let (lpg, idx) = path.at(path.leaf());
-    let Repr::Sub(n) = read_repr(w, &t, lpg, idx)? else { return Ok(false) };
-    {
-        let pages = w.pages();
-        let sp = subpage(&pages, lpg, idx)?;
-        if n < 2 || pos >= n || !remove_in_place_ok(sp, pos, lpg)? {
-            return Ok(false);
-        }
+    if inner.len == 0 {
+        return Ok(None);
     }
-    tree.dec_items(1, lpg)?;
-    touch_path(w, &mut tree, path)?;
-    let lpg = path.at(path.leaf()).0;
-    remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+    let kept = match read_repr(w, &t, lpg, idx)? {
+        Repr::Sub(n) => {
+            let pos = inner.at(0).1;
+            {
+                let pages = w.pages();
+                let sp = subpage(&pages, lpg, idx)?;
+                if inner.len != 1 || n < 2 || pos >= n || !remove_in_place_ok(sp, pos, lpg)? {
+                    return Ok(None);
+                }
+            }
+            tree.dec_items(1, lpg)?;
+            touch_path(w, &mut tree, path)?;
+            let lpg = path.at(path.leaf()).0;
+            remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+            inner.set_pgno(0, lpg);
+            true
+        }
+        Repr::Nested(nt) => {
+            if nt.items < 2 || inner.len != nt.height as usize || inner.at(0).0 != nt.root {
+                return Ok(None);
+            }
+            del_nested_at(w, &mut tree, path, nt, inner)?
+        }
+        Repr::Plain => return Ok(None),
+    };
     write::finish(w, db, tree);
-    Ok(true)
+    Ok(Some(kept))
 }
 
 fn done<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
@@ -825,12 +870,6 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     }
     let (lpg, idx) = path.at(path.leaf());
     let repr = read_repr(w, &t, lpg, idx)?;
-    let remove_node = |w: &mut W, tree: &mut Tree, path: &mut Path| -> Result<()> {
-        let (lpg, idx) = path.at(path.leaf());
-        write::p_remove(w.dirty_mut(lpg), idx);
-        let leaf = path.leaf();
-        rebalance(w, tree, path, leaf).map(drop)
-    };
     let Some(val) = val else {
         touch_path(w, &mut tree, &mut path)?;
         let n = drop_values(w, &mut tree, &repr, path.at(path.leaf()).0)?;
@@ -889,20 +928,12 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
                 r?;
             }
         }
-        Repr::Nested(mut nt) => {
-            if super::get(&w.pages(), nt.root, nt.height, val, dcmp)?.is_none() {
+        Repr::Nested(nt) => {
+            let mut inner = Path::new();
+            if nt.root == P_INVALID || !find_path(w, &nt, val, dcmp, &mut inner)? {
                 return Ok(false);
             }
-            tree.dec_items(1, lpg)?;
-            touch_path(w, &mut tree, &mut path)?;
-            let old = nt;
-            nested_delete(w, &t, &mut nt, val)?;
-            tree.follow_nested(&old, &nt, path.at(path.leaf()).0)?;
-            if nt.root == P_INVALID {
-                remove_node(w, &mut tree, &mut path)?;
-            } else {
-                store_nested(w, &path, &nt);
-            }
+            del_nested_at(w, &mut tree, &mut path, nt, &mut inner)?;
         }
     }
     write::finish(w, db, tree);

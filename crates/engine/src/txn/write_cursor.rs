@@ -116,18 +116,23 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
     })
 }
 
-/// Deletes the multimap value that `mark` stands on, value `pos` of its
-/// key's sub-page, in place (see [`crate::btree::dupsort::del_in_subpage`]);
-/// false, nothing changed, when it does not go in place. Then `mark` stands
-/// where the value was.
-fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, pos: usize) -> Result<bool> {
+/// Deletes the multimap value that `mark` stands on where it lies, without
+/// a search (see [`crate::btree::dupsort::del_at_mark`]). `None`, nothing
+/// changed, when it does not go so; else whether `mark` still holds,
+/// standing where the value was.
+fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<Option<bool>> {
+    let Some((pgnos, idxs)) = mark.inner() else { return Ok(None) };
+    let mut inner = write::Path::new();
+    for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+        inner.push(pgno, idx as usize);
+    }
     txn.guarded(|t| {
         let mut path = marked_path(mark);
-        let done = crate::btree::dupsort::del_in_subpage(t, db, &mut path, pos)?;
-        if done {
-            mark.move_outer(path.pgnos());
+        let kept = crate::btree::dupsort::del_at_mark(t, db, &mut path, &mut inner)?;
+        if kept == Some(true) {
+            mark.move_to(path.pgnos(), inner.pgnos());
         }
-        Ok(done)
+        Ok(kept)
     })
 }
 
@@ -398,11 +403,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             self.after_del = true;
             return Ok(());
         }
-        if let (true, Some(pos)) = (std::mem::take(&mut self.marked), self.mark.subpage_value()) {
-            // A multimap value in its key's sub-page, removed in place where
-            // the mark stands (if it can be: else by search, below).
-            if del_marked_value(self.txn, self.db, &mut self.mark, pos)? {
-                self.marked = true;
+        if std::mem::take(&mut self.marked) {
+            // A multimap value removed where the mark stands (if it can be:
+            // else by search, below).
+            if let Some(kept) = del_marked_value(self.txn, self.db, &mut self.mark)? {
+                self.marked = kept;
                 self.after_del = true;
                 return Ok(());
             }
