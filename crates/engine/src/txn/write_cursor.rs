@@ -23,15 +23,27 @@ use crate::format::page::Page;
 /// further `del()` or `put(.., CURRENT)` applies to it.
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
+    /// Where it stands (apart from the transaction, so that a move can
+    /// lend out the transaction's pages and still update it).
+    at: Spot,
+}
+
+/// Where a write cursor stands.
+struct Spot {
     db: Db,
     /// The table is a multimap: the position includes the value.
     dupsort: bool,
-    /// `key`/`val` hold a position.
+    /// `key`/`val` hold a position (or the mark does: `lagging`).
     positioned: bool,
     /// Key of the current record (after a delete: of the deleted one).
     key: Vec<u8>,
     /// Multimaps: value of the current record (after a delete: of the deleted one).
     val: Vec<u8>,
+    /// `key`/`val` lag behind the mark, which alone holds the position: a
+    /// step within a leaf copies no record ([`Spot::own`] catches them up
+    /// before anything that needs them or may change the pages). Only
+    /// while `marked`.
+    lagging: bool,
     /// The record at the position was deleted: the cursor stands on its successor.
     after_del: bool,
     /// The page path to the position, while nothing was written since it
@@ -156,30 +168,35 @@ fn put_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8], val: &[u
     })
 }
 
-/// Remembers `pair` as the position.
-fn keep(key: &mut Vec<u8>, val: &mut Vec<u8>, dupsort: bool, pair: (&[u8], &[u8])) {
-    key.clear();
-    key.extend_from_slice(pair.0);
-    if dupsort {
-        val.clear();
-        val.extend_from_slice(pair.1);
-    }
-}
-
-impl<'t, 'env> RwCursor<'t, 'env> {
-    /// A cursor with no position yet.
-    pub(super) fn new(txn: &'t mut RwTxn<'env>, db: Db, dupsort: bool) -> Self {
-        RwCursor {
-            txn,
-            db,
-            dupsort,
-            positioned: false,
-            key: Vec::new(),
-            val: Vec::new(),
-            after_del: false,
-            mark: Mark::NONE,
-            marked: false,
+impl Spot {
+    /// Remembers `pair` as the position.
+    fn keep(&mut self, pair: (&[u8], &[u8])) {
+        self.key.clear();
+        self.key.extend_from_slice(pair.0);
+        if self.dupsort {
+            self.val.clear();
+            self.val.extend_from_slice(pair.1);
         }
+        self.lagging = false;
+    }
+
+    /// Makes `key`/`val` hold the position when only the mark does (see
+    /// `lagging`): read where the mark stands, whose pages have not changed.
+    fn own(&mut self, txn: &RwTxn<'_>) -> Result<()> {
+        if !std::mem::take(&mut self.lagging) {
+            return Ok(());
+        }
+        // The record a step in a leaf found (it reads it again the same way).
+        if let Some(p) = self.mark.step_in_leaf(&txn.pages(), 0) {
+            self.keep(p);
+            return Ok(());
+        }
+        let t = txn.table(self.db)?;
+        let mut c = fresh(txn, &t);
+        c.restore(&self.mark)?;
+        let p = c.get_current()?.ok_or(Error::NoData)?;
+        self.keep(p);
+        Ok(())
     }
 
     /// Places `c` at the position: restored from the mark when there is
@@ -198,51 +215,96 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         locate(c, self.dupsort, at, after_del)
     }
 
+    /// A step (`forward`: `next`, else `prev`) to a neighbour on the same
+    /// leaf (or the same page of a key's values) while the mark holds,
+    /// straight from the page ([`Mark::step_in_leaf`]), with no cursor
+    /// built and no record copied (`lagging`); `None` when the step needs
+    /// the general path.
+    #[inline(always)]
+    fn step_in_leaf<'a>(&mut self, txn: &'a RwTxn<'_>, forward: bool) -> Option<Pair<'a>> {
+        if !(self.marked && self.positioned) {
+            return None;
+        }
+        // After a delete, `next` returns the successor the mark stands on.
+        let by = match (forward, self.after_del) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, false) => -1,
+            (false, true) => return None,
+        };
+        let p = self.mark.step_in_leaf(&txn.pages(), by)?;
+        self.after_del = false;
+        self.lagging = true;
+        Some(p)
+    }
+
     /// Finds the position again, runs `f` on a read cursor there and
     /// remembers where it ends (a `None` from `f` keeps the position).
     /// `f` also gets the remembered key (after a delete: the deleted key).
-    ///
-    /// `step`: `f` is `next` (`Some(true)`) or `prev` (`Some(false)`). While
-    /// the mark holds, a step to a neighbour on the same leaf (or the same
-    /// page of a key's values) then builds no cursor at all
-    /// ([`Mark::step_in_leaf`]).
+    #[inline(never)]
     fn moved<'a>(
-        &'a mut self,
-        step: Option<bool>,
+        &mut self,
+        txn: &'a RwTxn<'_>,
         f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
     ) -> Result<OwnedPair<'a>> {
-        if let (Some(forward), true, true) = (step, self.marked, self.positioned) {
-            // After a delete, `next` returns the successor the mark stands on.
-            let by = match (forward, self.after_del) {
-                (true, true) => Some(0),
-                (true, false) => Some(1),
-                (false, false) => Some(-1),
-                (false, true) => None,
-            };
-            let pages = self.txn.pages();
-            if let Some(p) = by.and_then(|by| self.mark.step_in_leaf(&pages, by)) {
-                keep(&mut self.key, &mut self.val, self.dupsort, p);
-                self.after_del = false;
-                return Ok(Some(p));
-            }
-        }
+        self.own(txn)?;
         let after_del = std::mem::take(&mut self.after_del);
-        let t = self.txn.table(self.db)?;
-        let mut c = fresh(self.txn, &t);
+        let t = txn.table(self.db)?;
+        let mut c = fresh(txn, &t);
         let at = self.place(&mut c, after_del)?;
         self.marked = false;
         let r = f(&mut c, at, &self.key)?;
         if let Some(p) = r {
-            keep(&mut self.key, &mut self.val, self.dupsort, p);
+            self.keep(p);
             self.positioned = true;
             self.marked = c.mark_into(&mut self.mark);
         }
         Ok(r)
     }
+}
+
+type Pair<'a> = (&'a [u8], &'a [u8]);
+
+impl<'t, 'env> RwCursor<'t, 'env> {
+    /// A cursor with no position yet.
+    pub(super) fn new(txn: &'t mut RwTxn<'env>, db: Db, dupsort: bool) -> Self {
+        let at = Spot {
+            db,
+            dupsort,
+            positioned: false,
+            key: Vec::new(),
+            val: Vec::new(),
+            lagging: false,
+            after_del: false,
+            mark: Mark::NONE,
+            marked: false,
+        };
+        RwCursor { txn, at }
+    }
+
+    /// A move: `step` says it is `next` (`Some(true)`) or `prev`
+    /// (`Some(false)`), which first try a step within the leaf
+    /// ([`Spot::step_in_leaf`]); else `f` on a read cursor at the position
+    /// ([`Spot::moved`]).
+    #[inline(always)]
+    fn moved<'a>(
+        &'a mut self,
+        step: Option<bool>,
+        f: impl FnOnce(&mut Cursor<'a>, At, &[u8]) -> Result<OwnedPair<'a>>,
+    ) -> Result<OwnedPair<'a>> {
+        let txn: &'a RwTxn<'env> = self.txn;
+        if let Some(forward) = step {
+            if let Some(p) = self.at.step_in_leaf(txn, forward) {
+                return Ok(Some(p));
+            }
+        }
+        self.at.moved(txn, f)
+    }
 
     /// Positions anew (first, last, set, set_range): unpositioned if `f` finds nothing.
     fn seek<'a>(&'a mut self, f: impl FnOnce(&mut Cursor<'a>) -> Result<OwnedPair<'a>>) -> Result<OwnedPair<'a>> {
-        self.positioned = false;
+        self.at.positioned = false;
+        self.at.lagging = false;
         self.moved(None, |c, _, _| f(c))
     }
 
@@ -258,6 +320,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// value of the next key (after a delete: the successor of the deleted
     /// record); on an unpositioned cursor the first.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<OwnedPair<'_>> {
         self.moved(Some(true), |c, at, _| match at {
             At::Nowhere => c.first(),
@@ -268,6 +331,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
     /// Previous record (the previous value of the key on multimaps); on an
     /// unpositioned cursor the last.
+    #[inline]
     pub fn prev(&mut self) -> Result<OwnedPair<'_>> {
         self.moved(Some(false), |c, at, _| match at {
             At::Nowhere | At::End => c.last(),
@@ -277,7 +341,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// First value of the next key (after a delete: of the first key after
     /// the deleted record's key); on an unpositioned cursor the first.
     pub fn next_nodup(&mut self) -> Result<OwnedPair<'_>> {
-        let cmp = self.txn.table(self.db)?.cmp;
+        let cmp = self.txn.table(self.at.db)?.cmp;
         self.moved(None, |c, at, key| match at {
             At::Nowhere => c.first(),
             At::On => c.next_nodup(),
@@ -290,7 +354,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Next value of the current key (after a delete: the value after the
     /// deleted one, if its key has one); `None` at the key's last value.
     pub fn next_dup(&mut self) -> Result<OwnedPair<'_>> {
-        let cmp = self.txn.table(self.db)?.cmp;
+        let cmp = self.txn.table(self.at.db)?.cmp;
         self.moved(None, |c, at, key| match at {
             At::On => c.next_dup(),
             At::Successor if c.current_key().is_some_and(|k| cmp.cmp(k, key).is_eq()) => c.get_current(),
@@ -308,9 +372,9 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// The record at the cursor (after a delete: the successor of the deleted
     /// record, `None` if there is none); `Err(NoData)` when unpositioned.
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
-        let t = self.txn.table(self.db)?;
+        let t = self.txn.table(self.at.db)?;
         let mut c = fresh(self.txn, &t);
-        match self.place(&mut c, self.after_del)? {
+        match self.at.place(&mut c, self.at.after_del)? {
             At::Nowhere => Err(Error::NoData),
             At::On | At::Successor => c.get_current(),
             At::End => Ok(None),
@@ -321,26 +385,28 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// must equal the key at the cursor; on a multimap `CURRENT` replaces the
     /// value at the cursor (only that one) with `val`.
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: PutFlags) -> Result<()> {
+        self.at.own(self.txn)?;
+        let s = &mut self.at;
         // Whatever it writes, the mark may not hold afterwards.
-        let marked = std::mem::take(&mut self.marked);
-        if flags == PutFlags::CURRENT && !self.dupsort && marked && self.positioned && !self.after_del {
+        let marked = std::mem::take(&mut s.marked);
+        if flags == PutFlags::CURRENT && !s.dupsort && marked && s.positioned && !s.after_del {
             // A plain table's record where the mark stands (`key` holds
             // its key): replaced at the marked path, with no search; the
             // mark still stands on it unless its leaf split.
-            let t = self.txn.table(self.db)?;
-            if !t.cmp.cmp(&self.key, key).is_eq() {
-                self.marked = true;
+            let t = self.txn.table(s.db)?;
+            if !t.cmp.cmp(&s.key, key).is_eq() {
+                s.marked = true;
                 return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
             }
-            self.marked = put_marked(self.txn, self.db, &mut self.mark, key, val, flags)?;
+            s.marked = put_marked(self.txn, s.db, &mut s.mark, key, val, flags)?;
             return Ok(());
         }
         if flags.contains(PutFlags::CURRENT) {
-            let t = self.txn.table(self.db)?;
+            let t = self.txn.table(s.db)?;
             let mut c = fresh(self.txn, &t);
-            self.marked = marked;
-            let at = self.place(&mut c, self.after_del);
-            self.marked = false;
+            s.marked = marked;
+            let at = s.place(&mut c, s.after_del);
+            s.marked = false;
             let (k, v) = match at? {
                 At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
                 At::Nowhere | At::End => return Err(Error::NoData),
@@ -348,45 +414,47 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             if !t.cmp.cmp(k, key).is_eq() {
                 return Err(Error::KeyMismatch("the key differs from the key at the cursor"));
             }
-            if let (true, Some(dcmp)) = (self.dupsort, Cmp::for_dups(t.flags)) {
+            if let (true, Some(dcmp)) = (s.dupsort, Cmp::for_dups(t.flags)) {
                 if !dcmp.cmp(v, val).is_eq() {
                     // The cursor stands on the record it replaces, whose
                     // value its own buffer keeps (the put may move it).
-                    keep(&mut self.key, &mut self.val, true, (k, v));
-                    self.after_del = false;
+                    s.keep((k, v));
+                    s.after_del = false;
                     // The new value first: a refused put changes nothing.
-                    self.txn.put(self.db, key, val, flags - PutFlags::CURRENT)?;
-                    self.txn.del(self.db, key, Some(&self.val))?;
+                    self.txn.put(s.db, key, val, flags - PutFlags::CURRENT)?;
+                    self.txn.del(s.db, key, Some(&s.val))?;
                 }
-                keep(&mut self.key, &mut self.val, true, (key, val));
-                self.positioned = true;
-                self.after_del = false;
+                s.keep((key, val));
+                s.positioned = true;
+                s.after_del = false;
                 return Ok(());
             }
         }
-        self.txn.put(self.db, key, val, flags)?;
-        keep(&mut self.key, &mut self.val, self.dupsort, (key, val));
-        self.positioned = true;
-        self.after_del = false;
+        self.txn.put(s.db, key, val, flags)?;
+        s.keep((key, val));
+        s.positioned = true;
+        s.after_del = false;
         Ok(())
     }
 
     /// The record a delete applies to: the one at the cursor (after a
     /// delete: the successor), remembered as the position (and marked).
     fn target(&mut self) -> Result<()> {
-        if self.marked && self.positioned && !self.after_del {
+        self.at.own(self.txn)?;
+        let s = &mut self.at;
+        if s.marked && s.positioned && !s.after_del {
             // On the record the mark stands on: `key`/`val` hold it.
             return Ok(());
         }
-        let t = self.txn.table(self.db)?;
+        let t = self.txn.table(s.db)?;
         let mut c = fresh(self.txn, &t);
-        let p = match self.place(&mut c, self.after_del)? {
+        let p = match s.place(&mut c, s.after_del)? {
             At::On | At::Successor => c.get_current()?.ok_or(Error::NoData)?,
             At::Nowhere | At::End => return Err(Error::NoData),
         };
-        keep(&mut self.key, &mut self.val, self.dupsort, p);
-        self.marked = c.mark_into(&mut self.mark);
-        self.after_del = false;
+        s.keep(p);
+        s.marked = c.mark_into(&mut s.mark);
+        s.after_del = false;
         Ok(())
     }
 
@@ -395,28 +463,29 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// cursor then stands on the successor (see [`RwCursor`]).
     pub fn del(&mut self) -> Result<()> {
         self.target()?;
-        if !self.dupsort && std::mem::take(&mut self.marked) {
+        let s = &mut self.at;
+        if !s.dupsort && std::mem::take(&mut s.marked) {
             // A plain table's record: deleted where the mark stands, with
             // no search; the mark then stands where it was (on the
             // successor) unless the tree changed shape.
-            self.marked = del_marked(self.txn, self.db, &mut self.mark)?;
-            self.after_del = true;
+            s.marked = del_marked(self.txn, s.db, &mut s.mark)?;
+            s.after_del = true;
             return Ok(());
         }
-        if std::mem::take(&mut self.marked) {
+        if std::mem::take(&mut s.marked) {
             // A multimap value removed where the mark stands (if it can be:
             // else by search, below).
-            if let Some(kept) = del_marked_value(self.txn, self.db, &mut self.mark)? {
-                self.marked = kept;
-                self.after_del = true;
+            if let Some(kept) = del_marked_value(self.txn, s.db, &mut s.mark)? {
+                s.marked = kept;
+                s.after_del = true;
                 return Ok(());
             }
         }
-        let val = self.dupsort.then_some(&self.val[..]);
-        if !self.txn.del(self.db, &self.key, val)? {
+        let val = s.dupsort.then_some(&s.val[..]);
+        if !self.txn.del(s.db, &s.key, val)? {
             return Err(Error::NoData);
         }
-        self.after_del = true;
+        s.after_del = true;
         Ok(())
     }
 
@@ -424,11 +493,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// `MDBX_ALLDUPS`); the cursor then stands on the first value of the next key.
     pub fn del_all(&mut self) -> Result<()> {
         self.target()?;
-        self.marked = false;
-        if !self.txn.del(self.db, &self.key, None)? {
+        let s = &mut self.at;
+        s.marked = false;
+        if !self.txn.del(s.db, &s.key, None)? {
             return Err(Error::NoData);
         }
-        self.after_del = true;
+        s.after_del = true;
         Ok(())
     }
 }
