@@ -738,6 +738,17 @@ fn remove_in_place_ok(sp: Page<'_>, pos: usize, host: u32) -> Result<bool> {
     Ok(2 * (free + item) <= len - PAGEHDRSZ)
 }
 
+/// Removes value `pos` of the sub-page of the node `path` leads to where
+/// it lies (`remove_in_place_ok` said so), its path copied on write first
+/// (`tree` the table's descriptor); the leaf's page, now this
+/// transaction's copy.
+fn remove_in_place_at<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path, pos: usize) -> Result<u32> {
+    touch_path(w, tree, path)?;
+    let (lpg, idx) = path.at(path.leaf());
+    remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+    Ok(lpg)
+}
+
 /// Removes item `pos` from the sub-page of node `idx` of `leaf` where it
 /// lies (`remove_in_place_ok` said so).
 fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
@@ -829,9 +840,7 @@ pub(crate) fn del_at_mark<W: TreeWriter + ?Sized>(
                 }
             }
             tree.dec_items(1, lpg)?;
-            touch_path(w, &mut tree, path)?;
-            let lpg = path.at(path.leaf()).0;
-            remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+            let lpg = remove_in_place_at(w, &mut tree, path, pos)?;
             inner.set_pgno(0, lpg);
             true
         }
@@ -899,9 +908,7 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
                 }
                 tree.dec_items(1, lpg)?;
                 if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
-                    touch_path(w, &mut tree, &mut path)?;
-                    let lpg = path.at(path.leaf()).0;
-                    remove_in_place(w.dirty_mut(lpg), lpg, idx, pos);
+                    remove_in_place_at(w, &mut tree, &mut path, pos)?;
                     write::finish(w, db, tree);
                     return Ok(true);
                 }
