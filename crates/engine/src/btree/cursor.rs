@@ -78,6 +78,25 @@ pub(crate) struct Mark {
     in_dup: bool,
 }
 
+/// The record `by` entries from entry `idx` of leaf `page` (page `pgno`)
+/// when its key and value are both on the page (a node with none of the
+/// flags `skip`), with its index: the in-leaf step of a cursor
+/// ([`Cursor::neighbour_in_leaf`]) and of a mark ([`Mark::step_in_leaf`]).
+/// `None` (beyond the leaf, a damaged node) sends the caller to its
+/// general path, which also reports damage.
+#[inline(always)]
+fn plain_record<'t>(page: Page<'t>, pgno: u32, idx: usize, by: isize, skip: u8) -> Option<(usize, Pair<'t>)> {
+    let idx = idx.checked_add_signed(by)?;
+    if idx >= page.num_entries() || page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
+        return None;
+    }
+    let n = node::node(page, idx, pgno).ok()?;
+    if n.flags & skip != 0 {
+        return None;
+    }
+    Some((idx, (n.key, n.data)))
+}
+
 impl Mark {
     /// A mark of no position yet.
     pub(crate) const NONE: Mark =
@@ -105,16 +124,11 @@ impl Mark {
         let leaf = self.depth as usize - 1;
         let pgno = self.pgnos[leaf];
         let page = Page { buf: pages.get(pgno).ok()? };
-        let idx = (self.idxs[leaf] as usize).checked_add_signed(by as isize)?;
-        if idx >= page.num_entries() || page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
-            return None;
-        }
-        let n = node::node(page, idx, pgno).ok()?;
-        if n.flags & (N_DUP | N_BIG | N_TREE) != 0 {
-            return None;
-        }
+        // A node with a tree is a table's record or (a multimap's) a key's
+        // values: the general path reads or reports it.
+        let (idx, pair) = plain_record(page, pgno, self.idxs[leaf] as usize, by as isize, N_DUP | N_BIG | N_TREE)?;
         self.idxs[leaf] = idx as u16;
-        Some((n.key, n.data))
+        Some(pair)
     }
 
     /// [`Mark::step_in_leaf`] among a multimap key's values: the
@@ -465,24 +479,13 @@ impl<'t> Cursor<'t> {
             return None;
         }
         let l = self.p.stack[self.p.depth - 1].as_mut()?;
-        let idx = if forward {
-            l.idx + 1
-        } else {
-            // After running off the end the position is still the last record.
-            l.idx.checked_sub(1)?
-        };
-        if idx >= l.page.num_entries() || l.page.flags() & (pflags::DUPFIX | pflags::SUBP) != 0 {
-            return None;
-        }
-        let n = node::node(l.page, idx, l.pgno).ok()?;
-        if n.flags & (N_DUP | N_BIG) != 0 {
-            return None;
-        }
+        // (After running off the end the position is still the last record.)
+        let (idx, pair) = plain_record(l.page, l.pgno, l.idx, if forward { 1 } else { -1 }, N_DUP | N_BIG)?;
         l.idx = idx;
         if !forward {
             self.p.eof = false;
         }
-        Some((n.key, n.data))
+        Some(pair)
     }
 
     /// The inner tree of the node under the cursor (DUPSORT tables), as
