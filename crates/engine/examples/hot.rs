@@ -6,7 +6,9 @@
 //! `rwupdate`: a write cursor's walk replacing every value at the cursor;
 //! `multiprune`: a multimap of N/10 keys with 10 values each (sub-pages;
 //! `RDBX_HOT_PER_KEY` values each instead, e.g. 1000: nested trees),
-//! committed, then a write cursor's walk deleting every other value.)
+//! committed, then a write cursor's walk deleting every other value
+//! (`RDBX_HOT_DEL_EVERY=k`: 1 in k; 1 deletes every value, as a pruning
+//! job that drops old keys value by value does).)
 //! (`RDBX_HOT_WRITEMAP=1`: with WRITEMAP; `RDBX_HOT_N`: records, default 1,000,000;
 //! `RDBX_HOT_OPS`: gets or records scanned in the intget/intscan modes, puts in
 //! the put mode, default 100,000).
@@ -199,10 +201,11 @@ fn main() -> rdbx::Result<()> {
             let t1 = std::time::Instant::now();
             let mut txn = env.begin_rw_txn()?;
             let mut c = txn.rw_cursor(db)?;
+            let every: u64 = std::env::var("RDBX_HOT_DEL_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
             let (mut walked, mut deleted) = (0u64, 0u64);
             let mut at = c.first()?.is_some();
             while at {
-                if walked % 2 == 0 {
+                if walked % every.max(1) == 0 {
                     c.del()?;
                     deleted += 1;
                 }

@@ -82,6 +82,14 @@ fn walk_deleting_most_values() {
     walk_deleting(|i| i % 7 != 3);
 }
 
+/// As [`walk_deleting_every_other_value`], deleting every record: a pruning
+/// job dropping keys value by value. Sub-pages shrink out of their nodes,
+/// keys go with their last values, and the table ends empty.
+#[test]
+fn walk_deleting_every_value() {
+    walk_deleting(|_| true);
+}
+
 /// A forward walk with a write cursor deleting the `i`-th record visited
 /// when `doomed(i)`, checked against the model at each step.
 fn walk_deleting(doomed: fn(usize) -> bool) {

@@ -1002,6 +1002,8 @@ impl<'t> Cursor<'t> {
             return Ok(false);
         }
         if self.p.at_valid_leaf_entry() {
+            // (On a multimap: the next key, on its first value.)
+            self.enter_dup(false)?;
             return Ok(true);
         }
         let l = self.p.top();

@@ -770,19 +770,78 @@ fn remove_node<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Pa
     rebalance(w, tree, path, leaf)
 }
 
+/// How a delete left a multimap: whether its trees kept their shape (the
+/// paths, their pages moved to this transaction's copies, still lead to
+/// where the value was: on its successor among the key's values, or one
+/// past the end of its page of values), and whether the key went with its
+/// last value (the table's path then leads to where the key was: on the
+/// next key, or one past its leaf's end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Removed {
+    pub(crate) kept: bool,
+    pub(crate) key_gone: bool,
+}
+
+/// Removes the key `path` leads to with its values (`repr`) from the table
+/// whose descriptor is `tree`; whether the tree kept its shape.
+fn del_key_at<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path, repr: &Repr) -> Result<bool> {
+    touch_path(w, tree, path)?;
+    let lpg = path.at(path.leaf()).0;
+    let n = drop_values(w, tree, repr, lpg)?;
+    tree.dec_items(n, lpg)?;
+    Ok(!remove_node(w, tree, path)?)
+}
+
+/// Removes value `pos` of the `n` in the sub-page of the key `key` that
+/// `path` leads to, in the table whose descriptor is `tree`: in place when
+/// it can go so ([`remove_in_place_ok`]), else through a shrunk copy of
+/// the sub-page, and with the key when it is the last.
+fn del_subpage_value<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &mut Path,
+    key: &[u8],
+    n: usize,
+    pos: usize,
+) -> Result<Removed> {
+    if n == 1 {
+        return Ok(Removed { kept: del_key_at(w, tree, path, &Repr::Sub(1))?, key_gone: true });
+    }
+    let (lpg, idx) = path.at(path.leaf());
+    tree.dec_items(1, lpg)?;
+    if remove_in_place_ok(subpage(&w.pages(), lpg, idx)?, pos, lpg)? {
+        remove_in_place_at(w, tree, path, pos)?;
+        return Ok(Removed { kept: true, key_gone: false });
+    }
+    // A shrunk copy replaces the sub-page, built in a kept buffer. (It is
+    // smaller than the node it replaces, so the leaf takes it at once.)
+    let mut buf = w.take_bytes();
+    let r = (|| {
+        subpage_copy_into(subpage(&w.pages(), lpg, idx)?, 0, lpg, &mut buf)?;
+        write::p_remove(&mut buf, pos);
+        subpage_squeeze(&mut buf);
+        touch_path(w, tree, path)?;
+        fpage::set_pgno(&mut buf, path.at(path.leaf()).0);
+        replace_node(w, tree, path, key, (buf.len() as u32, N_DUP, &buf))?;
+        // A smaller node may leave the leaf underfull.
+        let leaf = path.leaf();
+        rebalance(w, tree, path, leaf)
+    })();
+    w.keep_bytes(buf);
+    Ok(Removed { kept: !r?, key_gone: false })
+}
+
 /// Removes the value `inner` leads to from `nt`, the nested tree of the key
 /// `path` leads to, in the table whose descriptor is `tree` (both paths as
 /// searches find them, nothing changed since); the key goes with its last
-/// value. Returns whether both trees kept their shape: the paths (their
-/// pages now this transaction's copies) then lead to where the value was,
-/// on its successor among the key's values or one past its leaf's end.
+/// value.
 fn del_nested_at<W: TreeWriter + ?Sized>(
     w: &mut W,
     tree: &mut Tree,
     path: &mut Path,
     mut nt: Tree,
     inner: &mut Path,
-) -> Result<bool> {
+) -> Result<Removed> {
     let lpg = path.at(path.leaf()).0;
     tree.dec_items(1, lpg)?;
     touch_path(w, tree, path)?;
@@ -797,63 +856,61 @@ fn del_nested_at<W: TreeWriter + ?Sized>(
     let lpg = path.at(path.leaf()).0;
     tree.follow_nested(&old, &nt, lpg)?;
     if nt.root == P_INVALID {
-        remove_node(w, tree, path)?;
-        return Ok(false);
+        // Its last value: the emptied tree's root is freed already.
+        return Ok(Removed { kept: !remove_node(w, tree, path)?, key_gone: true });
     }
     store_nested(w, path, &nt);
-    Ok(!changed)
+    Ok(Removed { kept: !changed, key_gone: false })
 }
 
 /// Deletes the multimap value a write cursor's mark stands on, where it
-/// lies: `path` leads to its key in the multimap `db`, `inner` to the value
-/// among the key's values (a sub-page's one level, whose page is the key's
-/// leaf, or the levels of its nested tree): what searches find, nothing
-/// changed since. `None`, nothing changed, when it does not go so: the
-/// caller then deletes by search. Else whether the trees kept their shape;
-/// then both paths, their pages moved to this transaction's copies, lead
-/// to where the value was: on its successor among the key's values, or one
-/// past the end of its page of values.
-///
-/// A value of a sub-page goes in place when the key keeps other values
-/// and its sub-page stays in its node ([`remove_in_place_ok`]); a value of
-/// a nested tree unless it is the key's last.
+/// lies: `path` leads to its key `key` in the multimap `db`, `inner` to the
+/// value among the key's values (none for a key of one plain value; a
+/// sub-page's one level, whose page is the key's leaf; or the levels of
+/// its nested tree): what searches find, nothing changed since. `None`,
+/// nothing changed, when the paths do not fit the key's values (the caller
+/// then deletes by search); else how the delete left the trees, the paths
+/// moved to this transaction's copies (and for a sub-page, `inner`'s page
+/// to the key's leaf).
 pub(crate) fn del_at_mark<W: TreeWriter + ?Sized>(
     w: &mut W,
     db: W::Db,
     path: &mut Path,
     inner: &mut Path,
-) -> Result<Option<bool>> {
+    key: &[u8],
+) -> Result<Option<Removed>> {
     let t = w.table(db)?;
     let mut tree = t.tree;
     let (lpg, idx) = path.at(path.leaf());
-    if inner.len == 0 {
-        return Ok(None);
-    }
-    let kept = match read_repr(w, &t, lpg, idx)? {
-        Repr::Sub(n) => {
-            let pos = inner.at(0).1;
-            {
-                let pages = w.pages();
-                let sp = subpage(&pages, lpg, idx)?;
-                if inner.len != 1 || n < 2 || pos >= n || !remove_in_place_ok(sp, pos, lpg)? {
-                    return Ok(None);
-                }
-            }
-            tree.dec_items(1, lpg)?;
-            let lpg = remove_in_place_at(w, &mut tree, path, pos)?;
-            inner.set_pgno(0, lpg);
-            true
+    let repr = read_repr(w, &t, lpg, idx)?;
+    let r = match repr {
+        Repr::Plain if inner.len == 0 => Removed { kept: del_key_at(w, &mut tree, path, &repr)?, key_gone: true },
+        Repr::Sub(n) if inner.len == 1 && inner.at(0).1 < n => {
+            let r = del_subpage_value(w, &mut tree, path, key, n, inner.at(0).1)?;
+            inner.set_pgno(0, path.at(path.leaf()).0);
+            r
         }
-        Repr::Nested(nt) => {
-            if nt.items < 2 || inner.len != nt.height as usize || inner.at(0).0 != nt.root {
-                return Ok(None);
-            }
+        Repr::Nested(nt) if inner.len > 0 && inner.len == nt.height as usize && inner.at(0).0 == nt.root => {
             del_nested_at(w, &mut tree, path, nt, inner)?
         }
-        Repr::Plain => return Ok(None),
+        _ => return Ok(None),
     };
     write::finish(w, db, tree);
-    Ok(Some(kept))
+    Ok(Some(r))
+}
+
+/// Deletes the multimap key a write cursor's mark stands on (`path` leads
+/// to it, nothing changed since) with all its values; whether the tree
+/// kept its shape (the path, moved to this transaction's copies, then
+/// leads to where the key was).
+pub(crate) fn del_key_at_mark<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, path: &mut Path) -> Result<bool> {
+    let t = w.table(db)?;
+    let mut tree = t.tree;
+    let (lpg, idx) = path.at(path.leaf());
+    let repr = read_repr(w, &t, lpg, idx)?;
+    let kept = del_key_at(w, &mut tree, path, &repr)?;
+    write::finish(w, db, tree);
+    Ok(kept)
 }
 
 fn done<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree, t: &View, val: &[u8]) -> Result<()> {
@@ -880,60 +937,24 @@ pub(crate) fn del<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, key: &[u8], val:
     let (lpg, idx) = path.at(path.leaf());
     let repr = read_repr(w, &t, lpg, idx)?;
     let Some(val) = val else {
-        touch_path(w, &mut tree, &mut path)?;
-        let n = drop_values(w, &mut tree, &repr, path.at(path.leaf()).0)?;
-        tree.dec_items(n, path.at(path.leaf()).0)?;
-        remove_node(w, &mut tree, &mut path)?;
+        del_key_at(w, &mut tree, &mut path, &repr)?;
         write::finish(w, db, tree);
         return Ok(true);
     };
-    // One value goes; counted before the tree changes (an emptied tree is
-    // reset), once the value is known to be there.
+    // One value goes, once it is known to be there.
     match repr {
         Repr::Plain => {
             if !dcmp.cmp(plain_value(&w.pages(), lpg, idx)?, val).is_eq() {
                 return Ok(false);
             }
-            tree.dec_items(1, lpg)?;
-            touch_path(w, &mut tree, &mut path)?;
-            remove_node(w, &mut tree, &mut path)?;
+            del_key_at(w, &mut tree, &mut path, &repr)?;
         }
         Repr::Sub(n) => {
-            let pos = {
-                let pages = w.pages();
-                let sp = subpage(&pages, lpg, idx)?;
-                let (pos, exact) = super::search_leaf(sp, val, dcmp, lpg)?;
-                if !exact {
-                    return Ok(false);
-                }
-                tree.dec_items(1, lpg)?;
-                if n > 1 && remove_in_place_ok(sp, pos, lpg)? {
-                    remove_in_place_at(w, &mut tree, &mut path, pos)?;
-                    write::finish(w, db, tree);
-                    return Ok(true);
-                }
-                pos
-            };
-            if n == 1 {
-                touch_path(w, &mut tree, &mut path)?;
-                remove_node(w, &mut tree, &mut path)?;
-            } else {
-                // A shrunk copy replaces the sub-page, built in a kept buffer.
-                let mut buf = w.take_bytes();
-                let r = (|| {
-                    subpage_copy_into(subpage(&w.pages(), lpg, idx)?, 0, lpg, &mut buf)?;
-                    write::p_remove(&mut buf, pos);
-                    subpage_squeeze(&mut buf);
-                    touch_path(w, &mut tree, &mut path)?;
-                    fpage::set_pgno(&mut buf, path.at(path.leaf()).0);
-                    replace_node(w, &mut tree, &path, key, (buf.len() as u32, N_DUP, &buf))?;
-                    // A smaller node may leave the leaf underfull.
-                    let leaf = path.leaf();
-                    rebalance(w, &mut tree, &mut path, leaf)
-                })();
-                w.keep_bytes(buf);
-                r?;
+            let (pos, exact) = super::search_leaf(subpage(&w.pages(), lpg, idx)?, val, dcmp, lpg)?;
+            if !exact {
+                return Ok(false);
             }
+            del_subpage_value(w, &mut tree, &mut path, key, n, pos)?;
         }
         Repr::Nested(nt) => {
             let mut inner = Path::new();

@@ -128,21 +128,41 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
     })
 }
 
-/// Deletes the multimap value that `mark` stands on where it lies, without
-/// a search (see [`crate::btree::dupsort::del_at_mark`]). `None`, nothing
-/// changed, when it does not go so; else whether `mark` still holds,
-/// standing where the value was.
-fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<Option<bool>> {
-    let Some((pgnos, idxs)) = mark.inner() else { return Ok(None) };
+/// Deletes the multimap value that `mark` stands on (of key `key`) where it
+/// lies, without a search (see [`crate::btree::dupsort::del_at_mark`]).
+/// `None`, nothing changed, when it does not go so; else whether `mark`
+/// still holds, standing where the value was (or, when the key went with
+/// its last value, where the key was).
+fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8]) -> Result<Option<bool>> {
     let mut inner = write::Path::new();
-    for (&pgno, &idx) in pgnos.iter().zip(idxs) {
-        inner.push(pgno, idx as usize);
+    if let Some((pgnos, idxs)) = mark.inner() {
+        for (&pgno, &idx) in pgnos.iter().zip(idxs) {
+            inner.push(pgno, idx as usize);
+        }
     }
     txn.guarded(|t| {
         let mut path = marked_path(mark);
-        let kept = crate::btree::dupsort::del_at_mark(t, db, &mut path, &mut inner)?;
-        if kept == Some(true) {
-            mark.move_to(path.pgnos(), inner.pgnos());
+        let Some(r) = crate::btree::dupsort::del_at_mark(t, db, &mut path, &mut inner, key)? else {
+            return Ok(None);
+        };
+        match r {
+            crate::btree::dupsort::Removed { kept: false, .. } => {}
+            crate::btree::dupsort::Removed { key_gone: true, .. } => mark.set_outer(path.pgnos(), path.idxs()),
+            crate::btree::dupsort::Removed { key_gone: false, .. } => mark.move_to(path.pgnos(), inner.pgnos()),
+        }
+        Ok(Some(r.kept))
+    })
+}
+
+/// Deletes the multimap key that `mark` stands on with all its values,
+/// without a search; whether `mark` still holds, standing where the key
+/// was.
+fn del_marked_key(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
+    txn.guarded(|t| {
+        let mut path = marked_path(mark);
+        let kept = crate::btree::dupsort::del_key_at_mark(t, db, &mut path)?;
+        if kept {
+            mark.set_outer(path.pgnos(), path.idxs());
         }
         Ok(kept)
     })
@@ -475,7 +495,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         if std::mem::take(&mut s.marked) {
             // A multimap value removed where the mark stands (if it can be:
             // else by search, below).
-            if let Some(kept) = del_marked_value(self.txn, s.db, &mut s.mark)? {
+            if let Some(kept) = del_marked_value(self.txn, s.db, &mut s.mark, &s.key)? {
                 s.marked = kept;
                 s.after_del = true;
                 return Ok(());
@@ -494,7 +514,16 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn del_all(&mut self) -> Result<()> {
         self.target()?;
         let s = &mut self.at;
-        s.marked = false;
+        if std::mem::take(&mut s.marked) {
+            // Removed where the mark stands (a plain table's record: as `del`).
+            s.marked = if s.dupsort {
+                del_marked_key(self.txn, s.db, &mut s.mark)?
+            } else {
+                del_marked(self.txn, s.db, &mut s.mark)?
+            };
+            s.after_del = true;
+            return Ok(());
+        }
         if !self.txn.del(s.db, &s.key, None)? {
             return Err(Error::NoData);
         }
