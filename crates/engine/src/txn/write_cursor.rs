@@ -203,7 +203,9 @@ impl Spot {
     /// Makes `key`/`val` hold the position when only the mark does (see
     /// `lagging`): read where the mark stands, whose pages have not changed.
     fn own(&mut self, txn: &RwTxn<'_>) -> Result<()> {
-        if !std::mem::take(&mut self.lagging) {
+        // (`keep` clears `lagging`: after an error it stays set, and the
+        // next call tries again.)
+        if !self.lagging {
             return Ok(());
         }
         // The record a step in a leaf found (it reads it again the same way).
