@@ -6,6 +6,7 @@
 
 use super::{Db, RwTxn};
 use crate::btree::cursor::{Cursor, Mark};
+use crate::btree::dupsort::{self, Removed};
 use crate::btree::{write, Cmp};
 use crate::error::{Error, Result};
 use crate::flags::PutFlags;
@@ -129,7 +130,7 @@ fn del_marked(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
 }
 
 /// Deletes the multimap value that `mark` stands on (of key `key`) where it
-/// lies, without a search (see [`crate::btree::dupsort::del_at_mark`]).
+/// lies, without a search (see [`dupsort::del_at_mark`]).
 /// `None`, nothing changed, when it does not go so; else whether `mark`
 /// still holds, standing where the value was (or, when the key went with
 /// its last value, where the key was).
@@ -142,13 +143,13 @@ fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8]) ->
     }
     txn.guarded(|t| {
         let mut path = marked_path(mark);
-        let Some(r) = crate::btree::dupsort::del_at_mark(t, db, &mut path, &mut inner, key)? else {
+        let Some(r) = dupsort::del_at_mark(t, db, &mut path, &mut inner, key)? else {
             return Ok(None);
         };
         match r {
-            crate::btree::dupsort::Removed { kept: false, .. } => {}
-            crate::btree::dupsort::Removed { key_gone: true, .. } => mark.set_outer(path.pgnos(), path.idxs()),
-            crate::btree::dupsort::Removed { key_gone: false, .. } => mark.move_to(path.pgnos(), inner.pgnos()),
+            Removed { kept: false, .. } => {}
+            Removed { key_gone: true, .. } => mark.set_outer(path.pgnos(), path.idxs()),
+            Removed { key_gone: false, .. } => mark.move_to(path.pgnos(), inner.pgnos()),
         }
         Ok(Some(r.kept))
     })
@@ -160,7 +161,7 @@ fn del_marked_value(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark, key: &[u8]) ->
 fn del_marked_key(txn: &mut RwTxn<'_>, db: Db, mark: &mut Mark) -> Result<bool> {
     txn.guarded(|t| {
         let mut path = marked_path(mark);
-        let kept = crate::btree::dupsort::del_key_at_mark(t, db, &mut path)?;
+        let kept = dupsort::del_key_at_mark(t, db, &mut path)?;
         if kept {
             mark.set_outer(path.pgnos(), path.idxs());
         }
