@@ -395,6 +395,14 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// The record at the cursor (after a delete: the successor of the deleted
     /// record, `None` if there is none); `Err(NoData)` when unpositioned.
     pub fn get_current(&mut self) -> Result<OwnedPair<'_>> {
+        if self.at.marked && self.at.positioned {
+            // Read where the mark stands, if it is a record in its leaf
+            // (after a delete: the successor): no cursor built.
+            let txn: &RwTxn<'env> = self.txn;
+            if let Some(p) = self.at.mark.step_in_leaf(&txn.pages(), 0) {
+                return Ok(Some(p));
+            }
+        }
         let t = self.txn.table(self.at.db)?;
         let mut c = fresh(self.txn, &t);
         match self.at.place(&mut c, self.at.after_del)? {
