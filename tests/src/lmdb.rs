@@ -237,8 +237,9 @@ impl Txn<'_> {
                 break Err(e);
             }
             walked += 1;
-            // SAFETY: filled by the cursor in this live transaction; read
-            // before the next cursor operation.
+            // Filled by the cursor in this live transaction, and read
+            // before the next cursor operation, which comes after `pick`.
+            // SAFETY: those pointers are valid for their lengths meanwhile.
             let (ks, vs) = unsafe { (slice(&k), slice(&v)) };
             if pick(ks, vs) {
                 // SAFETY: an open cursor of this write transaction, on a record.

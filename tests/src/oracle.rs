@@ -573,8 +573,9 @@ impl Txn<'_> {
             }
             check(rc, || format!("mdbx_cursor_get(dbi {dbi}, op {op})"))?;
             walked += 1;
-            // SAFETY: on success k/v point into the map (or are empty),
-            // valid until the next cursor operation, which comes after `pick`.
+            // On success k/v point into the map (or are empty), valid until
+            // the next cursor operation, which comes after `pick`.
+            // SAFETY: those pointers are valid for their lengths meanwhile.
             let (ks, vs) = unsafe { (slice_of(&k), slice_of(&v)) };
             if pick(ks, vs) {
                 // SAFETY: live cursor of this write transaction, on a record.
