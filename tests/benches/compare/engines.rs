@@ -80,7 +80,7 @@ pub trait Write: Read {
     fn del(&mut self, t: Self::Table, key: &[u8], value: Option<&[u8]>);
     /// Walks every record with one write cursor, deleting at the cursor
     /// those `pick` selects: (records walked, deleted).
-    fn walk_delete(&mut self, t: Self::Table, pick: impl FnMut(&[u8]) -> bool) -> (u64, u64);
+    fn walk_delete(&mut self, t: Self::Table, pick: impl FnMut(&[u8], &[u8]) -> bool) -> (u64, u64);
     fn commit(self);
 }
 
@@ -178,17 +178,17 @@ impl Write for rdbx::RwTxn<'_> {
     fn del(&mut self, t: Db, key: &[u8], value: Option<&[u8]>) {
         rdbx::RwTxn::del(self, t, key, value).unwrap();
     }
-    fn walk_delete(&mut self, t: Db, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
+    fn walk_delete(&mut self, t: Db, mut pick: impl FnMut(&[u8], &[u8]) -> bool) -> (u64, u64) {
         let mut c = self.rw_cursor(t).unwrap();
         let (mut walked, mut deleted) = (0, 0);
-        let mut at = c.first().unwrap().map(|(k, _)| pick(k));
+        let mut at = c.first().unwrap().map(|(k, v)| pick(k, v));
         while let Some(del) = at {
             walked += 1;
             if del {
                 c.del().unwrap();
                 deleted += 1;
             }
-            at = c.next().unwrap().map(|(k, _)| pick(k));
+            at = c.next().unwrap().map(|(k, v)| pick(k, v));
         }
         (walked, deleted)
     }
@@ -282,8 +282,8 @@ impl Write for oracle::Txn<'_> {
     fn del(&mut self, t: oracle::Dbi, key: &[u8], value: Option<&[u8]>) {
         oracle::Txn::del(self, t, key, value).unwrap();
     }
-    fn walk_delete(&mut self, t: oracle::Dbi, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
-        oracle::Txn::walk_delete(self, t, |k, _| pick(k)).unwrap()
+    fn walk_delete(&mut self, t: oracle::Dbi, pick: impl FnMut(&[u8], &[u8]) -> bool) -> (u64, u64) {
+        oracle::Txn::walk_delete(self, t, pick).unwrap()
     }
     #[inline]
     fn commit(self) {
@@ -367,8 +367,8 @@ impl Write for lmdb::Txn<'_> {
     fn del(&mut self, t: u32, key: &[u8], value: Option<&[u8]>) {
         lmdb::Txn::del(self, t, key, value).unwrap();
     }
-    fn walk_delete(&mut self, t: u32, mut pick: impl FnMut(&[u8]) -> bool) -> (u64, u64) {
-        lmdb::Txn::walk_delete(self, t, |k, _| pick(k)).unwrap()
+    fn walk_delete(&mut self, t: u32, pick: impl FnMut(&[u8], &[u8]) -> bool) -> (u64, u64) {
+        lmdb::Txn::walk_delete(self, t, pick).unwrap()
     }
     #[inline]
     fn commit(self) {

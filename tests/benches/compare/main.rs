@@ -53,8 +53,15 @@
 //!     8 with one write cursor and deletes at the cursor every record whose
 //!     key's last byte is a multiple of 10 (about 1 in 10; the cursor then
 //!     stands on the successor, which its next step returns), as a pruning
-//!     job does; ops are the records walked. It runs last, so the pages it
-//!     frees change no other row.
+//!     job does; ops are the records walked. It runs after the others, so
+//!     the pages it frees change no other row;
+//! 12. multimap prune: a DUPSORT table of min(N / 5, 200,000) 8-byte values,
+//!     1,000 under each key (so each key's values are a nested tree), loaded
+//!     in order in one transaction; then one write transaction walks it with
+//!     one write cursor deleting 2 values in 3 (those whose last byte is not
+//!     a multiple of 3), so the nested trees' leaves merge under the cursor,
+//!     as pruning a history table value by value does; ops are the values
+//!     walked. It runs last.
 //!
 //! LMDB has no automatic growth: its map is the same 16 GiB, and `MDB_NOSYNC`
 //! stands for SAFE_NOSYNC (commits not flushed, one sync at the end).
@@ -136,6 +143,9 @@ const CRUD_TXNS: u64 = 20_000;
 const BLOB_KEYS: u64 = 1000;
 const BLOB_TXNS: u64 = 5000;
 
+/// Values of the multimap prune's table, at most.
+const MULTI_PRUNE_MAX: u64 = 200_000;
+
 /// A blob length: 6 to 46 KiB (2 to 12 pages of 4 KiB).
 fn blob_len(rng: &mut Rng) -> usize {
     4096 * (1 + rng.below(11) as usize) + 2048
@@ -177,6 +187,9 @@ struct Times {
     /// walked, deleted).
     prune: Duration,
     pruned: (u64, u64),
+    /// The same over the values of a multimap (2 in 3 deleted).
+    multi_prune: Duration,
+    multi_pruned: (u64, u64),
     /// CRUD transactions on the plain and on the INTEGER_KEY table.
     crud: Duration,
     int_crud: Duration,
@@ -206,8 +219,8 @@ impl Times {
     /// the same workloads on fresh files; the work done must be the same.
     fn keep_best(&mut self, other: Times) {
         assert_eq!(
-            (self.found, self.scanned, self.multi_entries, self.pruned),
-            (other.found, other.scanned, other.multi_entries, other.pruned)
+            (self.found, self.scanned, self.multi_entries, self.pruned, self.multi_pruned),
+            (other.found, other.scanned, other.multi_entries, other.pruned, other.multi_pruned)
         );
         for (a, b) in [
             (&mut self.load, other.load),
@@ -225,6 +238,7 @@ impl Times {
             (&mut self.crud, other.crud),
             (&mut self.int_crud, other.int_crud),
             (&mut self.prune, other.prune),
+            (&mut self.multi_prune, other.multi_prune),
         ] {
             *a = (*a).min(b);
         }
@@ -400,7 +414,21 @@ fn run<E: Engine>(dir: &Path, w: &Workloads, write_map: bool) -> Times {
     // Prune: a write cursor over the main table deletes 1 record in 10.
     t.prune = prune_phase(|| {
         let mut txn = env.begin_rw();
-        t.pruned = txn.walk_delete(db, |k| k[7] % 10 == 0);
+        t.pruned = txn.walk_delete(db, |k, _| k[7] % 10 == 0);
+        txn.commit();
+    });
+
+    // Multimap prune: a write cursor over keys of 1,000 values each deletes
+    // 2 values in 3.
+    let mut txn = env.begin_rw();
+    let history = txn.table(Some("history"), Kind::Multi);
+    for i in 0..(w.n / 5).min(MULTI_PRUNE_MAX) {
+        txn.put(history, &key(i / 1000), &i.to_be_bytes());
+    }
+    txn.commit();
+    t.multi_prune = multi_prune_phase(|| {
+        let mut txn = env.begin_rw();
+        t.multi_pruned = txn.walk_delete(history, |_, v| v[7] % 3 != 0);
         txn.commit();
     });
     env.close();
@@ -650,7 +678,8 @@ phases!(
     blob_phase,
     crud_phase,
     int_crud_phase,
-    prune_phase
+    prune_phase,
+    multi_prune_phase
 );
 
 fn timed(f: impl FnOnce()) -> Duration {
@@ -664,7 +693,7 @@ fn timed(f: impl FnOnce()) -> Duration {
 type Row = (&'static str, fn(&Workloads, u64, &Times) -> u64, fn(&Times) -> Duration);
 
 /// The rows, in the order printed.
-const ROWS: [Row; 15] = [
+const ROWS: [Row; 16] = [
     ("sequential load (append, 1 txn)", |_, n, _| n, |t| t.load),
     ("random put (txns of 1000)", |w, _, _| w.random_puts.len() as u64, |t| t.put),
     ("random get (shuffled)", |_, n, _| n, |t| t.get),
@@ -680,6 +709,7 @@ const ROWS: [Row; 15] = [
     ("small commits (1 put per txn)", |w, _, _| w.small_puts.len() as u64, |t| t.small),
     ("blob updates (6-46 KiB, 1 per txn)", |w, _, _| w.blobs.len() as u64, |t| t.blobs),
     ("prune (write cursor, del 1 in 10)", |_, _, t| t.pruned.0, |t| t.prune),
+    ("multimap prune (cursor, del 2 in 3)", |_, _, t| t.multi_pruned.0, |t| t.multi_prune),
 ];
 
 /// A row's name for `RDBX_BENCH_EACH` lines: "random put (txns of 1000)"
@@ -784,6 +814,7 @@ fn run_mode(tmp: &Path, w: &Workloads, n: u64, mode: &str, write_map: bool) {
         assert_eq!(r.found, p.found, "get checksum: rdbx vs {peer}");
         assert_eq!(r.multi_entries, p.multi_entries, "multimap values: rdbx vs {peer}");
         assert_eq!(r.pruned, p.pruned, "prune (records walked, deleted): rdbx vs {peer}");
+        assert_eq!(r.multi_pruned, p.multi_pruned, "multimap prune (values walked, deleted): rdbx vs {peer}");
     }
 
     println!();
