@@ -314,9 +314,17 @@ impl RunList {
     /// Takes the lowest page.
     pub(crate) fn pop_lowest(&mut self) -> Option<u32> {
         let i = self.runs.len().checked_sub(1)?;
-        let p = self.runs[i].start;
-        self.take_at(i, p);
-        Some(p)
+        let r = self.runs[i];
+        if r.len == 1 {
+            // The usual case (a GC record's pages are mostly runs of one):
+            // the last run goes, and it is not indexed.
+            self.runs.pop();
+            self.hint = i;
+            self.len -= 1;
+            return Some(r.start);
+        }
+        self.take_at(i, r.start);
+        Some(r.start)
     }
 
     /// Takes `n` consecutive pages from the run that fits them best: the
