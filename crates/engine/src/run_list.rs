@@ -14,6 +14,8 @@
 
 /// Runs of at least this many pages are indexed for [`RunList::longest`].
 pub(crate) const INDEXED: u32 = 4;
+// `RunList::pop_lowest` drops a run of one page without looking in the index.
+const _: () = assert!(INDEXED > 1);
 
 /// Lists of up to this many pages are added one page at a time.
 const FEW: usize = 8;
