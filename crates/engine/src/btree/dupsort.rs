@@ -776,7 +776,7 @@ fn remove_node<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Pa
 /// past the end of its page of values), and whether the key went with its
 /// last value (the table's path then leads to where the key was: on the
 /// next key, or one past its leaf's end).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Removed {
     pub(crate) kept: bool,
     pub(crate) key_gone: bool,
