@@ -5,6 +5,7 @@ faster). The machines are shared and noisy: quote medians with their ranges,
 never one run.
 
     scripts/bench_runs.py [RUNS] [-- extra cargo args]
+    scripts/bench_runs.py --isolated [RUNS] [-- extra cargo args]
     scripts/bench_runs.py --parse OUTPUT...   (summarise kept outputs)
 
 The benchmark's own variables pass through (RDBX_BENCH_N, RDBX_BENCH_MODES,
@@ -14,6 +15,16 @@ RDBX_BENCH_ROUNDS=3 each run keeps every engine's best of 3 rounds per row
 runs several times over on this VM. The order the engines run
 in rotates between runs (RDBX_BENCH_ORDER), unless it is set. Each run's
 full output is kept in target/bench-runs/run-K.txt.
+
+--isolated runs each engine in a process of its own (RDBX_BENCH_ENGINES),
+one after another, in an order that rotates between runs, and takes the
+ratios from their rates. In one process the engines meet each other's
+leftovers (heap and page-cache state, memory the kernel has yet to
+reclaim): at 10M records the rate of one engine moved by half with the
+order while another's stayed within 2%. Isolated runs skip the checks that
+need the engines side by side (that they walked and deleted the same
+records) and the durable rows (a normal run measures those); each
+process's output is kept as run-K-ENGINE.txt.
 """
 import os
 import statistics
@@ -43,12 +54,60 @@ def parse(text):
     return rows
 
 
+def parse_alone(text):
+    """{(section, row): {engine: ops/s}} of a run of one engine, whose rows
+    read "ENGINE  ROW  RATE ops/s"."""
+    rows, section = {}, None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            section = line[3:].split(" (")[0].split(" in ")[0].strip()
+            continue
+        parts = line.split()
+        if section is None or len(parts) < 4 or parts[-1] != "ops/s" or parts[0] not in ENGINES:
+            continue
+        rows.setdefault((section, " ".join(parts[1:-2])), {})[parts[0]] = float(parts[-2])
+    return rows
+
+
+# Engine names as the benchmark prints them in one engine's rows, and as
+# RDBX_BENCH_ENGINES takes them.
+ENGINES = {"rdbx": "rdbx", "libmdbx": "libmdbx", "LMDB": "lmdb"}
+
+
+def isolated(runs, extra, out_dir):
+    """Ratios of each run, every engine measured in a process of its own."""
+    results = []
+    names = list(ENGINES)
+    for k in range(runs):
+        rates = {}
+        # Each engine goes first in a third of the runs (they share the
+        # machine's state from one process to the next).
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            env = dict(os.environ, RDBX_BENCH_ENGINES=ENGINES[name], RDBX_BENCH_SYNC_TXNS="1")
+            cmd = ["cargo", "bench", "-q", "-p", "rdbx-tests", "--bench", "compare"] + extra
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            path = os.path.join(out_dir, f"run-{k + 1}-{name}.txt")
+            with open(path, "w") as f:
+                f.write(p.stdout + p.stderr)
+            if p.returncode != 0:
+                sys.exit(f"run {k + 1} ({name}) failed (exit {p.returncode}); see {path}")
+            for key, by in parse_alone(p.stdout).items():
+                rates.setdefault(key, {}).update(by)
+        ratio = lambda by, peer: by["rdbx"] / by[peer] if "rdbx" in by and by.get(peer) else None
+        results.append({key: (ratio(by, "libmdbx"), ratio(by, "LMDB")) for key, by in rates.items()})
+        print(f"run {k + 1}/{runs} done", file=sys.stderr)
+    return results
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--parse":
         # Summarise kept outputs instead of running: --parse FILE...
         show([parse(open(f).read()) for f in args[1:]])
         return
+    alone = bool(args) and args[0] == "--isolated"
+    if alone:
+        args = args[1:]
     extra = []
     if "--" in args:
         i = args.index("--")
@@ -56,6 +115,9 @@ def main():
     runs = int(args[0]) if args else 3
     out_dir = os.path.join("target", "bench-runs")
     os.makedirs(out_dir, exist_ok=True)
+    if alone:
+        show(isolated(runs, extra, out_dir))
+        return
     results = []
     orders = ["rdbx,libmdbx,lmdb", "libmdbx,lmdb,rdbx", "lmdb,rdbx,libmdbx"]
     for k in range(runs):
