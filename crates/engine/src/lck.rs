@@ -1006,9 +1006,17 @@ impl LockFile {
                 }
             }
         }
+        // Only a writer stores the cache (this function's contract: the
+        // writer lock is held), so a plain store keeps it from going down
+        // where an atomic max would lock the bus each commit (libmdbx
+        // stores it the same way; readers only load it).
         if oldest != prev {
-            cached.fetch_max(oldest, Ordering::AcqRel);
-            cached_retired.fetch_max(oldest_retired, Ordering::Relaxed);
+            if oldest > prev {
+                cached.store(oldest, Ordering::Release);
+            }
+            if oldest_retired > prev_retired {
+                cached_retired.store(oldest_retired, Ordering::Relaxed);
+            }
         }
         (oldest, oldest_retired)
     }
@@ -1157,12 +1165,17 @@ impl LockFile {
         PageOps::from_array(std::array::from_fn(|i| sh.u64(OFF_PGOPS + 8 * i).load(Ordering::Relaxed)))
     }
 
-    /// Adds `d` to the page-operation counters of the lock region.
+    /// Adds `d` to the page-operation counters of the lock region: a load
+    /// and a store each, not an atomic add (a locked instruction, a few
+    /// times a commit). Call with the writer lock held: the counters are
+    /// statistics, which libmdbx also bumps with plain increments, so at
+    /// worst an add made meanwhile without that lock (`count_call`) is lost.
     pub fn add_page_ops(&self, d: &PageOps) {
         let Some(sh) = &self.shared else { return };
         for (i, v) in d.to_array().into_iter().enumerate() {
             if v != 0 {
-                sh.u64(OFF_PGOPS + 8 * i).fetch_add(v, Ordering::Relaxed);
+                let c = sh.u64(OFF_PGOPS + 8 * i);
+                c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
             }
         }
     }
