@@ -73,6 +73,10 @@ pub(crate) struct EnvInner {
     pub file: Arc<File>,
     pub io: Box<dyn PageIo>,
     pub map: RwLock<Arc<Mmap>>,
+    /// Counts the replacements of `map` (made under its write lock): a
+    /// writer whose kept map has the current count uses it without the lock
+    /// (`WriteState::map`).
+    pub map_gen: AtomicU64,
     pub page_size: usize,
     pub limits: Limits,
     pub read_only: bool,
@@ -295,7 +299,7 @@ impl EnvInner {
             }
         }
         let limits = Limits::new(page_size);
-        let map = map_file(&file, &meta, page_size, size, writemap)?;
+        let map = Arc::new(map_file(&file, &meta, page_size, size, writemap)?);
         lck.finish_open(envmode, meta.txnid())?;
         lck.set_writemap(writemap);
         let inner = EnvInner {
@@ -303,7 +307,8 @@ impl EnvInner {
             lck_path,
             file,
             io,
-            map: RwLock::new(Arc::new(map)),
+            map: RwLock::new(map.clone()),
+            map_gen: AtomicU64::new(0),
             page_size,
             limits,
             read_only: b.read_only,
@@ -312,7 +317,7 @@ impl EnvInner {
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
-            writer_state: Default::default(),
+            writer_state: Mutex::new(crate::txn::WriteState::new(map, 0)),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
             in_memory_fs,
@@ -447,6 +452,7 @@ impl EnvInner {
                 ));
             }
             *m = Arc::new(map_file(&self.file, meta, self.page_size, size, self.writemap)?);
+            self.map_gen.fetch_add(1, Ordering::Release);
         }
         Ok(m.clone())
     }
@@ -822,6 +828,55 @@ mod tests {
 
     use crate::format::meta::{META_OFF, SIGN_AT, SIGN_STEADY, SIGN_WEAK};
     use crate::{Db, Durability, Env, PutFlags};
+
+    /// A writer keeps its map between write transactions: they take no
+    /// count of the environment's map (each took one and gave it back, and
+    /// locked its slot: four locked instructions a commit). Once the file
+    /// grew past that map, the writer maps it again (noting that it does not
+    /// know which replacement of the environment's map it holds), and the
+    /// next write transaction takes the environment's map, the same one.
+    #[test]
+    fn the_writer_keeps_its_map_until_a_remap() {
+        let d = tempfile::tempdir().unwrap();
+        let geometry = |upper: usize| crate::Geometry {
+            size_upper: Some(upper),
+            growth_step: Some(1 << 20),
+            ..Default::default()
+        };
+        let env = Env::builder().durability(Durability::SafeNoSync).geometry(geometry(2 << 20)).open(d.path()).unwrap();
+        let put = |from: u32, n: u32| {
+            let mut txn = env.begin_rw_txn().unwrap();
+            for i in from..from + n {
+                txn.put(Db::MAIN, &i.to_be_bytes(), &[7u8; 200], PutFlags::empty()).unwrap();
+            }
+            txn.commit().unwrap();
+        };
+        let current = || env.inner.map.read().unwrap().clone();
+        let kept = || env.inner.writer_state.lock().unwrap().map.clone();
+        let steady = |what: &str| {
+            for round in 0..5 {
+                put(round * 10, 10);
+                let between = std::sync::Arc::strong_count(&env.inner.map.read().unwrap());
+                let txn = env.begin_rw_txn().unwrap();
+                let during = std::sync::Arc::strong_count(&env.inner.map.read().unwrap());
+                drop(txn);
+                assert_eq!(during, between, "{what}: the write transaction took a count of the map");
+            }
+            assert!(std::sync::Arc::ptr_eq(&kept(), &current()), "{what}: not the environment's map");
+        };
+        put(0, 10);
+        steady("first map");
+        let first = current().len();
+        env.set_geometry(&geometry(64 << 20)).unwrap();
+        for round in 0..4 {
+            put(100_000 + round * 5_000, 5_000);
+        }
+        assert!(current().len() > first, "the file did not grow past the first map");
+        steady("after the remap");
+        let txn = env.begin_ro_txn().unwrap();
+        assert_eq!(txn.get(Db::MAIN, &9u32.to_be_bytes()).unwrap(), Some(&[7u8; 200][..]));
+        assert_eq!(txn.get(Db::MAIN, &119_999u32.to_be_bytes()).unwrap(), Some(&[7u8; 200][..]));
+    }
 
     /// The writer's record of the meta slots notices a slot that anyone else
     /// rewrote: the sign alone (a sync by another process) and a new txnid

@@ -468,23 +468,30 @@ impl Env {
             st.end(None);
             st
         });
-        // The metas are read under the map's read lock, and the map is the
-        // transaction's if it covers the base snapshot (else `map_for`
-        // checks the file and remaps).
-        // The base meta is copied once, from the writer's record of the
-        // slots into the state (a meta is 224 bytes: each move is a copy).
-        let (t, steady_txnid, covering) = {
-            let current = env.map.read().unwrap_or_else(|e| e.into_inner());
+        // The writer keeps its map between transactions: it takes the
+        // environment's (under the map's read lock, which also gives that
+        // map's count of replacements) only when it was replaced since.
+        // The metas are read through it, and it is the transaction's if it
+        // covers the base snapshot (else `map_for` checks the file and
+        // remaps). The base meta is copied once, from the writer's record
+        // of the slots into the state (a meta is 224 bytes: each move is a
+        // copy).
+        let (t, steady_txnid) = {
             let st = &mut *st;
-            let (base, t, steady_txnid) = env.writer_metas(&mut st.metas, &current)?;
+            if st.map_gen != env.map_gen.load(std::sync::atomic::Ordering::Acquire) {
+                let current = env.map.read().unwrap_or_else(|e| e.into_inner());
+                st.map = current.clone();
+                st.map_gen = env.map_gen.load(std::sync::atomic::Ordering::Acquire);
+            }
+            let (base, t, steady_txnid) = env.writer_metas(&mut st.metas, &st.map)?;
             st.base.clone_from(base);
-            let covering = env.map_covers(&st.base, &current).then(|| current.clone());
-            (t, steady_txnid, covering)
+            (t, steady_txnid)
         };
-        let map = match covering {
-            Some(map) => map,
-            None => env.map_for(&st.base, t.recent)?,
-        };
+        if !env.map_covers(&st.base, &st.map) {
+            st.map = env.map_for(&st.base, t.recent)?;
+            // Which replacement that map is, is not known here.
+            st.map_gen = u64::MAX;
+        }
         let txnid = st.base.txnid() + 1;
         if txnid > crate::format::MAX_TXNID {
             return Err(Error::Problem("transaction ids are exhausted".into()));
@@ -499,7 +506,6 @@ impl Env {
             env,
             st,
             _guard: guard,
-            map,
             geo: plausible_growth(base_geo, env.page_size),
             txnid,
             dirty_extra: 0,

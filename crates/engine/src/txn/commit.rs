@@ -81,9 +81,11 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // 1. Records of changed named tables.
     let mut copied = None;
     for dbi in 2..txn.st.tables.len() {
-        // (The name is shared: its clone is a count, not a copy.)
-        let (name, bytes, at) = match txn.st.tables[dbi].as_ref() {
-            Some(t) if t.dirty => (t.name.clone().ok_or(Error::BadDbi)?, t.tree.to_bytes(), t.record_at),
+        // The name is lent out of the table and given back below: a clone
+        // would count it up and down, two locked instructions a commit. (A
+        // commit that fails here ends the transaction, and its tables.)
+        let (name, bytes, at) = match txn.st.tables[dbi].as_mut() {
+            Some(t) if t.dirty => (t.name.take().ok_or(Error::BadDbi)?, t.tree.to_bytes(), t.record_at),
             _ => continue,
         };
         let at = match at {
@@ -99,6 +101,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
         };
         if let Some(t) = txn.st.tables[dbi].as_mut() {
             t.record_at = at;
+            t.name = Some(name);
         }
     }
     // 2. GC records.
@@ -212,7 +215,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     // With WRITEMAP there, a lazy commit's sync is not even a call: skipped,
     // and the meta written in place needs no copy of the previous one to put
     // back. (A durable commit still syncs: as everywhere, its msync counts.)
-    let no_sync_call = free_syncs && !durable && txn.env.sync_is_free(&txn.map);
+    let no_sync_call = free_syncs && !durable && txn.env.sync_is_free(&txn.st.map);
     if !free_syncs {
         txn.env.lck.add_unsynced_pages(written);
     }
@@ -235,10 +238,10 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     let slot_off = (txn.st.base_slot * ps + META_OFF) as u64;
     let body = meta.body();
     let in_map_unsynced =
-        !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &body);
+        !durable && (!meta_synced || no_sync_call) && txn.env.write_meta_in_map(&txn.st.map, txn.st.base_slot, &body);
     if !in_map_unsynced {
-        let previous = txn.env.previous_meta_body(&txn.st.metas, &txn.map, txn.st.base_slot)?;
-        let in_map = !durable && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &body);
+        let previous = txn.env.previous_meta_body(&txn.st.metas, &txn.st.map, txn.st.base_slot)?;
+        let in_map = !durable && txn.env.write_meta_in_map(&txn.st.map, txn.st.base_slot, &body);
         let meta_written = if durable {
             txn.env.write_at_durable(&[&body], slot_off)
         } else {
@@ -246,7 +249,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
             written.and_then(|()| if meta_synced { txn.env.sync_data() } else { Ok(()) })
         };
         if let Err(e) = meta_written {
-            if !(in_map && txn.env.write_meta_in_map(&txn.map, txn.st.base_slot, &previous)) {
+            if !(in_map && txn.env.write_meta_in_map(&txn.st.map, txn.st.base_slot, &previous)) {
                 let _ = txn.env.write_at(&[&previous], slot_off);
             }
             return Err(e.into());

@@ -368,7 +368,6 @@ pub struct RwTxn<'env> {
     /// transactions (see [`WriteState`]). Before `_guard`: released first.
     pub(crate) st: std::sync::MutexGuard<'env, WriteState>,
     pub(crate) _guard: WriterGuard<'env>,
-    pub(crate) map: Arc<Mmap>,
     pub(crate) txnid: u64,
     pub(crate) geo: MetaGeo,
     /// Pages beyond the first of the large chunks in `dirty` (so that
@@ -481,11 +480,21 @@ pub(crate) struct WriteState {
     /// `DbRegistry::forgotten` when `tables` was last checked for stale
     /// entries (`tables_for`).
     pub(crate) tables_forgotten: u64,
+    /// The map write transactions read and write through, kept between
+    /// them: a transaction takes the environment's map (a read lock and a
+    /// count, and the count back at its end: four locked instructions a
+    /// commit) only when `map_gen` says it was replaced since, or when this
+    /// one does not cover the base snapshot.
+    pub(crate) map: Arc<Mmap>,
+    /// `EnvInner::map_gen` when `map` was the environment's map
+    /// (`u64::MAX`: not known, look again).
+    pub(crate) map_gen: u64,
 }
 
-impl Default for WriteState {
-    /// The state before the first write transaction (allocates nothing).
-    fn default() -> WriteState {
+impl WriteState {
+    /// The state before the first write transaction (allocates nothing but
+    /// what it is given: the environment's map).
+    pub(crate) fn new(map: Arc<Mmap>, map_gen: u64) -> WriteState {
         let geo = MetaGeo { grow_pv: 0, shrink_pv: 0, lower: 0, upper: 0, now: 0, first_unallocated: 0 };
         WriteState {
             base: Meta {
@@ -531,11 +540,11 @@ impl Default for WriteState {
             read_loaded: Default::default(),
             metas: None,
             tables_forgotten: 0,
+            map,
+            map_gen,
         }
     }
-}
 
-impl WriteState {
     /// Sets the state up for a write transaction starting from `self.base`
     /// (set by the caller).
     pub(crate) fn begin(&mut self, dbs: &DbRegistry) {
@@ -1039,11 +1048,12 @@ impl<'env> RwTxn<'env> {
     }
 
     pub(crate) fn pages(&self) -> Pages<'_> {
+        let st = &*self.st;
         Pages {
-            map: &self.map,
+            map: &st.map,
             ps: self.env.page_size,
             valid: self.geo.first_unallocated,
-            dirty: Some(&self.st.dirty),
+            dirty: Some(&st.dirty),
             front: self.txnid,
         }
     }
@@ -1053,7 +1063,7 @@ impl<'env> RwTxn<'env> {
     pub(crate) fn pages_and_pool(&mut self) -> (Pages<'_>, &mut crate::pool::PagePool) {
         let st = &mut *self.st;
         let pages = Pages {
-            map: &self.map,
+            map: &st.map,
             ps: self.env.page_size,
             valid: self.geo.first_unallocated,
             dirty: Some(&st.dirty),
@@ -1342,9 +1352,9 @@ impl<'env> RwTxn<'env> {
             p >= start && p < start + b.len()
         });
         // A spilled page is read through the map but still this transaction's.
-        let base = self.map.as_ptr() as usize;
+        let base = self.st.map.as_ptr() as usize;
         let spilled = p >= base
-            && p < base + self.map.len()
+            && p < base + self.st.map.len()
             && self.st.spilled.contains(&(((p - base) / self.env.page_size) as u32));
         in_memory || spilled
     }

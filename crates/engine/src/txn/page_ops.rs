@@ -124,7 +124,8 @@ impl RwTxn<'_> {
         if self.st.frames.iter().any(|f| (pgno..pgno + n as u32).any(|p| f.reserved.contains(&p))) {
             return None;
         }
-        let page = self.st.pool.map_page(&self.map, off, len)?;
+        let st = &mut *self.st;
+        let page = st.pool.map_page(&st.map, off, len)?;
         if self.env.in_memory_fs && pgno >= self.st.base.geo.first_unallocated {
             // A page from the tail (no snapshot has it): its first store
             // would take a page fault. Populate the page tables for the next
@@ -133,7 +134,7 @@ impl RwTxn<'_> {
             let file_len = self.env.file_len.load(std::sync::atomic::Ordering::Acquire) as usize;
             let from = off & !(crate::os::page_size() - 1);
             let to = (off + len.max(PREFAULT_AHEAD)).min(file_len);
-            self.map.prefault(from, to.saturating_sub(from));
+            self.st.map.prefault(from, to.saturating_sub(from));
         }
         Some(page)
     }

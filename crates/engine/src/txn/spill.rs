@@ -91,7 +91,7 @@ impl RwTxn<'_> {
 fn spill(txn: &mut RwTxn<'_>, target: usize) -> Result<()> {
     let ps = txn.env.page_size;
     let mut excess = txn.dirty_pages().saturating_sub(target);
-    let mapped = txn.map.len();
+    let mapped = txn.st.map.len();
     let mut chosen: Vec<(u32, usize)> = Vec::new();
     for pass_branches in [false, true] {
         for (&pgno, buf) in txn.st.dirty.iter() {
