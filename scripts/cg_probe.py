@@ -26,8 +26,10 @@ totals first).
 `footprint` records plain one-put commits with `--dump-instr=yes` and
 prints the code they run: the 64-byte lines of machine code that execute
 at least once every other commit on average (an instruction cache of 32
-KiB holds 512), in all and by function. Instruction counts miss what a
-loop whose code does not fit the cache pays to fetch it again.
+KiB holds 512), in all and by function, then the locked instructions of
+the probe binary's own code it executed a commit. Instruction counts
+miss both: what a loop whose code does not fit the cache pays to fetch
+it again, and the few dozen cycles of each locked instruction.
 """
 import os
 import re
@@ -142,6 +144,67 @@ def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     for f, ls in sorted(hot.items(), key=lambda kv: -len(kv[1]))[:int(rows)]:
         if ls:
             print(f"{len(ls):6} {f[0][:24]:24} {f[1][:100]}")
+    locked(out, commits)
+
+
+def locked(path, commits):
+    """The locked instructions (lock-prefixed, `xchg` with memory,
+    `mfence`) of the probe binary's own code that the recording at `path`
+    executed, a commit: a few dozen cycles each, which an instruction
+    count does not show. (The C library's, the writer lock's mutex among
+    them, are not counted.)"""
+    binary = probe_binary()
+    name = os.path.basename(binary)
+    counts, owner, fn, ob = {}, {}, None, None
+    addr, in_call = 0, False
+    objects, names = {}, {}
+    for line in open(path):
+        m = re.match(r"(c?)ob=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            if m.group(3):
+                objects[m.group(2)] = m.group(3).strip()
+            if not m.group(1):
+                ob = objects[m.group(2)]
+            continue
+        m = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3).strip()
+            if not m.group(1):
+                fn = names[m.group(2)]
+            continue
+        if line.startswith("calls="):
+            in_call = True
+            continue
+        m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)$", line)
+        if m and ob and os.path.basename(ob) == name:
+            a = m.group(1)
+            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
+            if in_call:
+                in_call = False
+                continue
+            counts[addr] = counts.get(addr, 0) + int(m.group(2))
+            owner[addr] = fn
+        elif m:
+            a = m.group(1)
+            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
+            in_call = False
+    if not counts:
+        return
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary, f"--start-address={min(counts):#x}",
+                          f"--stop-address={max(counts) + 16:#x}"], capture_output=True, text=True).stdout
+    total = 0.0
+    for line in dis.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+        if not m or int(m.group(1), 16) not in counts:
+            continue
+        ins = m.group(2)
+        if ins.startswith("lock") or re.match(r"xchg\s+.*\(", ins) or ins.startswith("mfence"):
+            per = counts[int(m.group(1), 16)] / commits
+            if per >= 0.5:
+                total += per
+                print(f"  locked {per:5.2f} a commit: {ins[:40]:40} {owner[int(m.group(1), 16)][:70]}")
+    print(f"locked instructions of the probe's own code: {total:.1f} a commit")
 
 
 def main():
