@@ -32,15 +32,23 @@ import subprocess
 import sys
 
 
-def parse(text):
-    """{(section, row): (ratio to libmdbx, ratio to LMDB)} of one run."""
-    rows, section = {}, None
+def sectioned(text):
+    """(section, words) of each line of a benchmark output under a "== "
+    header (the mode, or a durable workload), the header's name cut at
+    its details."""
+    section = None
     for line in text.splitlines():
         if line.startswith("== "):
             section = line[3:].split(" (")[0].split(" in ")[0].strip()
-            continue
-        parts = line.split()
-        if section is None or len(parts) < 7:
+        elif section is not None:
+            yield section, line.split()
+
+
+def parse(text):
+    """{(section, row): (ratio to libmdbx, ratio to LMDB)} of one run."""
+    rows = {}
+    for section, parts in sectioned(text):
+        if len(parts) < 7:
             continue
         try:
             # "-": no figure (LMDB runs at 4 KiB pages only).
@@ -49,23 +57,17 @@ def parse(text):
             continue
         if nums[0] is None:
             continue
-        name = " ".join(parts[:-6])
-        rows[(section, name)] = (nums[4], nums[5])
+        rows[(section, " ".join(parts[:-6]))] = (nums[4], nums[5])
     return rows
 
 
 def parse_alone(text):
     """{(section, row): {engine: ops/s}} of a run of one engine, whose rows
     read "ENGINE  ROW  RATE ops/s"."""
-    rows, section = {}, None
-    for line in text.splitlines():
-        if line.startswith("== "):
-            section = line[3:].split(" (")[0].split(" in ")[0].strip()
-            continue
-        parts = line.split()
-        if section is None or len(parts) < 4 or parts[-1] != "ops/s" or parts[0] not in ENGINES:
-            continue
-        rows.setdefault((section, " ".join(parts[1:-2])), {})[parts[0]] = float(parts[-2])
+    rows = {}
+    for section, parts in sectioned(text):
+        if len(parts) >= 4 and parts[-1] == "ops/s" and parts[0] in ENGINES:
+            rows.setdefault((section, " ".join(parts[1:-2])), {})[parts[0]] = float(parts[-2])
     return rows
 
 

@@ -94,6 +94,40 @@ def diff(a, b, rows="30"):
         print(f"{cb.get(k, 0) - ca.get(k, 0):>11,} {ca.get(k, 0):>11,} {cb.get(k, 0):>11,}  {k[:110]}")
 
 
+def instr_costs(path):
+    """(object, function, address, cost) of each instruction's own cost
+    in a `--dump-instr=yes` recording. Its cost lines read "ADDR LINE
+    COST", the address absolute (0x...) or relative to the previous one
+    (+N, -N, *), the line in the same forms; the line after "calls=" is a
+    call's cost (skipped). Objects and functions are named once, then
+    referred to by number."""
+    named = {"ob": {}, "fn": {}}
+    current = {"ob": None, "fn": None}
+    addr, in_call = 0, False
+    for line in open(path):
+        # "ob=(N) name" or "fn=(N) name" names N (later lines give N
+        # alone) and makes it current; "cob="/"cfn=" name a call's target.
+        m = re.match(r"(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            callee, kind, n, name = m.groups()
+            if name:
+                named[kind][n] = name.strip()
+            if not callee:
+                current[kind] = named[kind][n]
+            continue
+        if line.startswith("calls="):
+            in_call = True
+            continue
+        m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)$", line)
+        if m:
+            a = m.group(1)
+            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
+            if in_call:
+                in_call = False
+            elif current["ob"] and current["fn"]:
+                yield current["ob"], current["fn"], addr, int(m.group(2))
+
+
 def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     commits = int(commits)
     out = os.path.join(TMP, f"cg.footprint.{engine}")
@@ -102,40 +136,10 @@ def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    # Cost lines of a `--dump-instr=yes` recording: "ADDR LINE COST", the
-    # address absolute (0x...) or relative to the previous one (+N, -N, *),
-    # the line in the same forms; lines after "calls=" are call costs.
-    objects, names = {}, {}
-    obj = fn = None
-    addr, in_call = 0, False
     lines = {}
-    for line in open(out):
-        m = re.match(r"(c?)ob=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            if m.group(3):
-                objects[m.group(2)] = m.group(3).strip().split("/")[-1]
-            if not m.group(1):
-                obj = objects[m.group(2)]
-            continue
-        m = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            if m.group(3):
-                names[m.group(2)] = m.group(3).strip()
-            if not m.group(1):
-                fn = (obj, names[m.group(2)])
-            continue
-        if line.startswith("calls="):
-            in_call = True
-            continue
-        m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)$", line)
-        if m and fn:
-            a = m.group(1)
-            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
-            if in_call:
-                in_call = False
-                continue
-            per_fn = lines.setdefault(fn, {})
-            per_fn[addr >> 6] = per_fn.get(addr >> 6, 0) + int(m.group(2))
+    for obj, fn, addr, cost in instr_costs(out):
+        per_fn = lines.setdefault((os.path.basename(obj), fn), {})
+        per_fn[addr >> 6] = per_fn.get(addr >> 6, 0) + cost
     # A line runs at least once every other commit: at least one
     # instruction of it per two commits, the least a run of it costs.
     hot = {f: {l for l, c in ls.items() if 2 * c >= commits} for f, ls in lines.items()}
@@ -155,40 +159,11 @@ def locked(path, commits):
     them, are not counted.)"""
     binary = probe_binary()
     name = os.path.basename(binary)
-    counts, owner, fn, ob = {}, {}, None, None
-    addr, in_call = 0, False
-    objects, names = {}, {}
-    for line in open(path):
-        m = re.match(r"(c?)ob=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            if m.group(3):
-                objects[m.group(2)] = m.group(3).strip()
-            if not m.group(1):
-                ob = objects[m.group(2)]
-            continue
-        m = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            if m.group(3):
-                names[m.group(2)] = m.group(3).strip()
-            if not m.group(1):
-                fn = names[m.group(2)]
-            continue
-        if line.startswith("calls="):
-            in_call = True
-            continue
-        m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)$", line)
-        if m and ob and os.path.basename(ob) == name:
-            a = m.group(1)
-            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
-            if in_call:
-                in_call = False
-                continue
-            counts[addr] = counts.get(addr, 0) + int(m.group(2))
+    counts, owner = {}, {}
+    for obj, fn, addr, cost in instr_costs(path):
+        if os.path.basename(obj) == name:
+            counts[addr] = counts.get(addr, 0) + cost
             owner[addr] = fn
-        elif m:
-            a = m.group(1)
-            addr = int(a, 16) if a.startswith("0x") else addr if a == "*" else addr + int(a)
-            in_call = False
     if not counts:
         return
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary, f"--start-address={min(counts):#x}",
