@@ -131,8 +131,9 @@ def instr_costs(path):
 def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     commits = int(commits)
     out = os.path.join(TMP, f"cg.footprint.{engine}")
+    binary = probe_binary()
     cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
-           "--toggle-collect=*commits_phase*", probe_binary(), engine, mode, str(commits), "1"]
+           "--toggle-collect=*commits_phase*", binary, engine, mode, str(commits), "1"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
@@ -148,16 +149,15 @@ def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     for f, ls in sorted(hot.items(), key=lambda kv: -len(kv[1]))[:int(rows)]:
         if ls:
             print(f"{len(ls):6} {f[0][:24]:24} {f[1][:100]}")
-    locked(out, commits)
+    locked(out, commits, binary)
 
 
-def locked(path, commits):
+def locked(path, commits, binary):
     """The locked instructions (lock-prefixed, `xchg` with memory,
     `mfence`) of the probe binary's own code that the recording at `path`
     executed, a commit: a few dozen cycles each, which an instruction
     count does not show. (The C library's, the writer lock's mutex among
     them, are not counted.)"""
-    binary = probe_binary()
     name = os.path.basename(binary)
     counts, owner = {}, {}
     for obj, fn, addr, cost in instr_costs(path):
