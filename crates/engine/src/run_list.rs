@@ -598,16 +598,20 @@ impl PartialEq for RunList {
 
 /// Writes to `out` the maximal runs of the pages of `old` (maximal runs,
 /// highest first) and of `pages` (sorted descending; a page in both, or
-/// listed twice, counts once), highest first: how many runs, and how many
-/// pages they hold. `out` has a slot for each run of `old` and each page at
-/// least. One pass over both, each page or old run joining the run being
-/// built or starting the next.
+/// listed twice, counts once), highest first, from `out[1]` on (`out[0]`
+/// holds an empty run): how many slots it wrote, `out[0]` included, and
+/// how many pages the runs hold. `out` has a slot for each run of `old`
+/// and each page, and one more. One pass over both, each page or old run
+/// joining the run being built or starting the next.
 #[inline]
 fn merge_runs_desc(old: &[Run], pages: &[u32], out: &mut [Run]) -> (usize, usize) {
     let (mut k, mut len) = (0, 0usize);
     // The run being built: pages `cs..ce`; at first an empty one at the
     // top of the page numbers, which the first pages close (it goes to
-    // `out[0]`, which the caller skips, and adds nothing to `len`).
+    // `out[0]`, which the caller skips, and adds nothing to `len`). Page
+    // numbers stay far below it (at most 2^31), so nothing joins it.
+    debug_assert!(pages.first().is_none_or(|&p| p < u32::MAX - 1));
+    debug_assert!(old.first().is_none_or(|r| r.end() < u32::MAX));
     let (mut cs, mut ce) = (u32::MAX, u32::MAX);
     // Pages `s..e`, the highest left, join the run being built if they
     // touch or overlap it, else that run is done and they start the next.
