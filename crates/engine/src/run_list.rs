@@ -362,7 +362,6 @@ impl RunList {
     /// best fit (docs/design.md, "A large value's chunk").
     pub(crate) fn take_fit(&mut self, n: usize) -> Option<u32> {
         let n = u32::try_from(n).ok().filter(|&n| n > 0)?;
-        self.index_long();
         let i = self.fit(n)?;
         let r = self.runs[i];
         if r.len == n {
@@ -377,8 +376,9 @@ impl RunList {
 
     /// Where the run [`RunList::take_fit`] takes from is (an index into
     /// `runs`). Runs shorter than [`INDEXED`] are searched from the lowest
-    /// (an exact fit ends the search); longer ones in the index.
-    fn fit(&self, n: u32) -> Option<usize> {
+    /// (an exact fit ends the search); longer ones in the index (brought
+    /// up to date only then).
+    fn fit(&mut self, n: u32) -> Option<usize> {
         if n < INDEXED {
             let mut best: Option<(usize, u32)> = None;
             for (i, r) in self.runs.iter().enumerate().rev() {
@@ -393,6 +393,7 @@ impl RunList {
                 return Some(i);
             }
         }
+        self.index_long();
         let mut best: Option<Run> = None;
         for &r in self.long.iter().rev() {
             if r.len == n {
