@@ -66,13 +66,22 @@ def probe_binary():
     sys.exit("cg_probe: no small_commits executable in cargo's output")
 
 
-def record(binary, out, engine, mode, commits, env):
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+def callgrind(binary, out, engine, mode, commits, options=(), env=None):
+    """Records the probe's timed loop under callgrind (with `options`) into
+    `out`; returns valgrind's report (its stderr)."""
+    cmd = ["valgrind", "--tool=callgrind", *options, f"--callgrind-out-file={out}",
            "--toggle-collect=*commits_phase*", binary, engine, mode, str(commits), "1"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
-    m = re.search(r"Collected : (\d+)", r.stderr)
-    if r.returncode != 0 or not m:
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if r.returncode != 0:
         sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return r.stderr
+
+
+def record(binary, out, engine, mode, commits, env):
+    report = callgrind(binary, out, engine, mode, commits, env=env)
+    m = re.search(r"Collected : (\d+)", report)
+    if not m:
+        sys.exit(f"cg_probe: no instruction count in valgrind's report:\n{report[-2000:]}")
     return int(m.group(1))
 
 
@@ -147,11 +156,7 @@ def footprint(engine="rdbx", mode="writemap", commits="2000", rows="25"):
     commits = int(commits)
     out = os.path.join(TMP, f"cg.footprint.{engine}")
     binary = probe_binary()
-    cmd = ["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
-           "--toggle-collect=*commits_phase*", binary, engine, mode, str(commits), "1"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    callgrind(binary, out, engine, mode, commits, ["--dump-instr=yes"])
     lines = {}
     for obj, fn, addr, cost in instr_costs(out):
         per_fn = lines.setdefault((os.path.basename(obj), fn), {})
@@ -200,13 +205,10 @@ def locked(path, commits, binary):
 def branches(engine="rdbx", mode="writemap", commits="6000", rows="20"):
     commits = int(commits)
     out = os.path.join(TMP, f"cg.branches.{engine}")
-    binary = probe_binary()
-    cmd = ["valgrind", "--tool=callgrind", "--branch-sim=yes", f"--callgrind-out-file={out}",
-           "--toggle-collect=*commits_phase*", binary, engine, mode, str(commits), "1"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"Mispredicts:\s+([\d,]+)", r.stderr)
-    if r.returncode != 0 or not m:
-        sys.exit(f"cg_probe: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    report = callgrind(probe_binary(), out, engine, mode, commits, ["--branch-sim=yes"])
+    m = re.search(r"Mispredicts:\s+([\d,]+)", report)
+    if not m:
+        sys.exit(f"cg_probe: no branch counts in valgrind's report:\n{report[-2000:]}")
     total = int(m.group(1).replace(",", ""))
     print(f"{engine} {mode}: {total / commits:,.1f} mispredicted branches a commit (simulated)")
     per_fn = costs(out, "Bcm")
