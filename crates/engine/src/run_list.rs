@@ -606,7 +606,7 @@ impl PartialEq for RunList {
 /// joining the run being built or starting the next.
 #[inline]
 fn merge_runs_desc(old: &[Run], pages: &[u32], out: &mut [Run]) -> (usize, usize) {
-    let mut k = 0;
+    let (mut k, mut len) = (0, 0usize);
     // The run being built: pages `cs..ce`; at first an empty one at the
     // top of the page numbers, which the first pages close (it goes to
     // `out[0]`, which the caller skips, and adds nothing to `len`). Page
@@ -623,7 +623,9 @@ fn merge_runs_desc(old: &[Run], pages: &[u32], out: &mut [Run]) -> (usize, usize
     let mut absorb = |s: u32, e: u32| {
         let join = e >= cs;
         out[k] = Run { start: cs, len: ce - cs };
-        k += usize::from(!join);
+        let done = usize::from(!join);
+        k += done;
+        len += done * (ce - cs) as usize;
         cs = if join { cs.min(s) } else { s };
         ce = if join { ce } else { e };
     };
@@ -644,10 +646,7 @@ fn merge_runs_desc(old: &[Run], pages: &[u32], out: &mut [Run]) -> (usize, usize
         absorb(r.start, r.end());
     }
     out[k] = Run { start: cs, len: ce - cs };
-    // The pages, counted once over the runs (a count kept at every step
-    // cost two instructions an absorbed page or run).
-    let len = out[..=k].iter().map(|r| r.len as usize).sum();
-    (k + 1, len)
+    (k + 1, len + (ce - cs) as usize)
 }
 
 /// Appends the maximal runs of `pages` (sorted descending; a page listed
