@@ -42,7 +42,7 @@ a tree) counts too; a branch on the data itself (which of two sorted lists
 is next, the length of a free run) mispredicts on both. This VM has no
 hardware counters; those mispredictions, at 15 to 20 cycles each, are
 what an instruction count hides (the run list's branch-free merge, 41st
-session: 5% more instructions, 15% less time on the blob probe).
+session: 6% more instructions, 15% less time on the blob probe).
 """
 import os
 import re
