@@ -210,7 +210,8 @@ def branches(engine="rdbx", mode="writemap", commits="6000", rows="20"):
     if not m:
         sys.exit(f"cg_probe: no branch counts in valgrind's report:\n{report[-2000:]}")
     total = int(m.group(1).replace(",", ""))
-    print(f"{engine} {mode}: {total / commits:,.1f} mispredicted branches a commit (simulated)")
+    print(f"{engine} {mode}: {total / commits:,.1f} mispredicted branches a commit (simulated; "
+          "by function below, the conditional ones)")
     per_fn = costs(out, "Bcm")
     for fn, n in sorted(per_fn.items(), key=lambda kv: -kv[1])[:int(rows)]:
         print(f"{n / commits:8.1f}  {fn[:110]}")
