@@ -6,7 +6,12 @@
 //! the next transaction faults it in and zeroes it again (at 64 KiB pages that
 //! was a third of the time of a random-put workload). The pool keeps up to
 //! [`POOL_LIMIT`] single-page buffers between transactions, as libmdbx keeps
-//! its `dp_reserve` (whose default limit is also 1024 pages).
+//! its `dp_reserve` (whose default limit is also about 1024 pages), or the
+//! number set with `EnvBuilder::page_buffer_reserve`. LMDB keeps every
+//! single-page buffer it ever freed: after one large transaction the next
+//! finds them all, and a large transaction that follows faults in no fresh
+//! memory (the benchmark's prune: 1,920 page faults for rdbx, about 130 with
+//! an unbounded reserve; forty-second session, docs/status.md).
 //!
 //! The environment owns the pool; a write transaction takes it at begin and
 //! gives it back, with its own dirty buffers, when it ends (writers are
@@ -41,7 +46,8 @@ pub(crate) type Dirty = crate::page_map::PageMap<PageBuf>;
 /// A set of page numbers.
 pub(crate) type PgnoSet = std::collections::HashSet<u32, BuildHasherDefault<PgnoHasher>>;
 
-/// Most buffers kept between transactions.
+/// Most buffers kept between transactions, unless the environment was
+/// opened with another `EnvBuilder::page_buffer_reserve`.
 pub(crate) const POOL_LIMIT: usize = 1024;
 
 /// Most large-value chunks (buffers of several pages) kept between
@@ -128,9 +134,10 @@ const DIRTY_SET_SLACK: usize = 4;
 /// The smallest table size the shrink rule aims at.
 const DIRTY_SET_MIN: usize = 32;
 
-#[derive(Default)]
 pub(crate) struct PagePool {
     bufs: Vec<Box<[u8]>>,
+    /// Most single-page buffers kept (`bufs`).
+    reserve: usize,
     /// Large-value chunks, oldest first (at most `CHUNKS_KEPT`).
     chunks: Vec<Box<[u8]>>,
     /// The most pages a transaction dirtied since the dirty set was last kept.
@@ -140,6 +147,12 @@ pub(crate) struct PagePool {
     /// every page back when it ends, so claims replaced by a new map's have
     /// none out; if one were, dropping them keeps its map mapped.)
     claims: Option<MapClaims>,
+}
+
+impl Default for PagePool {
+    fn default() -> Self {
+        PagePool { bufs: Vec::new(), reserve: POOL_LIMIT, chunks: Vec::new(), dirty_pages: 0, claims: None }
+    }
 }
 
 /// Work lists of the GC, kept between transactions: each is filled and
@@ -182,6 +195,11 @@ pub(crate) fn empty_kept<T>(v: &mut Vec<T>) {
 }
 
 impl PagePool {
+    /// A pool that keeps up to `reserve` single-page buffers.
+    pub(crate) fn with_reserve(reserve: usize) -> Self {
+        PagePool { reserve, ..Default::default() }
+    }
+
     /// A zeroed buffer of `page_size` bytes.
     pub(crate) fn zeroed(&mut self, page_size: usize) -> Box<[u8]> {
         match self.take(page_size) {
@@ -236,7 +254,7 @@ impl PagePool {
         match buf.into() {
             PageBuf::Heap(buf) => {
                 if buf.len() == page_size {
-                    if self.bufs.len() < POOL_LIMIT {
+                    if self.bufs.len() < self.reserve {
                         self.bufs.push(buf);
                     }
                 } else {
@@ -281,6 +299,12 @@ impl PagePool {
         if let Some(c) = &mut self.claims {
             let _ = c.give_back(page);
         }
+    }
+
+    /// Single-page buffers kept for the next transaction.
+    #[cfg(test)]
+    pub(crate) fn kept_buffers(&self) -> usize {
+        self.bufs.len()
     }
 
     /// Map pages handed out and not given back (0 between transactions).
@@ -393,6 +417,47 @@ mod tests {
             pool.recycle(vec![0u8; 256].into_boxed_slice(), 256);
         }
         assert_eq!(pool.bufs.len(), POOL_LIMIT);
+    }
+
+    /// The reserve set on the builder is the one the writer keeps: a large
+    /// transaction leaves that many buffers (not the default 1024), and the
+    /// next large one takes them all again before it allocates.
+    #[test]
+    fn the_builder_sets_the_reserve() {
+        use crate::{Db, Durability, Env, PutFlags};
+        let kept_after = |reserve: Option<usize>| {
+            let d = tempfile::tempdir().unwrap();
+            let mut b = Env::builder().durability(Durability::SafeNoSync);
+            if let Some(r) = reserve {
+                b = b.page_buffer_reserve(r);
+            }
+            let env = b.open(d.path()).unwrap();
+            let kept = || env.inner.writer_state.lock().unwrap().pool.kept_buffers();
+            let mut counts = Vec::new();
+            for round in 0..2u32 {
+                let mut txn = env.begin_rw_txn().unwrap();
+                // About 4,000 leaves of 4 KiB.
+                for i in 0..30_000u32 {
+                    let k = (round * 1_000_000 + i.wrapping_mul(2_654_435_761) % 1_000_000).to_be_bytes();
+                    txn.put(Db::MAIN, &k, &[7u8; 400], PutFlags::empty()).unwrap();
+                }
+                if round == 1 {
+                    // The second transaction has dirtied more pages than
+                    // the first left: it took every kept buffer (a page it
+                    // dirtied and freed again may have given one back).
+                    counts.push(txn.st.pool.kept_buffers().min(16) / 16);
+                }
+                txn.commit().unwrap();
+                counts.push(kept());
+            }
+            counts
+        };
+        assert_eq!(kept_after(None), [POOL_LIMIT, 0, POOL_LIMIT]);
+        assert_eq!(kept_after(Some(0)), [0, 0, 0]);
+        let big = kept_after(Some(usize::MAX));
+        assert!(big[0] > 2 * POOL_LIMIT, "every buffer of the first transaction kept: {big:?}");
+        assert_eq!(big[1], 0, "taken by the second: {big:?}");
+        assert!(big[2] >= big[0], "{big:?}");
     }
 
     /// `d` with pages `0..n` added (8-byte buffers).

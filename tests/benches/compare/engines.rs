@@ -86,6 +86,13 @@ pub trait Write: Read {
 
 // ---- rdbx
 
+/// rdbx's page buffer reserve, if `RDBX_BENCH_RESERVE` sets one (`max`:
+/// keep every buffer, as LMDB does).
+fn page_reserve() -> Option<usize> {
+    let v = std::env::var("RDBX_BENCH_RESERVE").ok()?;
+    Some(if v == "max" { usize::MAX } else { v.parse().expect("RDBX_BENCH_RESERVE: a number of pages or max") })
+}
+
 impl Engine for Env {
     type Table = Db;
     type Ro<'e> = rdbx::RoTxn<'e>;
@@ -103,6 +110,10 @@ impl Engine for Env {
                 })
             }
             Setup::Durable => b.durability(Durability::SyncDurable),
+        };
+        let b = match page_reserve() {
+            Some(pages) => b.page_buffer_reserve(pages),
+            None => b,
         };
         b.open(dir).expect("rdbx open")
     }

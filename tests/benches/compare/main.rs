@@ -13,7 +13,10 @@
 //! step per round, on fresh files each time, and keeps each engine's best
 //! time per row (default 1); `RDBX_BENCH_EACH=1` prints every round's
 //! times on stderr;
-//! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096).
+//! `RDBX_BENCH_PAGE_SIZE` the page size, default 4096;
+//! `RDBX_BENCH_RESERVE=<pages>` the page buffers rdbx keeps between write
+//! transactions, `EnvBuilder::page_buffer_reserve`: default rdbx's 1024, as
+//! libmdbx's; LMDB keeps every one, which `max` asks of rdbx).
 //!
 //! Both sides: the same page size, the same geometry (upper 16 GiB, growth 16 MiB),
 //! and durability SafeNoSync / `MDBX_SAFE_NOSYNC` for the write workloads: commits

@@ -317,7 +317,7 @@ impl EnvInner {
             exclusive: lo_exclusive,
             file_len: AtomicU64::new(size),
             dbs: crate::txn::DbRegistry::new(),
-            writer_state: Mutex::new(crate::txn::WriteState::new(map, 0)),
+            writer_state: Mutex::new(crate::txn::WriteState::new(map, 0, b.page_buffer_reserve)),
             dirty_limit: b.dirty_limit.unwrap_or_else(|| crate::txn::spill::default_dirty_limit(page_size)),
             writemap,
             in_memory_fs,

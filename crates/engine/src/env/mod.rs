@@ -117,6 +117,7 @@ pub struct EnvBuilder {
     lock_format: Option<LockFormat>,
     dirty_limit: Option<usize>,
     writethrough_threshold: usize,
+    page_buffer_reserve: usize,
     write_map: bool,
     faults: Option<Arc<dyn IoFaults>>,
     slow_readers: Option<Arc<crate::SlowReaderFn>>,
@@ -137,6 +138,7 @@ impl Default for EnvBuilder {
             lock_format: None,
             dirty_limit: None,
             writethrough_threshold: 2,
+            page_buffer_reserve: crate::pool::POOL_LIMIT,
             write_map: false,
             faults: None,
             slow_readers: None,
@@ -218,6 +220,20 @@ impl EnvBuilder {
     /// 0 turns the first path off.
     pub fn writethrough_threshold(mut self, pages: usize) -> Self {
         self.writethrough_threshold = pages;
+        self
+    }
+    /// How many page buffers a write transaction leaves for the next one
+    /// (libmdbx's `MDBX_opt_dp_reserve_limit`; default 1024). A transaction
+    /// that dirties more pages than the reserve holds gets fresh memory for
+    /// the rest, which the system must fault in and zero (about a microsecond
+    /// a page), and gives it back when it ends. An application whose write
+    /// transactions regularly dirty many pages can keep that many: the
+    /// memory stays with the environment until it closes (at most the
+    /// reserve times the page size). LMDB keeps every buffer it ever used;
+    /// `usize::MAX` does the same. With WRITEMAP most dirty pages are
+    /// edited in the map and take no buffer.
+    pub fn page_buffer_reserve(mut self, pages: usize) -> Self {
+        self.page_buffer_reserve = pages;
         self
     }
     /// libmdbx's WRITEMAP: the data file is mapped writable, and a write

@@ -494,7 +494,7 @@ pub(crate) struct WriteState {
 impl WriteState {
     /// The state before the first write transaction (allocates nothing but
     /// what it is given: the environment's map).
-    pub(crate) fn new(map: Arc<Mmap>, map_gen: u64) -> WriteState {
+    pub(crate) fn new(map: Arc<Mmap>, map_gen: u64, page_reserve: usize) -> WriteState {
         let geo = MetaGeo { grow_pv: 0, shrink_pv: 0, lower: 0, upper: 0, now: 0, first_unallocated: 0 };
         WriteState {
             base: Meta {
@@ -526,7 +526,7 @@ impl WriteState {
             folded: Vec::new(),
             canary: [0; 4],
             frames: Vec::new(),
-            pool: Default::default(),
+            pool: crate::pool::PagePool::with_reserve(page_reserve),
             ops: Default::default(),
             gc_scratch: Default::default(),
             write_order: Vec::new(),
