@@ -419,47 +419,6 @@ mod tests {
         assert_eq!(pool.bufs.len(), POOL_LIMIT);
     }
 
-    /// The reserve set on the builder is the one the writer keeps: a large
-    /// transaction leaves that many buffers (not the default 1024), and the
-    /// next large one takes them all again before it allocates.
-    #[test]
-    fn the_builder_sets_the_reserve() {
-        use crate::{Db, Durability, Env, PutFlags};
-        let kept_after = |reserve: Option<usize>| {
-            let d = tempfile::tempdir().unwrap();
-            let mut b = Env::builder().durability(Durability::SafeNoSync);
-            if let Some(r) = reserve {
-                b = b.page_buffer_reserve(r);
-            }
-            let env = b.open(d.path()).unwrap();
-            let kept = || env.inner.writer_state.lock().unwrap().pool.kept_buffers();
-            let mut counts = Vec::new();
-            for round in 0..2u32 {
-                let mut txn = env.begin_rw_txn().unwrap();
-                // About 4,000 leaves of 4 KiB.
-                for i in 0..30_000u32 {
-                    let k = (round * 1_000_000 + i.wrapping_mul(2_654_435_761) % 1_000_000).to_be_bytes();
-                    txn.put(Db::MAIN, &k, &[7u8; 400], PutFlags::empty()).unwrap();
-                }
-                if round == 1 {
-                    // The second transaction has dirtied more pages than
-                    // the first left: it took every kept buffer (a page it
-                    // dirtied and freed again may have given one back).
-                    counts.push(txn.st.pool.kept_buffers().min(16) / 16);
-                }
-                txn.commit().unwrap();
-                counts.push(kept());
-            }
-            counts
-        };
-        assert_eq!(kept_after(None), [POOL_LIMIT, 0, POOL_LIMIT]);
-        assert_eq!(kept_after(Some(0)), [0, 0, 0]);
-        let big = kept_after(Some(usize::MAX));
-        assert!(big[0] > 2 * POOL_LIMIT, "every buffer of the first transaction kept: {big:?}");
-        assert_eq!(big[1], 0, "taken by the second: {big:?}");
-        assert!(big[2] >= big[0], "{big:?}");
-    }
-
     /// `d` with pages `0..n` added (8-byte buffers).
     fn with_pages(mut d: Dirty, n: u32) -> Dirty {
         for p in 0..n {

@@ -257,6 +257,7 @@ pub(crate) fn commit(txn: &mut RwTxn<'_>) -> Result<()> {
     }
     let slot = txn.st.base_slot;
     crate::env::EnvInner::note_meta_written(&mut txn.st.metas, slot, &meta, &body);
+    txn.st.own_record.committed(meta_txnid, &gc);
     txn.env.lck.after_commit(meta_txnid, steady, meta_synced);
     if let Some(now) = shrink_to {
         // Best effort: the meta already records the smaller size.

@@ -449,6 +449,8 @@ pub(crate) struct WriteState {
     pub(crate) ops: crate::lck::PageOps,
     /// Work lists of the GC.
     pub(crate) gc_scratch: crate::pool::GcScratch,
+    /// The GC record the last commit made its own, as written (`gc::OwnRecord`).
+    pub(crate) own_record: crate::gc::OwnRecord,
     /// The commit's order of the pages it writes (`txn::commit`).
     pub(crate) write_order: Vec<u64>,
     /// The radix sort's second buffer for `write_order` (kept likewise).
@@ -529,6 +531,7 @@ impl WriteState {
             pool: crate::pool::PagePool::with_reserve(page_reserve),
             ops: Default::default(),
             gc_scratch: Default::default(),
+            own_record: Default::default(),
             write_order: Vec::new(),
             write_order_scratch: Vec::new(),
             split_sizes: Vec::new(),

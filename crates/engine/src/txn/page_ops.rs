@@ -241,6 +241,46 @@ pub(crate) fn free(txn: &mut RwTxn<'_>, pgno: u32, n: usize) {
 mod tests {
     use crate::{Db, Durability, Env, Geometry, PutFlags};
 
+    /// The reserve set on the builder is the one the writer keeps: a large
+    /// transaction leaves that many buffers (not the default 1024), and the
+    /// next large one takes them all again before it allocates.
+    #[test]
+    fn the_builder_sets_the_reserve() {
+        let kept_after = |reserve: Option<usize>| {
+            let d = tempfile::tempdir().unwrap();
+            let mut b = Env::builder().durability(Durability::SafeNoSync);
+            if let Some(r) = reserve {
+                b = b.page_buffer_reserve(r);
+            }
+            let env = b.open(d.path()).unwrap();
+            let kept = || env.inner.writer_state.lock().unwrap().pool.kept_buffers();
+            let mut counts = Vec::new();
+            for round in 0..2u32 {
+                let mut txn = env.begin_rw_txn().unwrap();
+                // About 4,000 leaves of 4 KiB.
+                for i in 0..30_000u32 {
+                    let k = (round * 1_000_000 + i.wrapping_mul(2_654_435_761) % 1_000_000).to_be_bytes();
+                    txn.put(Db::MAIN, &k, &[7u8; 400], PutFlags::empty()).unwrap();
+                }
+                if round == 1 {
+                    // The second transaction has dirtied more pages than
+                    // the first left: it took every kept buffer (a page it
+                    // dirtied and freed again may have given one back).
+                    counts.push(txn.st.pool.kept_buffers().min(16) / 16);
+                }
+                txn.commit().unwrap();
+                counts.push(kept());
+            }
+            counts
+        };
+        assert_eq!(kept_after(None), [crate::pool::POOL_LIMIT, 0, crate::pool::POOL_LIMIT]);
+        assert_eq!(kept_after(Some(0)), [0, 0, 0]);
+        let big = kept_after(Some(usize::MAX));
+        assert!(big[0] > 2 * crate::pool::POOL_LIMIT, "every buffer of the first transaction kept: {big:?}");
+        assert_eq!(big[1], 0, "taken by the second: {big:?}");
+        assert!(big[2] >= big[0], "{big:?}");
+    }
+
     /// With WRITEMAP every map page a transaction edits goes back to the
     /// map's claims when it ends (committed, aborted, after a nested abort
     /// or a spill): a page that did not would stay claimed for good (that
