@@ -3574,9 +3574,10 @@ mod reclaim_tests {
 
     /// The usual small commit reclaims its predecessor's own record from the
     /// writer's copy (`OwnRecord`), which debug builds compare with what the
-    /// GC holds. A commit of another environment on the file in between (a
-    /// new txnid), an aborted transaction, and a reader that pins the record
-    /// each make the next search the GC instead; the checker stays clean.
+    /// GC holds. A commit of another process on the file in between (a new
+    /// txnid) makes the next one search the GC, an aborted transaction
+    /// leaves the copy as it was, and a reader that pins the record keeps
+    /// the copy unused; the checker stays clean.
     #[test]
     fn small_commits_reclaim_the_last_own_record_from_the_writers_copy() {
         let d = tempfile::tempdir().unwrap();
@@ -3599,7 +3600,7 @@ mod reclaim_tests {
         assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran");
         let before = hits();
         put_each(&env, 300..301, 5);
-        assert_eq!(hits() - before, 0, "after another environment's commit");
+        assert_eq!(hits() - before, 0, "after another process's commit");
         put_each(&env, 301..302, 5);
         assert_eq!(hits() - before, 1, "after its own commit again");
         // An aborted transaction leaves the copy as it was.
