@@ -955,7 +955,8 @@ pub(crate) struct OwnRecord {
     leaf: u32,
     /// The value's length.
     bytes: usize,
-    /// The pages it lists, descending (at most an inline record's).
+    /// The pages it lists, descending (at most 15: a renamed record is at
+    /// most `STALE_MAX` bytes).
     pages: Vec<u32>,
     /// The debug check's copy of the record as the GC holds it.
     #[cfg(debug_assertions)]

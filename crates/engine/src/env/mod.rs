@@ -225,8 +225,9 @@ impl EnvBuilder {
     /// How many page buffers a write transaction leaves for the next one
     /// (libmdbx's `MDBX_opt_dp_reserve_limit`; default 1024). A transaction
     /// that dirties more pages than the reserve holds gets fresh memory for
-    /// the rest, which the system must fault in and zero (about a microsecond
-    /// a page), and gives it back when it ends. An application whose write
+    /// the rest, which the system must fault in and zero (one to two
+    /// microseconds a page on the benchmark's VM), and gives it back when it
+    /// ends. An application whose write
     /// transactions regularly dirty many pages can keep that many: the
     /// memory stays with the environment until it closes (at most the
     /// reserve times the page size). LMDB keeps every buffer it ever used;
