@@ -22,6 +22,16 @@
 //! and needs another of a different length, from the free runs the GC
 //! holds.
 //! Prints microseconds per commit and the pages in use at the end.
+//!
+//! `RDBX_PROBE_MPRUNE=1` runs the benchmark's multimap prune row instead: a
+//! DUPSORT table of 200 keys with 1,000 8-byte values each (nested trees),
+//! committed, then one write transaction whose write cursor walks it and
+//! deletes 2 values in 3; it prints the walk's microseconds (with its
+//! commit) and the values deleted.
+//! With `RDBX_PERF_CTL=<fifo>` and `RDBX_PERF_ACK=<fifo>`, the walk tells
+//! `perf record --control=fifo:<ctl>,<ack> --delay=-1` when to record, so
+//! that a profile holds the walk alone (the table's fill is most of a
+//! round's time).
 //! Under callgrind, `--toggle-collect=*commits_phase*` counts only the
 //! timed loop.
 
@@ -147,7 +157,51 @@ fn commits_phase<E: Engine>(env: &E, t: E::Table, keys: &[u64]) -> Duration {
     start.elapsed()
 }
 
+/// Whether the probe runs the multimap prune (`RDBX_PROBE_MPRUNE`).
+fn mprune() -> bool {
+    std::env::var_os("RDBX_PROBE_MPRUNE").is_some()
+}
+
+/// Tells a `perf record --control=fifo:CTL,ACK --delay=-1` to `enable` or
+/// `disable` recording, if `RDBX_PERF_CTL` and `RDBX_PERF_ACK` name those
+/// fifos, and waits for its answer.
+fn perf_ctl(cmd: &str) {
+    use std::io::{Read, Write};
+    let (Some(ctl), Some(ack)) = (std::env::var_os("RDBX_PERF_CTL"), std::env::var_os("RDBX_PERF_ACK")) else {
+        return;
+    };
+    let mut ctl = std::fs::OpenOptions::new().write(true).open(ctl).expect("RDBX_PERF_CTL: a fifo");
+    ctl.write_all(format!("{cmd}\n").as_bytes()).expect("write to RDBX_PERF_CTL");
+    let mut answer = [0u8; 5];
+    let _ = std::fs::File::open(ack).expect("RDBX_PERF_ACK: a fifo").read(&mut answer);
+}
+
+/// One round of the multimap prune (see the module documentation): the
+/// walk's time and the values it deleted.
+fn mprune_round<E: Engine>(write_map: bool) -> (Duration, u64) {
+    let dir = tempfile::tempdir_in(base_dir()).expect("temp dir");
+    let env = E::open(dir.path(), Setup::NoSync { write_map });
+    let mut txn = env.begin_rw();
+    let t = txn.table(Some("history"), Kind::Multi);
+    for i in 0..200_000u64 {
+        txn.put(t, &(i / 1000).to_be_bytes(), &i.to_be_bytes());
+    }
+    txn.commit();
+    perf_ctl("enable");
+    let start = Instant::now();
+    let mut txn = env.begin_rw();
+    let (_, deleted) = txn.walk_delete(t, |_, v| v[7] % 3 != 0);
+    txn.commit();
+    let took = start.elapsed();
+    perf_ctl("disable");
+    env.close();
+    (took, deleted)
+}
+
 fn best<E: Engine>(write_map: bool, keys: &[u64], rounds: usize) -> (Duration, u64) {
+    if mprune() {
+        return (0..rounds.max(1)).map(|_| mprune_round::<E>(write_map)).min_by_key(|r| r.0).expect("a round");
+    }
     (0..rounds.max(1)).map(|_| round::<E>(write_map, keys)).min_by_key(|r| r.0).expect("a round")
 }
 
@@ -175,6 +229,11 @@ fn main() {
                 "lmdb" => continue,
                 other => panic!("unknown engine {other:?} (rdbx, libmdbx, lmdb)"),
             };
+            if mprune() {
+                let us = took.as_secs_f64() * 1e6;
+                println!("{mode:9} {engine:8} {us:9.1} us for the walk  {used:6} values deleted");
+                continue;
+            }
             let us = took.as_secs_f64() * 1e6 / commits.max(1) as f64;
             println!("{mode:9} {engine:8} {us:7.2} us/commit  {used:6} pages in use");
         }
