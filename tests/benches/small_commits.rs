@@ -23,11 +23,13 @@
 //! holds.
 //! Prints microseconds per commit and the pages in use at the end.
 //!
-//! `RDBX_PROBE_MPRUNE=1` runs the benchmark's multimap prune row instead: a
-//! DUPSORT table of 200 keys with 1,000 8-byte values each (nested trees),
+//! `RDBX_PROBE_PRUNE=multi` runs the benchmark's multimap prune row instead:
+//! a DUPSORT table of 200 keys with 1,000 8-byte values each (nested trees),
 //! committed, then one write transaction whose write cursor walks it and
-//! deletes 2 values in 3; it prints the walk's microseconds (with its
-//! commit) and the values deleted.
+//! deletes 2 values in 3; `RDBX_PROBE_PRUNE=plain` its prune row: a table of
+//! 1,000,000 records (8-byte keys, 32-byte values) and a walk deleting 1
+//! record in 10. Either prints the walk's microseconds (with its commit) and
+//! the records deleted.
 //! With `RDBX_PERF_CTL=<fifo>` and `RDBX_PERF_ACK=<fifo>`, the walk tells
 //! `perf record --control=fifo:<ctl>,<ack> --delay=-1` when to record, so
 //! that a profile holds the walk alone (the table's fill is most of a
@@ -157,9 +159,14 @@ fn commits_phase<E: Engine>(env: &E, t: E::Table, keys: &[u64]) -> Duration {
     start.elapsed()
 }
 
-/// Whether the probe runs the multimap prune (`RDBX_PROBE_MPRUNE`).
-fn mprune() -> bool {
-    std::env::var_os("RDBX_PROBE_MPRUNE").is_some()
+/// Which prune the probe runs instead of commits (`RDBX_PROBE_PRUNE`):
+/// `Some(true)` the multimap's, `Some(false)` the plain table's.
+fn prune() -> Option<bool> {
+    match std::env::var("RDBX_PROBE_PRUNE").ok()?.as_str() {
+        "multi" => Some(true),
+        "plain" => Some(false),
+        other => panic!("RDBX_PROBE_PRUNE={other:?}: multi or plain"),
+    }
 }
 
 /// Tells a `perf record --control=fifo:CTL,ACK --delay=-1` to `enable` or
@@ -176,21 +183,31 @@ fn perf_ctl(cmd: &str) {
     let _ = std::fs::File::open(ack).expect("RDBX_PERF_ACK: a fifo").read(&mut answer);
 }
 
-/// One round of the multimap prune (see the module documentation): the
-/// walk's time and the values it deleted.
-fn mprune_round<E: Engine>(write_map: bool) -> (Duration, u64) {
+/// One round of a prune (see the module documentation; `multi`: the
+/// multimap's): the walk's time and the records it deleted.
+fn prune_round<E: Engine>(write_map: bool, multi: bool) -> (Duration, u64) {
     let dir = tempfile::tempdir_in(base_dir()).expect("temp dir");
     let env = E::open(dir.path(), Setup::NoSync { write_map });
     let mut txn = env.begin_rw();
-    let t = txn.table(Some("history"), Kind::Multi);
-    for i in 0..200_000u64 {
-        txn.put(t, &(i / 1000).to_be_bytes(), &i.to_be_bytes());
-    }
+    let t = if multi {
+        let t = txn.table(Some("history"), Kind::Multi);
+        for i in 0..200_000u64 {
+            txn.put(t, &(i / 1000).to_be_bytes(), &i.to_be_bytes());
+        }
+        t
+    } else {
+        let t = txn.table(Some("plain"), Kind::Plain);
+        for i in 0..1_000_000u64 {
+            txn.append(t, &i.to_be_bytes(), &value(i));
+        }
+        t
+    };
     txn.commit();
     perf_ctl("enable");
     let start = Instant::now();
     let mut txn = env.begin_rw();
-    let (_, deleted) = txn.walk_delete(t, |_, v| v[7] % 3 != 0);
+    let (_, deleted) =
+        if multi { txn.walk_delete(t, |_, v| v[7] % 3 != 0) } else { txn.walk_delete(t, |k, _| k[7] % 10 == 0) };
     txn.commit();
     let took = start.elapsed();
     perf_ctl("disable");
@@ -199,8 +216,8 @@ fn mprune_round<E: Engine>(write_map: bool) -> (Duration, u64) {
 }
 
 fn best<E: Engine>(write_map: bool, keys: &[u64], rounds: usize) -> (Duration, u64) {
-    if mprune() {
-        return (0..rounds.max(1)).map(|_| mprune_round::<E>(write_map)).min_by_key(|r| r.0).expect("a round");
+    if let Some(multi) = prune() {
+        return (0..rounds.max(1)).map(|_| prune_round::<E>(write_map, multi)).min_by_key(|r| r.0).expect("a round");
     }
     (0..rounds.max(1)).map(|_| round::<E>(write_map, keys)).min_by_key(|r| r.0).expect("a round")
 }
@@ -229,9 +246,9 @@ fn main() {
                 "lmdb" => continue,
                 other => panic!("unknown engine {other:?} (rdbx, libmdbx, lmdb)"),
             };
-            if mprune() {
+            if prune().is_some() {
                 let us = took.as_secs_f64() * 1e6;
-                println!("{mode:9} {engine:8} {us:9.1} us for the walk  {used:6} values deleted");
+                println!("{mode:9} {engine:8} {us:9.1} us for the walk  {used:6} deleted");
                 continue;
             }
             let us = took.as_secs_f64() * 1e6 / commits.max(1) as f64;
