@@ -770,10 +770,8 @@ fn remove_in_place(leaf: &mut [u8], host: u32, idx: usize, pos: usize) {
 /// Removes the node `path` leads to (its key and values) from the table
 /// whose descriptor is `tree`, its leaf already this transaction's copy.
 fn remove_node<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path) -> Result<bool> {
-    let (lpg, idx) = path.at(path.leaf());
-    write::p_remove(w.dirty_mut(lpg), idx);
     let leaf = path.leaf();
-    rebalance(w, tree, path, leaf)
+    write::remove_at(w, tree, path, leaf)
 }
 
 /// How a delete left a multimap: whether its trees kept their shape (the
@@ -855,9 +853,7 @@ fn del_nested_at<W: TreeWriter + ?Sized>(
     let leaf = inner.leaf();
     nt.dec_items(1, inner.at(leaf).0)?;
     touch_path(w, &mut nt, inner)?;
-    let (ipg, iidx) = inner.at(leaf);
-    write::p_remove(w.dirty_mut(ipg), iidx);
-    let changed = rebalance(w, &mut nt, inner, leaf)?;
+    let changed = write::remove_at(w, &mut nt, inner, leaf)?;
     nt.mod_txnid = w.txnid();
     let lpg = path.at(path.leaf()).0;
     tree.follow_nested(&old, &nt, lpg)?;

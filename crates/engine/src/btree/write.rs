@@ -937,10 +937,31 @@ pub(crate) fn del_at<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tre
     if let Some(b) = big {
         free_large(w, &mut tree, b)?;
     }
-    p_remove(w.dirty_mut(path.at(leaf).0), idx);
-    let changed = rebalance(w, &mut tree, path, leaf)?;
+    let changed = remove_at(w, &mut tree, path, leaf)?;
     finish(w, db, tree);
     Ok(!changed)
+}
+
+/// Removes the entry `path` leads to on the page at `level` (this
+/// transaction's copy) and restores the tree's invariants; whether that
+/// changed anything but the page ([`rebalance`]). The page is looked up
+/// once when it [`stays`], as after most removals: a walk deleting
+/// multimap values spent 6% of its time calling `rebalance` to look the
+/// page up again and find that.
+pub(crate) fn remove_at<W: TreeWriter + ?Sized>(
+    w: &mut W,
+    tree: &mut Tree,
+    path: &mut Path,
+    level: usize,
+) -> Result<bool> {
+    let cap = w.limits().page_size - PAGEHDRSZ;
+    let (pgno, idx) = path.at(level);
+    let buf = w.dirty_mut(pgno);
+    p_remove(buf, idx);
+    if stays(buf, level, cap) {
+        return Ok(false);
+    }
+    rebalance(w, tree, path, level)
 }
 
 fn used(buf: &[u8]) -> usize {
