@@ -327,8 +327,10 @@ fn check_value<W: TreeWriter + ?Sized>(w: &W, t: &View, tree: &Tree, val: &[u8])
 /// Writes `nt` back into the (dirty) host node at `path`'s leaf.
 fn store_nested<W: TreeWriter + ?Sized>(w: &mut W, path: &Path, nt: &Tree) {
     let (lpg, idx) = path.at(path.leaf());
-    let (off, _) = node::value_range(w.dirty_ref(lpg), idx);
-    nt.write(&mut w.dirty_mut(lpg)[off..off + TREE_SIZE]);
+    // (One look-up of the page: a multimap prune walk does this per value.)
+    let buf = w.dirty_mut(lpg);
+    let (off, _) = node::value_range(buf, idx);
+    nt.write(&mut buf[off..off + TREE_SIZE]);
 }
 
 /// Replaces the node at `path`'s leaf with new content for the same key.
