@@ -136,6 +136,9 @@ fn raw_node<'a>(page: Page<'a>, i: usize, pgno: u32) -> Result<&'a [u8]> {
 /// Inserts into a node page or a DUPFIX page. The callers have computed that
 /// the entry fits; a page whose header lies about its room (a damaged file)
 /// gives `Corrupted` here instead of an edit past its free space.
+// Inline: a one-put commit runs 30 more instructions without it
+// (docs/design.md, "Inlining on the commit path").
+#[inline(always)]
 pub(crate) fn p_insert(buf: &mut [u8], i: usize, key: &[u8], hdr: u32, flags: u8, data: &[u8]) -> Result<()> {
     let page = Page { buf };
     let (lower, upper, pgno) = (page.lower(), page.upper(), page.pgno());
@@ -221,13 +224,21 @@ pub(crate) fn find_path<W: TreeWriter + ?Sized>(
     cmp: Cmp,
     path: &mut Path,
 ) -> Result<bool> {
-    walk_path(w, tree, path, |page, pgno| {
-        if page.is_leaf() {
-            search_leaf(page, key, cmp, pgno)
-        } else {
-            Ok((search_branch(page, key, cmp, pgno)?, false))
-        }
-    })
+    walk_path(
+        w,
+        tree,
+        path,
+        // Inline: the descent's only use of the search (a one-put commit: 37
+        // instructions; docs/design.md, "Inlining on the commit path").
+        #[inline(always)]
+        |page, pgno| {
+            if page.is_leaf() {
+                search_leaf(page, key, cmp, pgno)
+            } else {
+                Ok((search_branch(page, key, cmp, pgno)?, false))
+            }
+        },
+    )
 }
 
 /// The path to the end of the tree, for APPEND: the last entry of every page,
@@ -248,6 +259,9 @@ fn find_path_append<W: TreeWriter + ?Sized>(w: &W, tree: &Tree, key: &[u8], cmp:
 }
 
 /// Copies every page of the path on write and links the copies.
+// Inline: a one-put commit runs 122 more instructions without it
+// (docs/design.md, "Inlining on the commit path").
+#[inline(always)]
 pub(crate) fn touch_path<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, path: &mut Path) -> Result<()> {
     for level in 0..path.len {
         let old = path.at(level).0;
@@ -560,6 +574,9 @@ pub(crate) fn free_large<W: TreeWriter + ?Sized>(w: &mut W, tree: &mut Tree, pgn
 static ZEROS: [u8; crate::format::MAX_PAGESIZE] = [0; crate::format::MAX_PAGESIZE];
 
 /// Stores a value: inline bytes in `data`, or a new large chunk.
+// Inline: a one-put commit runs 24 more instructions without it
+// (docs/design.md, "Inlining on the commit path").
+#[inline(always)]
 fn make_value<'v, W: TreeWriter + ?Sized>(
     w: &mut W,
     tree: &mut Tree,
@@ -814,6 +831,9 @@ fn append_fast<W: TreeWriter + ?Sized>(
 }
 
 /// Stores the edited tree of `db` (which forgets its APPEND hint).
+// Inline: a one-put commit runs 24 more instructions without it
+// (docs/design.md, "Inlining on the commit path").
+#[inline]
 pub(crate) fn finish<W: TreeWriter + ?Sized>(w: &mut W, db: W::Db, mut tree: Tree) {
     tree.mod_txnid = w.txnid();
     // Fails only for a handle the edit has already used successfully. (The
