@@ -195,9 +195,10 @@ impl<'a> Page<'a> {
 /// source page, and not writing it on the destination. A header whose
 /// bounds do not fit the page (damaged) gets a plain full copy; the reader
 /// of the copy reports it.
-// Inline: a one-put commit runs 105 more instructions without it
-// (docs/design.md, "Inlining on the commit path").
-#[inline(always)]
+// Not inlined: always inline (at both of `touch_clean`'s copies) a one-put
+// commit ran 105 fewer instructions but took 3.5% more time against LMDB's
+// (`scripts/ab_time.py`, 14 alternating runs; docs/design.md, "Inlining on
+// the commit path").
 pub fn copy_used(dst: &mut [u8], src: &[u8], zero_gap: bool) {
     let ps = src.len();
     debug_assert_eq!(dst.len(), ps);
