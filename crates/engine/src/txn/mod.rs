@@ -1133,9 +1133,9 @@ impl<'env> RwTxn<'env> {
 
     /// The table state for editing (loaded on first use). Clears the APPEND
     /// hint: the caller may change the tree.
-    // Inline: a one-put commit runs 42 more instructions without it
-    // (docs/design.md, "Inlining on the commit path").
-    #[inline]
+    // Not inlined: as `#[inline]` a one-put commit ran 42 fewer instructions
+    // but took 2% more time against LMDB's (its callers' copies; 14
+    // alternating runs of `scripts/ab_time.py`).
     pub(crate) fn table_mut(&mut self, db: Db) -> Result<&mut Table> {
         let t = self.loaded_table(db)?;
         t.append_leaf = None;
