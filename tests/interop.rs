@@ -1507,3 +1507,42 @@ fn libmdbx_writer_ousts_a_parked_rdbx_reader() {
     cli().write(&path, &script, &[]).unwrap();
     assert!(matches!(reader.unpark(), Err(Error::Ousted)), "libmdbx did not oust rdbx's parked reader");
 }
+
+/// A write transaction that changed nothing still commits a new meta, as
+/// libmdbx 0.14 does in the durable modes: its `txn_basal_commit` ends such
+/// a transaction without writing only while the newest meta is weak and the
+/// transaction syncs, so an empty commit on a steady database moves the
+/// txnid (0.13 ended every such transaction without a meta). A "pure" commit
+/// in rdbx would have saved two syncs an empty commit, and diverged from
+/// the library it follows.
+#[test]
+fn an_empty_commit_moves_the_txnid_as_in_libmdbx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = oracle::Env::open(tmp.path(), &oracle::EnvOptions::default()).unwrap();
+    let mut txn = env.begin_rw().unwrap();
+    let t = txn.create_table(Some(b"t"), 0).unwrap();
+    txn.put(t, b"k", b"v", 0).unwrap();
+    txn.commit().unwrap();
+    let id = env.begin_ro().unwrap().id();
+    env.begin_rw().unwrap().commit().unwrap();
+    let txn = env.begin_rw().unwrap();
+    assert_eq!(txn.get(txn.open_table(Some(b"t")).unwrap(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    txn.commit().unwrap();
+    let libmdbx = env.begin_ro().unwrap().id() - id;
+    drop(env);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::builder().max_dbs(4).durability(Durability::SyncDurable).open(tmp.path()).unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    let t = txn.create_db(Some("t"), rdbx::DbFlags::empty()).unwrap();
+    txn.put(t, b"k", b"v", PutFlags::empty()).unwrap();
+    txn.commit().unwrap();
+    let id = env.begin_ro_txn().unwrap().id();
+    env.begin_rw_txn().unwrap().commit().unwrap();
+    let txn = env.begin_rw_txn().unwrap();
+    let t = txn.open_db(Some("t")).unwrap();
+    assert_eq!(txn.get(t, b"k").unwrap(), Some(&b"v"[..]));
+    txn.commit().unwrap();
+    let rdbx = env.begin_ro_txn().unwrap().id() - id;
+    assert_eq!((rdbx, libmdbx), (2, 2), "txnids moved by two empty commits");
+}
