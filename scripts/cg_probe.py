@@ -7,6 +7,7 @@ are not), and which functions moved between two recordings.
     scripts/cg_probe.py diff TAG_A TAG_B [ROWS]
     scripts/cg_probe.py footprint [ENGINE] [MAP] [COMMITS] [ROWS]
     scripts/cg_probe.py branches [ENGINE] [MAP] [COMMITS] [ROWS]
+    scripts/cg_probe.py pgo [MAP] [COMMITS]
 
 `run` builds the probe `tests/benches/small_commits.rs` and records it
 twice under `valgrind --tool=callgrind --toggle-collect=*commits_phase*`
@@ -43,9 +44,21 @@ is next, the length of a free run) mispredicts on both. This VM has no
 hardware counters; those mispredictions, at 15 to 20 cycles each, are
 what an instruction count hides (the run list's branch-free merge, 41st
 session: 6% more instructions, 15% less time on the blob probe).
+
+`pgo` builds the probe twice more, in $TMPDIR/rdbx-pgo: instrumented
+(`-Cprofile-generate`) and run on one-put commits with WRITEMAP and with
+pwrite, then with that profile (`-Cprofile-use`; `llvm-profdata` comes
+with `rustup component add llvm-tools`), and records one-put commits
+(MAP, writemap by default) of the usual build and of the profile-guided
+one: what a profile's block layout and branch weights are worth, which
+inlining by hand does not give (45th session: 8,300 -> 7,352
+instructions a commit, 1.15x -> 1.00x LMDB's time; docs/design.md,
+"Inlining on the commit path"). The binaries stay there for
+`scripts/ab_time.py compare`. Not how rdbx is built.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,11 +67,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TMP = os.environ.get("TMPDIR", tempfile.gettempdir())
 
 
-def probe_binary():
+def probe_binary(env=None):
     out = subprocess.run(
         ["cargo", "bench", "-p", "rdbx-tests", "--bench", "small_commits", "--no-run",
          "--message-format=json"],
-        cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, **(env or {})}).stdout
     for line in out.splitlines():
         m = re.search(r'"executable":"([^"]+small_commits[^"]*)"', line)
         if m:
@@ -217,9 +230,43 @@ def branches(engine="rdbx", mode="writemap", commits="6000", rows="20"):
         print(f"{n / commits:8.1f}  {fn[:110]}")
 
 
+def llvm_profdata():
+    sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    host = re.search(r"host: (\S+)", subprocess.run(["rustc", "-vV"], capture_output=True, text=True,
+                                                    check=True).stdout).group(1)
+    tool = os.path.join(sysroot, "lib", "rustlib", host, "bin", "llvm-profdata")
+    if not os.path.exists(tool):
+        sys.exit(f"cg_probe: no {tool}: run `rustup component add llvm-tools`")
+    return tool
+
+
+def pgo(mode="writemap", commits="3000"):
+    commits = int(commits)
+    work = os.path.join(TMP, "rdbx-pgo")
+    data, profile = os.path.join(work, "data"), os.path.join(work, "merged.profdata")
+    shutil.rmtree(data, ignore_errors=True)
+    gen = probe_binary({"RUSTFLAGS": f"-Cprofile-generate={data}",
+                        "CARGO_TARGET_DIR": os.path.join(work, "target-gen")})
+    for m in ("writemap", "pwrite"):
+        subprocess.run([gen, "rdbx", m, "20000", "1"], check=True, capture_output=True)
+    subprocess.run([llvm_profdata(), "merge", "-o", profile, data], check=True)
+    use = probe_binary({"RUSTFLAGS": f"-Cprofile-use={profile}",
+                        "CARGO_TARGET_DIR": os.path.join(work, "target-use")})
+    usual = probe_binary()
+    for name, binary in (("usual", usual), ("profile-guided", use)):
+        keep = os.path.join(work, f"probe-{name}")
+        shutil.copy(binary, keep)
+        total = record(keep, os.path.join(TMP, f"cg.pgo-{name}"), "rdbx", mode, commits, {})
+        print(f"{name:>15} build, {mode}: {total / commits:,.0f} instructions a one-put commit ({keep})")
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("run", "diff", "footprint", "branches"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("run", "diff", "footprint", "branches", "pgo"):
         sys.exit(__doc__)
+    if sys.argv[1] == "pgo":
+        pgo(*sys.argv[2:4])
+        return
     if sys.argv[1] == "footprint":
         footprint(*sys.argv[2:6])
         return
