@@ -1066,6 +1066,15 @@ fn ctx_for(tid: usize, kind: Kind, tree: &Tree) -> Ctx {
 /// end of the file.
 pub(crate) type MetaSlotBytes = Option<[u8; META_OFF + META_LEN]>;
 
+/// Each slot's (txnid, steady) for [`troika`], an unusable meta counted as
+/// txnid 0.
+pub(crate) fn meta_states(metas: &[(Meta, std::result::Result<(), String>)]) -> [(u64, bool); 3] {
+    [0, 1, 2].map(|i| match metas.get(i) {
+        Some((m, Ok(()))) => (m.txnid(), m.is_steady()),
+        _ => (0, false),
+    })
+}
+
 /// Decodes and validates the three metas of a file of `file_pages` pages of
 /// `ps` bytes, given the bytes of each slot.
 pub(crate) fn read_metas(
@@ -1151,23 +1160,12 @@ impl Env {
             }
         });
         let metas = read_metas(slots, ps, file_pages);
-        let states: [(u64, bool); 3] = [0, 1, 2].map(|i| match &metas[i].1 {
-            Ok(()) => (metas[i].0.txnid(), metas[i].0.is_steady()),
-            Err(_) => (0, false),
-        });
+        let states = meta_states(&metas);
         let t = troika(states);
         report.recent_meta = t.recent;
         report.recent_txnid = states[t.recent].0;
         for (i, (m, v)) in metas.iter().enumerate() {
-            let role = if v.is_err() {
-                "invalid"
-            } else if i == t.recent {
-                "head"
-            } else if i == t.tail {
-                "tail"
-            } else {
-                "stay"
-            };
+            let role = t.role(i, v.is_ok());
             report.metas.push(MetaReport {
                 index: i,
                 txnid_a: m.txnid_a,

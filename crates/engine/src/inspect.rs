@@ -104,26 +104,16 @@ pub fn read_metas(data: &Path) -> Result<MetaList> {
     let slots =
         [0, 1, 2].map(|i| head.get(i * ps..i * ps + META_OFF + META_LEN).map(|b| b.try_into().expect("meta length")));
     let metas = crate::check::read_metas(slots, ps, file_size / ps as u64);
-    let states: [(u64, bool); 3] =
-        [0, 1, 2].map(|i| if metas[i].1.is_ok() { (metas[i].0.txnid(), metas[i].0.is_steady()) } else { (0, false) });
-    let t = troika(states);
+    let t = troika(crate::check::meta_states(&metas));
     let slots = metas
         .into_iter()
         .enumerate()
         .map(|(i, (meta, v))| MetaSlot {
             index: i,
             valid: v.is_ok(),
+            role: t.role(i, v.is_ok()),
             error: v.err(),
             signature: sign_name(meta.sign),
-            role: if states[i].0 == 0 {
-                "invalid"
-            } else if i == t.recent {
-                "head"
-            } else if i == t.tail {
-                "tail"
-            } else {
-                "stay"
-            },
             meta,
         })
         .collect();

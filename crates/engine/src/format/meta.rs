@@ -296,6 +296,23 @@ pub struct Troika {
     pub tail: usize,
 }
 
+impl Troika {
+    /// What slot `i` is, as the checker and the meta listing name it: an
+    /// unusable meta, the head, the tail (the next commit overwrites it),
+    /// or the one that stays.
+    pub fn role(&self, i: usize, valid: bool) -> &'static str {
+        if !valid {
+            "invalid"
+        } else if i == self.recent {
+            "head"
+        } else if i == self.tail {
+            "tail"
+        } else {
+            "stay"
+        }
+    }
+}
+
 /// Chooses recent / prefer-steady / tail from per-meta (txnid, steady) with
 /// unusable metas given txnid 0.
 // Inline: without it here and on `Meta::body`, a one-put commit runs
