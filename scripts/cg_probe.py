@@ -243,6 +243,8 @@ def llvm_profdata():
 
 def pgo(mode="writemap", commits="3000"):
     commits = int(commits)
+    # Before minutes of building: the merge needs it.
+    profdata = llvm_profdata()
     work = os.path.join(TMP, "rdbx-pgo")
     data, profile = os.path.join(work, "data"), os.path.join(work, "merged.profdata")
     shutil.rmtree(data, ignore_errors=True)
@@ -250,7 +252,7 @@ def pgo(mode="writemap", commits="3000"):
                         "CARGO_TARGET_DIR": os.path.join(work, "target-gen")})
     for m in ("writemap", "pwrite"):
         subprocess.run([gen, "rdbx", m, "20000", "1"], check=True, capture_output=True)
-    subprocess.run([llvm_profdata(), "merge", "-o", profile, data], check=True)
+    subprocess.run([profdata, "merge", "-o", profile, data], check=True)
     use = probe_binary({"RUSTFLAGS": f"-Cprofile-use={profile}",
                         "CARGO_TARGET_DIR": os.path.join(work, "target-use")})
     usual = probe_binary()
